@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `Backend<Device>`: the operations layers, losses, optimizers and the training step need
+/// from a device. `Backend<Host>` is in backend/cpu/backend.hpp; `Backend<Cuda>` comes with
+/// <mpx/cuda.hpp>.
+///
+/// Each backend provides, as static functions with the CPU versions' signatures:
+/// `gemm<Compute>`, `relu_forward`, `relu_backward`, `gelu_forward`, `gelu_backward`,
+/// `layer_norm_forward`, `layer_norm_backward`, `softmax_cross_entropy`, `count_correct`, `mse_loss`,
+/// `sgd_update`, `adamw_update`, `unscale_and_inspect<Scale>`, `scale_in_place`, `round_into<To>`,
+/// `add_into`, `fill_uniform`.
+
+namespace mpx {
+
+/// @brief Device operations; specialised per device.
+template <class Device>
+struct Backend;
+
+}  // namespace mpx

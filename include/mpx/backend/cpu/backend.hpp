@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `Backend<Host>`: the CPU implementations behind the device-neutral operation names.
+
+#include <cstdint>
+#include <utility>
+
+#include "mpx/backend/backend.hpp"
+#include "mpx/backend/cpu/activation.hpp"
+#include "mpx/backend/cpu/gemm.hpp"
+#include "mpx/backend/cpu/gradient.hpp"
+#include "mpx/backend/cpu/layer_norm.hpp"
+#include "mpx/backend/cpu/mse_loss.hpp"
+#include "mpx/backend/cpu/optimizer.hpp"
+#include "mpx/backend/cpu/softmax_cross_entropy.hpp"
+#include "mpx/numeric/random.hpp"
+#include "mpx/tensor/convert.hpp"
+#include "mpx/tensor/device.hpp"
+
+namespace mpx {
+
+template <>
+struct Backend<Host> {
+  template <NumericTag Compute, class... Args>
+  static void gemm(Args&&... args) {
+    cpu::gemm<Compute>(std::forward<Args>(args)...);
+  }
+  template <bool Scale, class... Args>
+  static auto unscale_and_inspect(Args&&... args) {
+    return cpu::unscale_and_inspect<Scale>(std::forward<Args>(args)...);
+  }
+  template <NumericTag To, class... Args>
+  static void round_into(Args&&... args) {
+    mpx::round_into<To>(std::forward<Args>(args)...);
+  }
+
+  static constexpr auto relu_forward = [](auto&&... a) { cpu::relu_forward(a...); };
+  static constexpr auto relu_backward = [](auto&&... a) { cpu::relu_backward(a...); };
+  static constexpr auto gelu_forward = [](auto&&... a) { cpu::gelu_forward(a...); };
+  static constexpr auto gelu_backward = [](auto&&... a) { cpu::gelu_backward(a...); };
+  static constexpr auto layer_norm_forward = [](auto&&... a) { cpu::layer_norm_forward(a...); };
+  static constexpr auto layer_norm_backward = [](auto&&... a) { cpu::layer_norm_backward(a...); };
+  static constexpr auto softmax_cross_entropy = [](auto&&... a) { return cpu::softmax_cross_entropy(a...); };
+  static constexpr auto count_correct = [](auto&&... a) { return cpu::count_correct(a...); };
+  static constexpr auto mse_loss = [](auto&&... a) { return cpu::mse_loss(a...); };
+  static constexpr auto sgd_update = [](auto&&... a) { cpu::sgd_update(a...); };
+  static constexpr auto adamw_update = [](auto&&... a) { cpu::adamw_update(a...); };
+  static constexpr auto scale_in_place = [](auto&&... a) { cpu::scale_in_place(a...); };
+
+  /// @brief destination += source, elementwise (same shape), in the destination's type.
+  template <Element T>
+  static void add_into(Tensor<T, Host>& destination, const Tensor<T, Host>& source) {
+    require_shape("mpx::Backend<Host>::add_into", "source", source.shape(), destination.shape());
+    destination.vector() += source.vector();
+  }
+
+  /// @brief Fills with values uniform on [low, high): element i from random_bits(seed, stream, i).
+  template <Element T>
+  static void fill_uniform(Tensor<T, Host>& tensor, double low, double high, std::uint64_t seed,
+                           std::uint64_t stream) {
+    const std::int64_t count = tensor.numel();
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double u = uniform_from_bits(random_bits(seed, stream, static_cast<std::uint64_t>(i)));
+      tensor[i] = round_to<tag_of_t<T>>(low + (high - low) * u);
+    }
+  }
+};
+
+}  // namespace mpx

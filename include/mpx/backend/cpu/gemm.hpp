@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief cuBLASLt's GEMM semantics on Eigen: operands in the compute type, products and sums in
+/// fp32 (fp64 for `Double`), epilogue in fp32, one rounding into D.
+///
+/// Tensor Core products of fp16, bf16 or TF32 operands are exact in fp32 (at most 22 significant
+/// bits), so widening the rounded operands to fp32 and multiplying with Eigen's fp32 GEMM gives the
+/// GPU's numerics up to the order of the fp32 sums.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <optional>
+#include <type_traits>
+
+#include <Eigen/Core>
+#if defined(EIGEN_HAS_FP16_C)
+#include <immintrin.h>
+#endif
+
+#include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/backend/gemm_spec.hpp"
+#include "mpx/error.hpp"
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/numeric/traits.hpp"
+#include "mpx/tensor/host_memory.hpp"
+#include "mpx/tensor/memory_stats.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::cpu {
+
+/// @brief Accumulate element type for compute precision `Compute`: `double` for `Double`, else `float`.
+template <NumericTag Compute>
+using gemm_accumulate_t = std::conditional_t<std::is_same_v<Compute, Double>, double, float>;
+
+/// @brief `mpx::GemmOperands` for host tensors.
+template <Element TD, class Acc = math_t<tag_of_t<TD>>>
+using GemmOperands = mpx::GemmOperands<TD, Acc, Host>;
+
+namespace detail {
+
+// Elementwise conversions between storage and accumulate types. They produce exactly the bits of the
+// scalar conversions (static_cast fp16/bf16 <-> fp32, round_tf32, round_to<Tag>), but are written to
+// vectorise and run on all OpenMP threads for large arrays: done one element at a time, at 1024^3
+// they cost fp16 about 40% of the fp32 GEMM's time. For fp16 they follow whichever path Eigen's
+// scalar conversion takes: the F16C instructions where Eigen defines EIGEN_HAS_FP16_C, otherwise
+// Eigen's software algorithm without branches. (Eigen 3.4.0 leaves EIGEN_HAS_FP16_C undefined under
+// GCC: its test `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380` fails because it defines
+// EIGEN_COMP_CLANG as 0.)
+
+// `#pragma omp simd` where OpenMP is on: GCC's -O2 cost model does not vectorise these loops alone.
+#ifdef _OPENMP
+#define MPX_DETAIL_OMP_SIMD _Pragma("omp simd")
+#else
+#define MPX_DETAIL_OMP_SIMD
+#endif
+
+// round_tf32 without branches, bit for bit: finite values get +0x1000 (ties away), NaN is made quiet,
+// infinities stay, and then the low 13 bits are cleared.
+inline float round_tf32_branchless(float x) {
+  const std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
+  const bool special = (bits & 0x7f800000u) == 0x7f800000u;
+  const std::uint32_t quieted = (bits & 0x007fffffu) != 0 ? (bits | 0x00400000u) : bits;
+  return Eigen::numext::bit_cast<float>((special ? quieted : bits + 0x00001000u) & 0xffffe000u);
+}
+
+// Eigen's scalar float -> bfloat16 (float_to_bfloat16_rtne<false>) without branches, bit for bit:
+// round to nearest even, NaN -> 0x7fc0 with x's sign.
+inline std::uint16_t bfloat16_bits_of(float x) {
+  const std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>(nan ? ((bits >> 16) & 0x8000u) | 0x7fc0u : rounded);
+}
+
+#if !defined(EIGEN_HAS_FP16_C) && !defined(EIGEN_HAS_ARM64_FP16_SCALAR_ARITHMETIC)
+#define MPX_DETAIL_SOFTWARE_FP16 1
+// Eigen's software half_to_float (Half.h) without branches, bit for bit.
+inline float half_bits_to_float(std::uint16_t h) {
+  const std::uint32_t shifted_exp = 0x7c00u << 13;
+  std::uint32_t o = (std::uint32_t{h} & 0x7fffu) << 13;
+  const std::uint32_t exp = shifted_exp & o;
+  o += std::uint32_t{127 - 15} << 23;
+  const std::uint32_t inf_nan = o + (std::uint32_t{128 - 16} << 23);
+  const float magic = Eigen::numext::bit_cast<float>(std::uint32_t{113} << 23);
+  const std::uint32_t denormal = Eigen::numext::bit_cast<std::uint32_t>(
+      Eigen::numext::bit_cast<float>(o + (std::uint32_t{1} << 23)) - magic);
+  const std::uint32_t magnitude = exp == shifted_exp ? inf_nan : (exp == 0 ? denormal : o);
+  return Eigen::numext::bit_cast<float>(magnitude | ((std::uint32_t{h} & 0x8000u) << 16));
+}
+
+// Eigen's software float_to_half_rtne (Half.h) without branches, bit for bit.
+inline std::uint16_t float_to_half_bits(float x) {
+  const std::uint32_t f32_infinity = std::uint32_t{255} << 23;
+  const std::uint32_t f16_max = std::uint32_t{127 + 16} << 23;
+  const std::uint32_t denorm_magic = std::uint32_t{(127 - 15) + (23 - 10) + 1} << 23;
+  std::uint32_t u = Eigen::numext::bit_cast<std::uint32_t>(x);
+  const std::uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  const std::uint32_t inf_nan = u > f32_infinity ? 0x7e00u : 0x7c00u;
+  const std::uint32_t subnormal =
+      Eigen::numext::bit_cast<std::uint32_t>(Eigen::numext::bit_cast<float>(u) +
+                                             Eigen::numext::bit_cast<float>(denorm_magic)) -
+      denorm_magic;
+  const std::uint32_t normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
+  const std::uint32_t magnitude =
+      u >= f16_max ? inf_nan : (u < (std::uint32_t{113} << 23) ? subnormal : normal);
+  return static_cast<std::uint16_t>((magnitude & 0xffffu) | (sign >> 16));
+}
+#endif
+
+// out[i] = in[i] in the compute type, widened to Acc, for i in [begin, end).
+template <NumericTag Compute, class S, class Acc>
+void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
+  std::int64_t i = begin;
+  if constexpr (std::is_same_v<Compute, TF32>) {
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t j = begin; j < end; ++j) out[j] = round_tf32_branchless(in[j]);
+    return;
+  } else if constexpr (std::is_same_v<S, Eigen::bfloat16> && std::is_same_v<Acc, float>) {
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t j = begin; j < end; ++j) {
+      const std::uint32_t bits = Eigen::numext::bit_cast<std::uint16_t>(in[j]);
+      out[j] = Eigen::numext::bit_cast<float>(bits << 16);
+    }
+    return;
+  } else if constexpr (std::is_same_v<S, Eigen::half> && std::is_same_v<Acc, float>) {
+#if defined(EIGEN_HAS_FP16_C)
+    for (; i + 8 <= end; i += 8) {
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+    }
+#elif defined(MPX_DETAIL_SOFTWARE_FP16)
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t j = begin; j < end; ++j)
+      out[j] = half_bits_to_float(Eigen::numext::bit_cast<std::uint16_t>(in[j]));
+    return;
+#endif
+  }
+  for (; i < end; ++i) out[i] = static_cast<Acc>(in[i]);
+}
+
+// out[i] = round_to<tag of TD>(in[i]) for i in [begin, end).
+template <class Acc, class TD>
+void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
+  std::int64_t i = begin;
+  if constexpr (std::is_same_v<TD, Eigen::bfloat16> && std::is_same_v<Acc, float>) {
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t j = begin; j < end; ++j)
+      out[j] = Eigen::numext::bit_cast<Eigen::bfloat16>(bfloat16_bits_of(in[j]));
+    return;
+  } else if constexpr (std::is_same_v<TD, Eigen::half> && std::is_same_v<Acc, float>) {
+#if defined(EIGEN_HAS_FP16_C)
+    // Eigen's scalar float_to_half_rtne is then _cvtss_sh(x, 0): the same instruction, nearest even.
+    for (; i + 8 <= end; i += 8) {
+      _mm_storeu_si128(
+          reinterpret_cast<__m128i*>(out + i),
+          _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#elif defined(MPX_DETAIL_SOFTWARE_FP16)
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t j = begin; j < end; ++j)
+      out[j] = Eigen::numext::bit_cast<Eigen::half>(float_to_half_bits(in[j]));
+    return;
+#endif
+  }
+  for (; i < end; ++i) out[i] = round_to<tag_of_t<TD>>(in[i]);
+}
+
+template <NumericTag Compute, class S, class Acc>
+void widen_operand(const S* in, Acc* out, std::int64_t count) {
+  parallel_for_chunks(count, parallel_grain, [in, out](std::int64_t begin, std::int64_t end) {
+    widen_range<Compute>(in, out, begin, end);
+  });
+}
+
+template <class Acc, class TD>
+void round_output(const Acc* in, TD* out, std::int64_t count) {
+  parallel_for_chunks(count, parallel_grain,
+                      [in, out](std::int64_t begin, std::int64_t end) { round_range(in, out, begin, end); });
+}
+
+#undef MPX_DETAIL_OMP_SIMD
+#undef MPX_DETAIL_SOFTWARE_FP16
+
+// Scratch memory of one call (converted operands; t when D is narrower than Acc), kept per thread
+// for the next call. Fresh multi-megabyte blocks come from mmap and are page-faulted in on every call
+// (glibc unmaps them on free): at 1024^3 that alone cost fp16/bf16 a third of the fp32 GEMM's time.
+// memory_stats<Host>() counts a buffer only while a call uses it, as if each call allocated it: like
+// the allocator's own free lists, memory kept for reuse is not reported between calls. Each slot
+// grows to the largest request made of it and is freed when the thread exits.
+template <class T>
+class ScratchBuffer {
+ public:
+  static constexpr int slots = 3;  // op(A), op(B), t
+
+  ScratchBuffer(int slot, std::int64_t count) : bytes_(static_cast<std::size_t>(count) * sizeof(T)) {
+    Cache& cache = caches()[slot];
+    if (cache.capacity < bytes_) cache.grow(bytes_);
+    data_ = static_cast<T*>(cache.data);
+    memory_stats<Host>().on_allocate(static_cast<std::int64_t>(bytes_));
+  }
+  ~ScratchBuffer() { memory_stats<Host>().on_free(static_cast<std::int64_t>(bytes_)); }
+
+  /// Frees this thread's cached scratch (none may be in use).
+  static void release_all() noexcept {
+    for (int slot = 0; slot < slots; ++slot) caches()[slot].release();
+  }
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+
+  [[nodiscard]] T* data() const noexcept { return data_; }
+
+ private:
+  struct Cache {
+    void* data = nullptr;
+    std::size_t capacity = 0;
+
+    void grow(std::size_t bytes) {
+      release();
+      data = ::operator new (bytes, std::align_val_t{DeviceMemory<Host>::alignment}, std::nothrow);
+      if (data == nullptr) {
+        throw out_of_memory(mpx::detail::concat("mpx::cpu::gemm: scratch allocation of ", bytes,
+                                                " bytes failed (", DeviceMemory<Host>::available_bytes(),
+                                                " bytes of physical memory available, ",
+                                                memory_stats<Host>().live_bytes(), " held by mpx tensors)"));
+      }
+      capacity = bytes;
+    }
+    void release() noexcept {
+      if (data != nullptr) ::operator delete (data, std::align_val_t{DeviceMemory<Host>::alignment});
+      data = nullptr;
+      capacity = 0;
+    }
+    ~Cache() { release(); }
+  };
+
+  static Cache* caches() {
+    thread_local Cache per_thread[slots];
+    return per_thread;
+  }
+
+  T* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// An operand as an accumulate-type matrix: a view of the tensor when no conversion is needed,
+/// otherwise a converted copy in scratch slot `slot` (rounded to the compute type first: TF32 rounds
+/// here).
+template <NumericTag Compute, class Acc>
+class Operand {
+ public:
+  using Map = Eigen::Map<const RowMajorMatrix<Acc>, Eigen::Aligned64>;
+
+  Operand(const Tensor<storage_t<Compute>, Host>& tensor, int slot) : map_(nullptr, 0, 0) {
+    using S = storage_t<Compute>;
+    const Acc* data = nullptr;
+    if constexpr (std::is_same_v<S, Acc> && !std::is_same_v<Compute, TF32>) {
+      data = tensor.data();
+    } else {
+      scratch_.emplace(slot, tensor.numel());
+      widen_operand<Compute>(tensor.data(), scratch_->data(), tensor.numel());
+      data = scratch_->data();
+    }
+    new (&map_) Map(data, tensor.shape()[0], tensor.shape()[1]);
+  }
+
+  [[nodiscard]] const Map& matrix() const noexcept { return map_; }
+
+ private:
+  std::optional<ScratchBuffer<Acc>> scratch_;
+  Map map_;
+};
+
+// Checks an epilogue's vector operand: present, and of the given length.
+template <class T>
+void require_vector(const char* what, const T* tensor, std::int64_t length, Epilogue epilogue) {
+  if (tensor == nullptr) {
+    throw invalid_argument(mpx::detail::concat("mpx::cpu::gemm: epilogue ", to_string(epilogue), " needs ",
+                                               what, " (length ", length, ") but none was given"));
+  }
+  if (!(tensor->shape() == Shape{length})) {
+    throw shape_error(mpx::detail::concat("mpx::cpu::gemm: ", what, " has shape ", tensor->shape(),
+                                          ", expected [", length, "] for epilogue ", to_string(epilogue)));
+  }
+}
+
+}  // namespace detail
+
+/// @brief Frees the scratch memory `gemm` keeps per calling thread between calls (up to the largest
+/// GEMM's widened operands and fp32 intermediate). `memory_stats<Host>()` counts that scratch only
+/// while a call uses it; call this to give it back, e.g. before measuring a process's footprint.
+inline void release_gemm_scratch() noexcept {
+  detail::ScratchBuffer<float>::release_all();
+  detail::ScratchBuffer<double>::release_all();
+}
+
+/// @brief D = epilogue(alpha * op(A) * op(B) + beta * C), with cuBLASLt's semantics (gemm_spec.hpp).
+///
+/// @tparam Compute the compute precision: A and B hold `storage_t<Compute>` (fp32 storage for TF32,
+///                 rounded to TF32 here); D holds `storage_t<Compute>` or the accumulate type.
+/// @throws mpx::shape_error when shapes do not fit (naming both), mpx::invalid_argument when the
+///         epilogue's operands are missing.
+/// @code
+/// mpx::cpu::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes,
+///                                         .epilogue = mpx::Epilogue::ReluBias}, {.bias = &b});
+/// @endcode
+template <NumericTag Compute, Element TD>
+void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Compute>, Host>& b,
+          Tensor<TD, Host>& d, const GemmConfig& config,
+          const GemmOperands<TD, gemm_accumulate_t<Compute>>& operands = {}) {
+  using Acc = gemm_accumulate_t<Compute>;
+  static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
+                "mpx::cpu::gemm<Compute>: D must hold the compute type or the accumulate type "
+                "(float; double for mpx::Double)");
+  constexpr const char* where = "mpx::cpu::gemm";
+  const GemmShape g = validate_gemm_shapes(where, a.shape(), b.shape(), d.shape(), config);
+  const Epilogue epilogue = config.epilogue;
+  const Acc alpha = static_cast<Acc>(config.alpha);
+  const Acc beta = static_cast<Acc>(config.beta);
+
+  if (operands.c != nullptr) require_shape(where, "C", operands.c->shape(), d.shape());
+  if (reads_bias(epilogue)) {
+    detail::require_vector("bias", operands.bias, g.n, epilogue);
+  }
+  if (writes_aux(epilogue) || reads_aux(epilogue)) {
+    if (operands.aux == nullptr) {
+      throw invalid_argument(mpx::detail::concat(where, ": epilogue ", to_string(epilogue),
+                                                 " needs an aux tensor of shape ", d.shape()));
+    }
+    require_shape(where, "aux", operands.aux->shape(), d.shape());
+  }
+  if (writes_bias_grad(epilogue)) {
+    const std::int64_t length = epilogue == Epilogue::BGradA ? g.m : g.n;
+    detail::require_vector("bias_grad", operands.bias_grad, length, epilogue);
+  }
+
+  const detail::Operand<Compute, Acc> a_acc(a, 0);
+  const detail::Operand<Compute, Acc> b_acc(b, 1);
+  const auto& am = a_acc.matrix();
+  const auto& bm = b_acc.matrix();
+
+  // t = beta * C + alpha * op(A) op(B), accumulated in place when D already holds Acc.
+  constexpr bool d_is_acc = std::is_same_v<TD, Acc>;
+  std::optional<detail::ScratchBuffer<Acc>> scratch_buffer;
+  Eigen::Map<RowMajorMatrix<Acc>, Eigen::Aligned64> scratch(nullptr, 0, 0);
+  Eigen::Map<RowMajorMatrix<Acc>, Eigen::Aligned64> t(nullptr, g.m, g.n);
+  if constexpr (d_is_acc) {
+    new (&t) decltype(t)(d.data(), g.m, g.n);
+    if (beta == Acc(0)) {
+      t.setZero();
+    } else if (operands.c != nullptr) {
+      t = beta * operands.c->matrix();
+    } else if (beta != Acc(1)) {  // beta = 1 accumulates into D as it is: no pass over it
+      t *= beta;
+    }
+  } else {
+    scratch_buffer.emplace(2, g.m * g.n);
+    new (&scratch) decltype(scratch)(scratch_buffer->data(), g.m, g.n);
+    if (beta == Acc(0)) {
+      scratch.setZero();
+    } else {
+      const auto& c = operands.c != nullptr ? *operands.c : d;
+      scratch = beta * c.matrix().template cast<Acc>();
+    }
+  }
+  auto multiply = [&](auto&& target) {
+    const bool ta = config.transpose_a == Transpose::Yes;
+    const bool tb = config.transpose_b == Transpose::Yes;
+    if (g.k == 0) return;
+    if (!ta && !tb) target.noalias() += alpha * am * bm;
+    if (!ta && tb) target.noalias() += alpha * am * bm.transpose();
+    if (ta && !tb) target.noalias() += alpha * am.transpose() * bm;
+    if (ta && tb) target.noalias() += alpha * am.transpose() * bm.transpose();
+  };
+
+  // Epilogue on one element: returns the value to store in D.
+  const TD* bias = operands.bias != nullptr ? operands.bias->data() : nullptr;
+  TD* aux = operands.aux != nullptr ? operands.aux->data() : nullptr;
+  auto apply = [&](Acc value, std::int64_t row, std::int64_t col) -> Acc {
+    const std::int64_t index = row * g.n + col;
+    switch (epilogue) {
+      case Epilogue::Bias: return value + static_cast<Acc>(bias[col]);
+      case Epilogue::ReluBias: return relu(value + static_cast<Acc>(bias[col]));
+      case Epilogue::GeluBias: return gelu_tanh(value + static_cast<Acc>(bias[col]));
+      case Epilogue::GeluAuxBias: {
+        const Acc pre = value + static_cast<Acc>(bias[col]);
+        aux[index] = round_to<tag_of_t<TD>>(pre);
+        return gelu_tanh(pre);
+      }
+      case Epilogue::DRelu:
+      case Epilogue::DReluBGrad: return value * relu_derivative(static_cast<Acc>(aux[index]));
+      case Epilogue::DGelu:
+      case Epilogue::DGeluBGrad: return value * gelu_tanh_derivative(static_cast<Acc>(aux[index]));
+      default: return value;
+    }
+  };
+
+  Acc* bias_grad = operands.bias_grad != nullptr ? operands.bias_grad->data() : nullptr;
+  const bool column_bias_grad = epilogue == Epilogue::DReluBGrad || epilogue == Epilogue::DGeluBGrad;
+  if (column_bias_grad) {
+    for (std::int64_t col = 0; col < g.n; ++col) bias_grad[col] = Acc(0);
+  }
+  // The epilogue runs in place on t, then t is rounded into D (nothing to round when D holds Acc).
+  // Rows run in parallel except where bias_grad sums down the columns, whose order stays row by row.
+  const bool elementwise =
+      epilogue != Epilogue::Default && epilogue != Epilogue::BGradA && epilogue != Epilogue::BGradB;
+  auto finish = [&](Acc* values) {
+    if (column_bias_grad) {
+      for (std::int64_t row = 0; row < g.m; ++row) {
+        for (std::int64_t col = 0; col < g.n; ++col) {
+          Acc& value = values[row * g.n + col];
+          value = apply(value, row, col);
+          bias_grad[col] += value;
+        }
+      }
+    } else if (elementwise) {
+      const std::int64_t rows_per_chunk =
+          std::max<std::int64_t>(1, parallel_grain / std::max<std::int64_t>(1, g.n));
+      parallel_for_chunks(g.m, rows_per_chunk, [&](std::int64_t first_row, std::int64_t end_row) {
+        for (std::int64_t row = first_row; row < end_row; ++row) {
+          for (std::int64_t col = 0; col < g.n; ++col) {
+            Acc& value = values[row * g.n + col];
+            value = apply(value, row, col);
+          }
+        }
+      });
+    }
+    if constexpr (!d_is_acc) detail::round_output(values, d.data(), g.m * g.n);
+  };
+  if constexpr (d_is_acc) {
+    multiply(t);
+    finish(d.data());
+  } else {
+    multiply(scratch);
+    finish(scratch.data());
+  }
+
+  // Bias gradients of the operands, from the same compute-type values the product used.
+  if (epilogue == Epilogue::BGradA) {
+    const bool ta = config.transpose_a == Transpose::Yes;
+    for (std::int64_t row = 0; row < g.m; ++row) {
+      bias_grad[row] = ta ? am.col(row).sum() : am.row(row).sum();
+    }
+  } else if (epilogue == Epilogue::BGradB) {
+    const bool tb = config.transpose_b == Transpose::Yes;
+    for (std::int64_t col = 0; col < g.n; ++col) {
+      bias_grad[col] = tb ? bm.row(col).sum() : bm.col(col).sum();
+    }
+  }
+}
+
+}  // namespace mpx::cpu

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Whole-gradient passes on the CPU: unscale fused with the finite check and the squared
+/// norm, and in-place scaling for clipping.
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::cpu {
+
+/// @brief What one pass over a gradient found.
+struct GradientStats {
+  double sum_of_squares = 0.0;  ///< of the (unscaled) values; inf or NaN when any value is
+  bool finite = true;           ///< every value finite
+
+  friend GradientStats operator+(const GradientStats& a, const GradientStats& b) noexcept {
+    return {a.sum_of_squares + b.sum_of_squares, a.finite && b.finite};
+  }
+};
+
+/// @brief Multiplies every element by `factor` (skipped when `Scale` is false) and inspects it:
+/// finiteness and sum of squares, in one read of the gradient. The sum is combined in a fixed order,
+/// so it is the same on any number of threads.
+template <bool Scale, Element G>
+GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor) {
+  G* g = grad.data();
+  return parallel_sum_chunks<GradientStats>(grad.numel(), parallel_grain,
+                                            [&](std::int64_t begin, std::int64_t end) {
+                                              double sum = 0.0;
+                                              bool finite = true;
+                                              for (std::int64_t i = begin; i < end; ++i) {
+                                                if constexpr (Scale) g[i] *= factor;
+                                                sum += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+                                                // A float's square cannot overflow a double, so for float
+                                                // gradients an inf or NaN sum is exactly "some value was inf
+                                                // or NaN"; doubles need the per-element check.
+                                                if constexpr (std::is_same_v<G, double>)
+                                                  finite = finite && std::isfinite(g[i]);
+                                              }
+                                              if constexpr (!std::is_same_v<G, double>)
+                                                finite = std::isfinite(sum);
+                                              return GradientStats{sum, finite};
+                                            });
+}
+
+/// @brief grad *= factor.
+template <Element G>
+void scale_in_place(Tensor<G, Host>& grad, G factor) {
+  G* g = grad.data();
+  parallel_for_chunks(grad.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) g[i] *= factor;
+  });
+}
+
+}  // namespace mpx::cpu

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Mean squared error on the CPU, in fp32 (fp64 for double) whatever the prediction's type.
+
+#include <cstdint>
+
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::cpu {
+
+/// @brief mean((prediction - target)^2) over all elements (PyTorch's default reduction); optionally
+/// writes dprediction = grad_seed * 2 (prediction - target) / count.
+template <Element T, Element U>
+math_t<tag_of_t<T>> mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, Host>& target,
+                             float grad_seed, Tensor<T, Host>* dprediction) {
+  using Math = math_t<tag_of_t<T>>;
+  constexpr const char* where = "mpx::cpu::mse_loss";
+  require_shape(where, "target", target.shape(), prediction.shape());
+  if (dprediction != nullptr) require_shape(where, "dprediction", dprediction->shape(), prediction.shape());
+  const std::int64_t count = prediction.numel();
+  const Math grad_scale = static_cast<Math>(2) * static_cast<Math>(grad_seed) / static_cast<Math>(count);
+  Math total = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const Math diff = static_cast<Math>(prediction[i]) - static_cast<Math>(target[i]);
+    total += diff * diff;
+    if (dprediction != nullptr) (*dprediction)[i] = round_to<tag_of_t<T>>(diff * grad_scale);
+  }
+  return count == 0 ? Math(0) : total / static_cast<Math>(count);
+}
+
+}  // namespace mpx::cpu

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief How the CPU kernels use the cores: fixed chunks of a range run on all OpenMP threads (when
+/// OpenMP is on and there is more than one chunk), and reductions combined in chunk order, so that
+/// results do not depend on the number of threads.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace mpx::cpu {
+
+/// @brief Elements per chunk: enough that handing a chunk to a thread costs little beside the work.
+inline constexpr std::int64_t parallel_grain = std::int64_t{1} << 15;
+
+/// @brief Runs body(begin, end) over [0, count) in chunks of `grain`, in parallel when there are
+/// several. Bodies must touch disjoint elements.
+template <class Body>
+void parallel_for_chunks(std::int64_t count, std::int64_t grain, const Body& body) {
+  const std::int64_t chunks = (count + grain - 1) / grain;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (chunks > 1)
+#endif
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+    body(chunk * grain, std::min(count, (chunk + 1) * grain));
+  }
+}
+
+/// @brief Sums partial(begin, end) over the chunks of [0, count), in chunk order whatever the
+/// number of threads: the same inputs give the same bits on 1 core or 64.
+template <class Value, class Partial>
+Value parallel_sum_chunks(std::int64_t count, std::int64_t grain, const Partial& partial) {
+  const std::int64_t chunks = (count + grain - 1) / grain;
+  std::vector<Value> sums(static_cast<std::size_t>(chunks));
+  parallel_for_chunks(count, grain, [&](std::int64_t begin, std::int64_t end) {
+    sums[static_cast<std::size_t>(begin / grain)] = partial(begin, end);
+  });
+  Value total{};
+  for (const Value& s : sums) total = total + s;
+  return total;
+}
+
+}  // namespace mpx::cpu

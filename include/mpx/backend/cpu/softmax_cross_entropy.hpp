@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Softmax cross-entropy on the CPU, in fp32 whatever the logits' type, forward and backward
+/// in one pass over each row (as llm.c's fused classifier).
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+
+#include "mpx/error.hpp"
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::cpu {
+
+/// @brief Mean cross-entropy of softmax(logits) against integer labels, with PyTorch's label
+/// smoothing (target = (1 - s) one_hot + s / classes); optionally writes the gradient.
+///
+/// @param logits      [batch, classes] in any element type; read as fp32 (fp64 for double).
+/// @param labels      one class index per row.
+/// @param smoothing   label smoothing in [0, 1).
+/// @param grad_seed   dL/dloss to seed the backward with (the loss scale, divided by the number of
+///                    micro-batches); the gradient is grad_seed * (softmax - target) / batch.
+/// @param dlogits     if not null, receives the gradient (same shape and type as logits).
+/// @return the mean loss over the batch, in the math type. Non-finite logits give a non-finite loss
+///         and gradient, which the training step detects.
+template <Element T>
+math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
+                                          float smoothing, float grad_seed, Tensor<T, Host>* dlogits) {
+  using Math = math_t<tag_of_t<T>>;
+  constexpr const char* where = "mpx::cpu::softmax_cross_entropy";
+  if (logits.rank() != 2) {
+    throw shape_error(mpx::detail::concat(where, ": logits must be [batch, classes], got ", logits.shape()));
+  }
+  const std::int64_t batch = logits.shape()[0];
+  const std::int64_t classes = logits.shape()[1];
+  if (static_cast<std::int64_t>(labels.size()) != batch) {
+    throw shape_error(
+        mpx::detail::concat(where, ": ", labels.size(), " labels for logits of shape ", logits.shape()));
+  }
+  if (!(smoothing >= 0.0f && smoothing < 1.0f)) {
+    throw invalid_argument(mpx::detail::concat(where, ": label smoothing ", smoothing, " is not in [0, 1)"));
+  }
+  if (dlogits != nullptr) require_shape(where, "dlogits", dlogits->shape(), logits.shape());
+
+  const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
+  const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
+  const Math grad_scale = static_cast<Math>(grad_seed) / static_cast<Math>(batch);
+  Math total = 0;
+  for (std::int64_t row = 0; row < batch; ++row) {
+    const std::int32_t label = labels[static_cast<std::size_t>(row)];
+    if (label < 0 || label >= classes) {
+      throw invalid_argument(
+          mpx::detail::concat(where, ": label ", label, " at row ", row, " is outside [0, ", classes, ")"));
+    }
+    const T* z = logits.data() + row * classes;
+    Math max_logit = static_cast<Math>(z[0]);
+    for (std::int64_t c = 1; c < classes; ++c) max_logit = std::fmax(max_logit, static_cast<Math>(z[c]));
+    Math sum_exp = 0;
+    for (std::int64_t c = 0; c < classes; ++c) sum_exp += std::exp(static_cast<Math>(z[c]) - max_logit);
+    const Math log_sum_exp = max_logit + std::log(sum_exp);
+    // loss = -sum_c target_c * log p_c, with log p_c = z_c - log_sum_exp and sum_c target_c = 1.
+    Math row_loss = log_sum_exp - on_target * static_cast<Math>(z[label]);
+    for (std::int64_t c = 0; c < classes; ++c) {
+      if (c != label) row_loss -= off_target * static_cast<Math>(z[c]);
+    }
+    total += row_loss;
+    if (dlogits != nullptr) {
+      T* dz = dlogits->data() + row * classes;
+      for (std::int64_t c = 0; c < classes; ++c) {
+        const Math p = std::exp(static_cast<Math>(z[c]) - log_sum_exp);
+        const Math target = c == label ? on_target : off_target;
+        dz[c] = round_to<tag_of_t<T>>((p - target) * grad_scale);
+      }
+    }
+  }
+  return total / static_cast<Math>(batch);
+}
+
+/// @brief Number of rows whose largest logit is at the label's index.
+template <Element T>
+std::int64_t count_correct(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels) {
+  const std::int64_t batch = logits.shape()[0];
+  const std::int64_t classes = logits.shape()[1];
+  std::int64_t correct = 0;
+  for (std::int64_t row = 0; row < batch; ++row) {
+    const T* z = logits.data() + row * classes;
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < classes; ++c) {
+      if (static_cast<float>(z[c]) > static_cast<float>(z[best])) best = c;
+    }
+    if (best == labels[static_cast<std::size_t>(row)]) ++correct;
+  }
+  return correct;
+}
+
+}  // namespace mpx::cpu

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief What a GEMM call means, shared by the CPU (Eigen) and CUDA (cuBLASLt) backends: operand
+/// transposes, scaling, epilogues, shape validation, and the epilogue's elementwise math.
+///
+/// All matrices are row-major. A call computes, in the accumulate type,
+///   t = alpha * op(A) * op(B) + beta * C          op(A): M x K, op(B): K x N, C and D: M x N
+/// and then applies the epilogue to t before rounding it into D. Bias vectors have one entry per
+/// column of D (one per output feature of `Y = X * W^T`); in cuBLASLt's column-major view of the same
+/// memory that is one per row of D, which is how its BIAS epilogues define them.
+
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+#include "mpx/config.hpp"
+#include "mpx/error.hpp"
+#include "mpx/numeric/traits.hpp"
+#include "mpx/tensor/device.hpp"
+#include "mpx/tensor/shape.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx {
+
+/// @brief Whether a GEMM operand is used as stored or transposed.
+enum class Transpose : bool { No = false, Yes = true };
+
+/// @brief Work fused after the matmul, mirroring cuBLASLt's epilogues.
+enum class Epilogue {
+  Default,      ///< D = t
+  Bias,         ///< D = t + bias
+  ReluBias,     ///< D = relu(t + bias)
+  GeluBias,     ///< D = gelu(t + bias)
+  GeluAuxBias,  ///< aux = t + bias (the pre-activation, kept for backward); D = gelu(aux)
+  DRelu,        ///< D = t * relu'(aux): aux is the forward pre-activation or output
+  DReluBGrad,   ///< DRelu, and bias_grad[n] = sum over rows of D
+  DGelu,        ///< D = t * gelu'(aux): aux is the forward pre-activation
+  DGeluBGrad,   ///< DGelu, and bias_grad[n] = sum over rows of D
+  BGradA,       ///< D = t, and bias_grad[m] = sum over k of op(A)[m, k]
+  BGradB,       ///< D = t, and bias_grad[n] = sum over k of op(B)[k, n]
+};
+
+/// @brief Name of an epilogue for messages and benchmark records.
+constexpr std::string_view to_string(Epilogue epilogue) noexcept {
+  switch (epilogue) {
+    case Epilogue::Default: return "default";
+    case Epilogue::Bias: return "bias";
+    case Epilogue::ReluBias: return "relu_bias";
+    case Epilogue::GeluBias: return "gelu_bias";
+    case Epilogue::GeluAuxBias: return "gelu_aux_bias";
+    case Epilogue::DRelu: return "drelu";
+    case Epilogue::DReluBGrad: return "drelu_bgrad";
+    case Epilogue::DGelu: return "dgelu";
+    case Epilogue::DGeluBGrad: return "dgelu_bgrad";
+    case Epilogue::BGradA: return "bgrada";
+    case Epilogue::BGradB: return "bgradb";
+  }
+  return "unknown";
+}
+
+/// @brief Whether an epilogue reads a bias vector.
+constexpr bool reads_bias(Epilogue e) noexcept {
+  return e == Epilogue::Bias || e == Epilogue::ReluBias || e == Epilogue::GeluBias ||
+         e == Epilogue::GeluAuxBias;
+}
+/// @brief Whether an epilogue writes the pre-activation into aux.
+constexpr bool writes_aux(Epilogue e) noexcept {
+  return e == Epilogue::GeluAuxBias;
+}
+/// @brief Whether an epilogue reads aux (the forward pre-activation).
+constexpr bool reads_aux(Epilogue e) noexcept {
+  return e == Epilogue::DRelu || e == Epilogue::DReluBGrad || e == Epilogue::DGelu ||
+         e == Epilogue::DGeluBGrad;
+}
+/// @brief Whether an epilogue writes a bias gradient.
+constexpr bool writes_bias_grad(Epilogue e) noexcept {
+  return e == Epilogue::DReluBGrad || e == Epilogue::DGeluBGrad || e == Epilogue::BGradA ||
+         e == Epilogue::BGradB;
+}
+
+/// @brief Everything about a GEMM call except its operands.
+struct GemmConfig {
+  Transpose transpose_a = Transpose::No;
+  Transpose transpose_b = Transpose::No;
+  float alpha = 1.0f;
+  float beta = 0.0f;  ///< with beta != 0 and no C operand, D's previous contents are C (accumulate)
+  Epilogue epilogue = Epilogue::Default;
+};
+
+/// @brief The optional operands of a GEMM; which ones must be set depends on the epilogue.
+/// @tparam TD  element type of D (bias and aux share it, as in cuBLASLt's defaults).
+/// @tparam Acc accumulate type; bias gradients are produced in it.
+template <Element TD, class Acc = math_t<tag_of_t<TD>>, class Device = Host>
+struct GemmOperands {
+  const Tensor<TD, Device>* c = nullptr;     ///< beta * C; null means D's previous contents
+  const Tensor<TD, Device>* bias = nullptr;  ///< length N, for the Bias* epilogues
+  Tensor<TD, Device>* aux = nullptr;         ///< M x N: written by GeluAuxBias, read by DRelu/DGelu*
+  Tensor<Acc, Device>* bias_grad = nullptr;  ///< length N (M for BGradA), for the *BGrad* epilogues
+};
+
+/// @brief The problem size of a GEMM: op(A) is M x K, op(B) is K x N.
+struct GemmShape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+};
+
+/// @brief Checks that A, B and D fit together under `config` and returns M, N, K; throws
+/// `mpx::shape_error` naming `where` and the shapes involved.
+inline GemmShape validate_gemm_shapes(const char* where, const Shape& a, const Shape& b, const Shape& d,
+                                      const GemmConfig& config) {
+  const auto matrix = [&](const char* name, const Shape& s) {
+    if (s.rank() != 2) {
+      throw shape_error(detail::concat(where, ": operand ", name, " must be a matrix (rank 2), got ", s));
+    }
+  };
+  matrix("A", a);
+  matrix("B", b);
+  matrix("D", d);
+  const bool ta = config.transpose_a == Transpose::Yes;
+  const bool tb = config.transpose_b == Transpose::Yes;
+  const GemmShape g{ta ? a[1] : a[0], tb ? b[0] : b[1], ta ? a[0] : a[1]};
+  const std::int64_t kb = tb ? b[1] : b[0];
+  if (g.k != kb) {
+    throw shape_error(detail::concat(where, ": inner dimensions differ: op(A) is ", g.m, " x ", g.k, " (A ",
+                                     a, ta ? ", transposed" : "", ") but op(B) is ", kb, " x ", g.n, " (B ",
+                                     b, tb ? ", transposed" : "", ")"));
+  }
+  if (!(d == Shape{g.m, g.n})) {
+    throw shape_error(detail::concat(where, ": D has shape ", d, " but op(A) * op(B) is [", g.m, ", ", g.n,
+                                     "] (A ", a, ", B ", b, ")"));
+  }
+  return g;
+}
+
+/// @brief GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as cuBLASLt's epilogue.
+template <class T>
+MPX_HOST_DEVICE inline T gelu_tanh(T x) {
+  constexpr T k_sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
+  constexpr T k_cubic = static_cast<T>(0.044715);
+  return static_cast<T>(0.5) * x *
+         (static_cast<T>(1) + std::tanh(k_sqrt_2_over_pi * (x + k_cubic * x * x * x)));
+}
+
+/// @brief d gelu_tanh(x) / dx.
+template <class T>
+MPX_HOST_DEVICE inline T gelu_tanh_derivative(T x) {
+  constexpr T k_sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
+  constexpr T k_cubic = static_cast<T>(0.044715);
+  const T inner = k_sqrt_2_over_pi * (x + k_cubic * x * x * x);
+  const T t = std::tanh(inner);
+  const T d_inner = k_sqrt_2_over_pi * (static_cast<T>(1) + static_cast<T>(3) * k_cubic * x * x);
+  return static_cast<T>(0.5) * (static_cast<T>(1) + t) +
+         static_cast<T>(0.5) * x * (static_cast<T>(1) - t * t) * d_inner;
+}
+
+/// @brief ReLU that lets NaN through (so a later finite check still sees it).
+template <class T>
+MPX_HOST_DEVICE inline T relu(T x) {
+  return x < static_cast<T>(0) ? static_cast<T>(0) : x;
+}
+
+/// @brief d relu(x) / dx at the pre-activation (or, equivalently, the output) x: 1 where x > 0.
+template <class T>
+MPX_HOST_DEVICE inline T relu_derivative(T x) {
+  return x > static_cast<T>(0) ? static_cast<T>(1) : static_cast<T>(0);
+}
+
+}  // namespace mpx

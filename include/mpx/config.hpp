@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief The one place that tests the compiler: host/device qualifiers, CUDA availability, version.
+
+#define MPX_VERSION_MAJOR 0
+#define MPX_VERSION_MINOR 1
+#define MPX_VERSION_PATCH 0
+/// Single integer for `#if` comparisons: major * 10000 + minor * 100 + patch.
+#define MPX_VERSION (MPX_VERSION_MAJOR * 10000 + MPX_VERSION_MINOR * 100 + MPX_VERSION_PATCH)
+
+// MPX_HOST_DEVICE marks functions that run on both sides (as EIGEN_DEVICE_FUNC does for Eigen).
+#if defined(__CUDACC__)
+#define MPX_HOST_DEVICE __host__ __device__
+#define MPX_CUDA_COMPILER 1
+#else
+#define MPX_HOST_DEVICE
+#define MPX_CUDA_COMPILER 0
+#endif  // __CUDACC__
+
+// MPX_HAS_CUDA is 1 when the CUDA runtime is available to link against (the mpx::cuda target defines
+// it); CPU-only builds leave it 0 and never see a CUDA header.
+#ifndef MPX_HAS_CUDA
+#define MPX_HAS_CUDA 0
+#endif
+
+// True inside the device pass of nvcc: code that must differ between host and device tests this.
+#if defined(__CUDA_ARCH__)
+#define MPX_DEVICE_PASS 1
+#else
+#define MPX_DEVICE_PASS 0
+#endif
+
+namespace mpx {
+/// @brief Library version as written in `MPX_VERSION_*`.
+struct Version {
+  static constexpr int major = MPX_VERSION_MAJOR;
+  static constexpr int minor = MPX_VERSION_MINOR;
+  static constexpr int patch = MPX_VERSION_PATCH;
+};
+}  // namespace mpx

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `Batcher`: reproducible shuffled mini-batches over a `Dataset`.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "mpx/data/dataset.hpp"
+#include "mpx/error.hpp"
+#include "mpx/numeric/random.hpp"
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/tensor/shape.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::data {
+
+namespace detail {
+
+/// Uniform integer in [0, bound), bound >= 1, by Lemire's method: the high word of a 32x32-bit
+/// product, with the few low words below 2^32 mod bound rejected so that no value is favoured.
+/// Consumes words `random_bits(seed, stream, draw)`, `draw + 1`, ... and advances `draw` past them.
+[[nodiscard]] inline std::uint32_t uniform_below(std::uint32_t bound, std::uint64_t seed,
+                                                 std::uint64_t stream, std::uint64_t& draw) noexcept {
+  std::uint64_t product = std::uint64_t{random_bits(seed, stream, draw++)} * bound;
+  auto low = static_cast<std::uint32_t>(product);
+  if (low < bound) {
+    const std::uint32_t threshold = static_cast<std::uint32_t>(-bound) % bound;
+    while (low < threshold) {
+      product = std::uint64_t{random_bits(seed, stream, draw++)} * bound;
+      low = static_cast<std::uint32_t>(product);
+    }
+  }
+  return static_cast<std::uint32_t>(product >> 32);
+}
+
+}  // namespace detail
+
+/// @brief What happens to the samples left over when the batch size does not divide the set.
+enum class LastBatch {
+  Keep,  ///< return them as a smaller final batch (evaluation: every sample counts)
+  Drop,  ///< skip them (training: every step sees a full batch; a new shuffle covers them next epoch)
+};
+
+/// @brief Deals a `Dataset` out in mini-batches, in an order that depends only on (seed, epoch).
+///
+/// The order of epoch e is a Fisher-Yates shuffle of 0..N-1: for i = N-1 down to 1, swap position i
+/// with position j, j uniform in [0, i], drawn by Lemire's multiply-and-reject method from successive
+/// words `random_bits(seed, e, k)`, k = 0, 1, 2, ... (a rejected word is simply skipped). Being a pure
+/// function of counter-based Philox output, the order is the same on every machine and compiler, and
+/// any epoch can be regenerated without replaying the ones before it (for resuming from a checkpoint).
+///
+/// The batcher refers to the dataset, which must outlive it.
+class Batcher {
+ public:
+  /// @brief Batch size, shuffling and what to do with a final partial batch.
+  struct Options {
+    std::int64_t batch_size = 64;
+    std::uint64_t seed = 0;
+    bool shuffle = true;  ///< false: samples in dataset order every epoch (evaluation)
+    LastBatch last_batch = LastBatch::Keep;
+
+    /// @brief Throws `mpx::invalid_argument` naming the field if `batch_size` < 1.
+    void validate() const {
+      if (batch_size < 1) {
+        throw invalid_argument(mpx::detail::concat("mpx::data::Batcher::Options: batch_size = ", batch_size,
+                                                   " is invalid; expected an integer >= 1"));
+      }
+    }
+  };
+
+  /// @brief A batcher over `dataset`, positioned at the start of epoch 0.
+  /// @throws mpx::invalid_argument for invalid options or a dataset of 2^32 samples or more (the
+  /// shuffle draws 32-bit words).
+  Batcher(const Dataset& dataset, const Options& options) : dataset_(&dataset), options_(options) {
+    options_.validate();
+    if (static_cast<std::uint64_t>(dataset.size()) > std::numeric_limits<std::uint32_t>::max()) {
+      throw invalid_argument(mpx::detail::concat("mpx::data::Batcher: dataset of ", dataset.size(),
+                                                 " samples is too large; at most 2^32 - 1 are supported"));
+    }
+    start_epoch(0);
+  }
+
+  /// A temporary dataset would be destroyed while the batcher still points at it.
+  Batcher(const Dataset&&, const Options&) = delete;
+
+  /// @brief Shuffles for `epoch` (if shuffling) and rewinds to its first batch.
+  void start_epoch(std::uint64_t epoch) {
+    epoch_ = epoch;
+    position_ = 0;
+    const auto n = static_cast<std::size_t>(dataset_->size());
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), std::int64_t{0});
+    if (!options_.shuffle) return;
+    std::uint64_t draw = 0;
+    for (std::size_t i = n; i > 1; --i) {
+      const std::uint32_t j =
+          detail::uniform_below(static_cast<std::uint32_t>(i), options_.seed, epoch, draw);
+      std::swap(order_[i - 1], order_[j]);
+    }
+  }
+
+  /// @brief Copies the next batch into `images` ([batch, features]) and `labels`; false once the epoch
+  /// is exhausted (or only a partial batch is left and `LastBatch::Drop` is set).
+  ///
+  /// `images` is reallocated only when its shape differs from the batch's (the first batch, or a
+  /// smaller last one), so a training loop reuses one buffer. Images of another element type than
+  /// float are rounded to nearest while they are gathered, so a bf16 model gets its input without a
+  /// separate fp32 copy.
+  template <Element T>
+  bool next(Tensor<T, Host>& images, std::vector<std::int32_t>& labels) {
+    const std::int64_t remaining = dataset_->size() - position_;
+    const std::int64_t count = std::min(remaining, options_.batch_size);
+    if (count <= 0 || (count < options_.batch_size && options_.last_batch == LastBatch::Drop)) return false;
+
+    const std::int64_t features = dataset_->features();
+    const Shape shape{count, features};
+    if (!(images.shape() == shape)) images = Tensor<T, Host>::uninitialized(shape);
+    labels.resize(static_cast<std::size_t>(count));
+
+    const float* source = dataset_->images().data();
+    const std::vector<std::int32_t>& source_labels = dataset_->labels();
+    const auto row_bytes = static_cast<std::size_t>(features) * sizeof(float);
+    for (std::int64_t b = 0; b < count; ++b) {
+      const std::int64_t sample = order_[static_cast<std::size_t>(position_ + b)];
+      if constexpr (std::is_same_v<T, float>) {
+        if (row_bytes != 0) std::memcpy(images.data() + b * features, source + sample * features, row_bytes);
+      } else {
+        for (std::int64_t f = 0; f < features; ++f) {
+          images[b * features + f] = round_to<tag_of_t<T>>(source[sample * features + f]);
+        }
+      }
+      labels[static_cast<std::size_t>(b)] = source_labels[static_cast<std::size_t>(sample)];
+    }
+    position_ += count;
+    return true;
+  }
+
+  /// @brief Batches `next` returns per epoch: ceil(N / batch) with `LastBatch::Keep`, floor with `Drop`.
+  [[nodiscard]] std::int64_t batches_per_epoch() const noexcept {
+    const std::int64_t n = dataset_->size();
+    return options_.last_batch == LastBatch::Drop ? n / options_.batch_size
+                                                  : (n + options_.batch_size - 1) / options_.batch_size;
+  }
+
+  /// @brief The epoch set by the last `start_epoch` (0 after construction).
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] const Options& options() const noexcept { return options_; }
+  /// @brief The sample indices of the current epoch in the order they are dealt.
+  [[nodiscard]] std::span<const std::int64_t> order() const noexcept { return order_; }
+
+ private:
+  const Dataset* dataset_;
+  Options options_;
+  std::uint64_t epoch_ = 0;
+  std::int64_t position_ = 0;
+  std::vector<std::int64_t> order_;
+};
+
+}  // namespace mpx::data

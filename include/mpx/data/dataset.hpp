@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `Dataset`: a labelled set of feature vectors held in host memory.
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "mpx/error.hpp"
+#include "mpx/tensor/device.hpp"
+#include "mpx/tensor/shape.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::data {
+
+/// @brief N samples of `features()` floats each, with an integer class label per sample.
+///
+/// Images are a row-major `[N, features]` host tensor, already normalised by whoever built the set
+/// (`load_fashion_mnist` standardises with the training set's statistics). Move-only, like
+/// `Tensor`; `subset` makes explicit copies.
+class Dataset {
+ public:
+  /// @brief An empty dataset (no samples, no features, no classes).
+  Dataset() = default;
+
+  /// @brief Takes ownership of `images` ([N, features]) and `labels` (N values in [0, classes)).
+  /// @throws mpx::shape_error if `images` is not rank 2 or its row count differs from the label count;
+  /// mpx::invalid_argument if `classes` < 1 or a label lies outside [0, classes).
+  Dataset(Tensor<float, Host> images, std::vector<std::int32_t> labels, std::int32_t classes)
+      : images_(std::move(images)), labels_(std::move(labels)), classes_(classes) {
+    if (images_.rank() != 2) {
+      throw shape_error(mpx::detail::concat("mpx::data::Dataset: images have shape ", images_.shape(),
+                                            ", expected rank 2 [samples, features]"));
+    }
+    if (images_.shape()[0] != static_cast<std::int64_t>(labels_.size())) {
+      throw shape_error(mpx::detail::concat("mpx::data::Dataset: images have shape ", images_.shape(), " (",
+                                            images_.shape()[0], " samples) but there are ", labels_.size(),
+                                            " labels"));
+    }
+    if (classes_ < 1) {
+      throw invalid_argument(
+          mpx::detail::concat("mpx::data::Dataset: classes = ", classes_, " is invalid; expected >= 1"));
+    }
+    for (std::size_t i = 0; i < labels_.size(); ++i) {
+      if (labels_[i] < 0 || labels_[i] >= classes_) {
+        throw invalid_argument(mpx::detail::concat("mpx::data::Dataset: label ", labels_[i], " of sample ", i,
+                                                   " is outside [0, ", classes_, ")"));
+      }
+    }
+  }
+
+  /// @brief Number of samples N.
+  [[nodiscard]] std::int64_t size() const noexcept { return static_cast<std::int64_t>(labels_.size()); }
+  /// @brief Floats per sample (784 for Fashion-MNIST); 0 for an empty default-constructed set.
+  [[nodiscard]] std::int64_t features() const noexcept {
+    return images_.rank() == 2 ? images_.shape()[1] : 0;
+  }
+  /// @brief Number of classes labels are drawn from (10 for Fashion-MNIST).
+  [[nodiscard]] std::int32_t classes() const noexcept { return classes_; }
+
+  /// @brief All images, `[size(), features()]`.
+  [[nodiscard]] const Tensor<float, Host>& images() const noexcept { return images_; }
+  /// @brief All labels, one per image.
+  [[nodiscard]] const std::vector<std::int32_t>& labels() const noexcept { return labels_; }
+
+  /// @brief The `features()` floats of sample `index` (unchecked, like `operator[]`).
+  [[nodiscard]] std::span<const float> image(std::int64_t index) const noexcept {
+    return images_.values().subspan(static_cast<std::size_t>(index * features()),
+                                    static_cast<std::size_t>(features()));
+  }
+
+  /// @brief A copy of samples [first, first + count): for short CI runs and validation splits.
+  /// @throws mpx::invalid_argument if the range does not lie inside [0, size()).
+  [[nodiscard]] Dataset subset(std::int64_t first, std::int64_t count) const {
+    if (first < 0 || count < 0 || first > size() || count > size() - first) {
+      throw invalid_argument(mpx::detail::concat("mpx::data::Dataset::subset: samples [", first, ", ",
+                                                 first + count, ") are outside the ", size(),
+                                                 " samples of the dataset"));
+    }
+    if (images_.rank() != 2) return Dataset{};  // the only subset of an empty set is empty
+    Tensor<float, Host> images = Tensor<float, Host>::uninitialized(Shape{count, features()});
+    if (count > 0) {
+      std::memcpy(images.data(), images_.data() + first * features(), images.size_bytes());
+    }
+    std::vector<std::int32_t> labels(labels_.begin() + first, labels_.begin() + first + count);
+    return Dataset(std::move(images), std::move(labels), classes_);
+  }
+
+ private:
+  Tensor<float, Host> images_;
+  std::vector<std::int32_t> labels_;
+  std::int32_t classes_ = 0;
+};
+
+}  // namespace mpx::data

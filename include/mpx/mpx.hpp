@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief The CPU-safe umbrella: everything in mpx that needs no CUDA header.
+
+#include "mpx/config.hpp"
+#include "mpx/error.hpp"
+
+#include "mpx/numeric/random.hpp"
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/numeric/tags.hpp"
+#include "mpx/numeric/traits.hpp"
+
+#include "mpx/policy/loss_scaling.hpp"
+#include "mpx/policy/op_precision.hpp"
+#include "mpx/policy/precision.hpp"
+
+#include "mpx/tensor/convert.hpp"
+#include "mpx/tensor/device.hpp"
+#include "mpx/tensor/host_memory.hpp"
+#include "mpx/tensor/memory_stats.hpp"
+#include "mpx/tensor/shape.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+#include "mpx/backend/backend.hpp"
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/gemm_spec.hpp"
+#include "mpx/backend/optimizer_settings.hpp"
+
+#include "mpx/data/batcher.hpp"
+#include "mpx/data/dataset.hpp"
+#include "mpx/data/fashion_mnist.hpp"
+#include "mpx/data/idx.hpp"
+
+#include "mpx/nn/activation.hpp"
+#include "mpx/nn/cast.hpp"
+#include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_norm.hpp"
+#include "mpx/nn/linear.hpp"
+#include "mpx/nn/loss.hpp"
+#include "mpx/nn/parameter.hpp"
+#include "mpx/nn/sequential.hpp"
+
+#include "mpx/optim/adamw.hpp"
+#include "mpx/optim/sgd.hpp"
+
+#include "mpx/train/loss_scaler.hpp"
+#include "mpx/train/trainer.hpp"

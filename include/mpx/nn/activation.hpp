@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Standalone activation layers (`ReLU`, `GELU`) for when no GEMM precedes them to fuse into:
+/// compute type in and out, fp32 math in registers.
+
+#include <string>
+#include <string_view>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/nn/layer.hpp"
+#include "mpx/policy/precision.hpp"
+
+namespace mpx::nn {
+
+namespace detail {
+// The shared body of the elementwise activation layers; `Derived` supplies the kernels.
+template <class Derived, PrecisionPolicy P, class Device>
+class ElementwiseActivation {
+  using T = compute_t<P>;
+
+ public:
+  using precision = P;
+  using device_type = Device;
+  using input_type = T;
+  using output_type = T;
+
+  /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
+  const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
+
+  const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
+    ensure_shape(output_, x.shape());
+    Derived::forward_kernel(x, output_);
+    input_ = &x;
+    return output_;
+  }
+
+  const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
+    if (input_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
+    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    if (!input_grad) return nullptr;
+    ensure_shape(input_grad_, dy.shape());
+    Derived::backward_kernel(*input_, output_, dy, input_grad_);
+    return &input_grad_;
+  }
+
+  template <class F>
+  void for_each_parameter(F&&) {}
+  void initialize(std::uint64_t, std::uint64_t) {}
+  void set_label(std::string label) { label_ = std::move(label); }
+
+ private:
+  std::string label_ = std::string("mpx::nn::") + std::string(Derived::kind);
+  SavedPointer<Tensor<T, Device>> input_;
+  Tensor<T, Device> output_;
+  Tensor<T, Device> input_grad_;
+};
+}  // namespace detail
+
+/// @brief y = max(x, 0); backward uses the saved output.
+template <PrecisionPolicy P, class Device = Host>
+class ReLU : public detail::ElementwiseActivation<ReLU<P, Device>, P, Device> {
+ public:
+  static constexpr std::string_view kind = "ReLU";
+  static void forward_kernel(const auto& x, auto& y) { Backend<Device>::relu_forward(x, y); }
+  static void backward_kernel(const auto&, const auto& y, const auto& dy, auto& dx) {
+    Backend<Device>::relu_backward(y, dy, dx);
+  }
+};
+
+/// @brief y = gelu_tanh(x) (the form cuBLASLt's epilogue uses); backward uses the saved input.
+template <PrecisionPolicy P, class Device = Host>
+class GELU : public detail::ElementwiseActivation<GELU<P, Device>, P, Device> {
+ public:
+  static constexpr std::string_view kind = "GELU";
+  static void forward_kernel(const auto& x, auto& y) { Backend<Device>::gelu_forward(x, y); }
+  static void backward_kernel(const auto& x, const auto&, const auto& dy, auto& dx) {
+    Backend<Device>::gelu_backward(x, dy, dx);
+  }
+};
+
+}  // namespace mpx::nn

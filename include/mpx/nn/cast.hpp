@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `nn::Cast<From, To>`: converts activations between precisions (round to nearest) and the
+/// gradient back; `Sequential` inserts one wherever neighbouring layers' types differ.
+
+#include <string>
+#include <string_view>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/nn/layer.hpp"
+#include "mpx/numeric/traits.hpp"
+
+namespace mpx::nn {
+
+/// @brief Identity in value, change of element type: forward rounds `From` into `To`, backward
+/// rounds the gradient from `To` into `From`.
+template <Element From, Element To, class Device = Host>
+class Cast {
+ public:
+  using device_type = Device;
+  using input_type = From;
+  using output_type = To;
+  static constexpr std::string_view kind = "Cast";
+
+  const Tensor<To, Device>& forward(const Tensor<From, Device>& x) {
+    ensure_shape(output_, x.shape());
+    Backend<Device>::template round_into<tag_of_t<To>>(x, output_);
+    return output_;
+  }
+
+  const Tensor<From, Device>* backward(const Tensor<To, Device>& dy, bool input_grad = true) {
+    if (!input_grad) return nullptr;
+    ensure_shape(input_grad_, dy.shape());
+    Backend<Device>::template round_into<tag_of_t<From>>(dy, input_grad_);
+    return &input_grad_;
+  }
+
+  template <class F>
+  void for_each_parameter(F&&) {}
+  void initialize(std::uint64_t, std::uint64_t) {}
+  void set_label(std::string) {}
+
+ private:
+  Tensor<To, Device> output_;
+  Tensor<From, Device> input_grad_;
+};
+
+}  // namespace mpx::nn

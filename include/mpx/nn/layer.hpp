@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief What a layer is: the `Layer` concept every `nn` module satisfies, the activations a
+/// `Linear` can fuse, weight initialisation, and the shape check with the layer's name in it.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/error.hpp"
+#include "mpx/nn/parameter.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::nn {
+
+/// @brief A module with explicit forward and backward passes over tensors of fixed element types.
+///
+/// `forward(x)` returns the layer's output buffer (valid until the next forward) and remembers what
+/// backward needs; `backward(dy, input_grad)` accumulates parameter gradients and returns a pointer
+/// to dL/dx, or null when `input_grad` is false (the first layer of a model needs none).
+template <class L>
+concept Layer = requires(L& layer, const Tensor<typename L::input_type, typename L::device_type>& x,
+                         const Tensor<typename L::output_type, typename L::device_type>& dy) {
+  typename L::input_type;
+  typename L::output_type;
+  typename L::device_type;
+  { L::kind } -> std::convertible_to<std::string_view>;
+  { layer.forward(x) } -> std::same_as<const Tensor<typename L::output_type, typename L::device_type>&>;
+  {
+    layer.backward(dy, true)
+    } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
+};
+
+/// @brief The activation a `Linear` applies through its GEMM epilogue.
+enum class Activation { None, ReLU, GELU };
+
+/// @brief How a weight is initialised.
+enum class Init {
+  KaimingUniform,  ///< U(-b, b), b = sqrt(6 / fan_in): He et al., for ReLU-family activations
+  XavierUniform,   ///< U(-b, b), b = sqrt(6 / (fan_in + fan_out)): Glorot & Bengio
+  Zeros,
+  Ones,
+};
+
+/// @brief Fills `parameter`'s master weights as `init` says, deterministically from (seed, stream),
+/// and refreshes its compute copy.
+template <class Param>
+void initialize(Param& parameter, Init init, std::int64_t fan_in, std::int64_t fan_out, std::uint64_t seed,
+                std::uint64_t stream) {
+  using Device = typename std::remove_cvref_t<decltype(parameter.master())>::device_type;
+  auto& master = parameter.master();
+  switch (init) {
+    case Init::KaimingUniform:
+    case Init::XavierUniform: {
+      const double bound = init == Init::KaimingUniform
+                               ? std::sqrt(6.0 / static_cast<double>(fan_in))
+                               : std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+      Backend<Device>::fill_uniform(master, -bound, bound, seed, stream);
+      break;
+    }
+    case Init::Zeros: master.set_zero(); break;
+    case Init::Ones: Backend<Device>::fill_uniform(master, 1.0, 1.0, seed, stream); break;
+  }
+  parameter.refresh_compute_copy();
+}
+
+/// @brief Throws `mpx::shape_error` naming the layer, the expected and the received shape unless
+/// `x` is [batch, features].
+template <class T, class Device>
+void require_features(const std::string& layer, const Tensor<T, Device>& x, std::int64_t features) {
+  if (x.rank() != 2 || x.shape()[1] != features) {
+    throw shape_error(mpx::detail::concat(layer, ": expected input of shape [batch, ", features,
+                                          "], received ", x.shape()));
+  }
+}
+
+/// @brief A pointer, saved by forward, to a tensor another object owns (the previous layer's output);
+/// backward reads through it. Moving the holder clears it, so a moved layer demands a new forward
+/// instead of reading a buffer that now belongs to someone else.
+template <class T>
+class SavedPointer {
+ public:
+  SavedPointer() = default;
+  SavedPointer(const SavedPointer&) = delete;
+  SavedPointer& operator=(const SavedPointer&) = delete;
+  SavedPointer(SavedPointer&&) noexcept {}
+  SavedPointer& operator=(SavedPointer&&) noexcept {
+    pointer_ = nullptr;
+    return *this;
+  }
+  SavedPointer& operator=(const T* pointer) noexcept {
+    pointer_ = pointer;
+    return *this;
+  }
+  [[nodiscard]] const T* get() const noexcept { return pointer_; }
+  [[nodiscard]] const T& operator*() const noexcept { return *pointer_; }
+  [[nodiscard]] const T* operator->() const noexcept { return pointer_; }
+  [[nodiscard]] bool empty() const noexcept { return pointer_ == nullptr; }
+
+ private:
+  const T* pointer_ = nullptr;
+};
+
+/// @brief Makes `tensor` hold `shape`, reallocating only when the shape changed (e.g. the last,
+/// smaller batch of an epoch); layers keep their activation buffers across steps this way.
+template <class T, class Device>
+void ensure_shape(Tensor<T, Device>& tensor, const Shape& shape) {
+  if (!(tensor.shape() == shape)) tensor = Tensor<T, Device>::uninitialized(shape);
+}
+
+}  // namespace mpx::nn

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `nn::LayerNorm` over the last dimension: statistics in fp32, input and output in the
+/// compute type, gamma and beta read from the master weights.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/nn/layer.hpp"
+#include "mpx/nn/parameter.hpp"
+#include "mpx/policy/precision.hpp"
+
+namespace mpx::nn {
+
+/// @brief y = (x - mean) / sqrt(var + eps) * gamma + beta per row of x [batch, features].
+template <PrecisionPolicy P, class Device = Host>
+class LayerNorm {
+  using T = compute_t<P>;
+  using Acc = accumulate_t<P>;
+  using Param = Parameter<P, Device>;
+
+ public:
+  using precision = P;
+  using device_type = Device;
+  using input_type = T;
+  using output_type = T;
+  static constexpr std::string_view kind = "LayerNorm";
+
+  explicit LayerNorm(std::int64_t features, float epsilon = 1e-5f)
+      : features_(features),
+        epsilon_(epsilon),
+        gamma_("weight", Shape{features}),
+        beta_("bias", Shape{features}) {
+    if (features <= 0) {
+      throw invalid_argument(
+          mpx::detail::concat("mpx::nn::LayerNorm: features must be positive, got ", features));
+    }
+    initialize(0, 0);
+  }
+
+  /// @brief gamma = 1, beta = 0 (the seed is unused; the signature matches the other layers).
+  void initialize(std::uint64_t seed, std::uint64_t stream) {
+    nn::initialize(gamma_, Init::Ones, features_, features_, seed, stream);
+    nn::initialize(beta_, Init::Zeros, features_, features_, seed, stream);
+  }
+
+  /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
+  const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
+
+  const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
+    require_features(label_, x, features_);
+    ensure_shape(output_, x.shape());
+    ensure_shape(mean_, Shape{x.shape()[0]});
+    ensure_shape(rstd_, Shape{x.shape()[0]});
+    Backend<Device>::layer_norm_forward(x, gamma_.master(), beta_.master(), epsilon_, output_, mean_, rstd_);
+    input_ = &x;
+    return output_;
+  }
+
+  const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
+    if (input_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
+    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    // The kernel always produces dx alongside dgamma and dbeta; it is only returned when asked for.
+    ensure_shape(input_grad_, dy.shape());
+    Backend<Device>::layer_norm_backward(*input_, gamma_.master(), mean_, rstd_, dy, input_grad_,
+                                         gamma_.grad(), beta_.grad());
+    return input_grad ? &input_grad_ : nullptr;
+  }
+
+  template <class F>
+  void for_each_parameter(F&& f) {
+    f(std::string_view("weight"), gamma_);
+    f(std::string_view("bias"), beta_);
+  }
+
+  void set_label(std::string label) { label_ = std::move(label); }
+
+ private:
+  std::int64_t features_;
+  float epsilon_;
+  std::string label_ = "mpx::nn::LayerNorm";
+  Param gamma_;
+  Param beta_;
+  SavedPointer<Tensor<T, Device>> input_;
+  Tensor<T, Device> output_;
+  Tensor<Acc, Device> mean_;
+  Tensor<Acc, Device> rstd_;
+  Tensor<T, Device> input_grad_;
+};
+
+}  // namespace mpx::nn

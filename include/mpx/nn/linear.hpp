@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `nn::Linear`: y = act(x W^T + b) as one GEMM with a fused epilogue; backward produces fp32
+/// weight and bias gradients directly from compute-type operands.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/gemm_spec.hpp"
+#include "mpx/nn/layer.hpp"
+#include "mpx/nn/parameter.hpp"
+#include "mpx/policy/precision.hpp"
+
+namespace mpx::nn {
+
+/// @brief Fully connected layer: weight [out_features, in_features] (PyTorch's layout), optional
+/// bias [out_features], optional activation fused into the matmul's epilogue.
+///
+/// Forward runs `x W^T` in the compute type with fp32 accumulation and the bias (and ReLU or GELU)
+/// in the epilogue. Backward computes dW = dZ^T x into the fp32 gradient (accumulating across
+/// micro-batches), the bias gradient from the same GEMM's BGRAD epilogue, and dx = dZ W, where dZ is
+/// dy times the activation's derivative.
+///
+/// @tparam P precision policy; @tparam A fused activation; @tparam Device `Host` or `Cuda`.
+template <PrecisionPolicy P, Activation A = Activation::None, class Device = Host>
+class Linear {
+  using Compute = typename P::compute_type;
+  using Param = Parameter<P, Device>;
+  using T = compute_t<P>;
+  using Grad = accumulate_t<P>;
+
+ public:
+  using precision = P;
+  using device_type = Device;
+  using input_type = T;
+  using output_type = T;
+  static constexpr std::string_view kind = "Linear";
+  static constexpr Activation activation = A;
+
+  struct Options {
+    bool bias = true;
+    /// Weight initialisation; Kaiming for ReLU/GELU, Xavier otherwise (biases start at zero).
+    Init init = A == Activation::None ? Init::XavierUniform : Init::KaimingUniform;
+  };
+
+  Linear(std::int64_t in_features, std::int64_t out_features, Options options = {})
+      : in_features_(in_features),
+        out_features_(out_features),
+        options_(options),
+        weight_("weight", Shape{out_features, in_features}) {
+    if (in_features <= 0 || out_features <= 0) {
+      throw invalid_argument(
+          mpx::detail::concat("mpx::nn::Linear: features must be positive, got in_features = ", in_features,
+                              ", out_features = ", out_features));
+    }
+    if (options.bias) bias_.emplace("bias", Shape{out_features});
+    initialize(0, 0);
+  }
+
+  /// @brief Re-initialises the parameters from (seed, stream): the same pair gives the same weights
+  /// on every machine and device.
+  void initialize(std::uint64_t seed, std::uint64_t stream) {
+    nn::initialize(weight_, options_.init, in_features_, out_features_, seed, 2 * stream);
+    if (bias_) nn::initialize(*bias_, Init::Zeros, in_features_, out_features_, seed, 2 * stream + 1);
+  }
+
+  /// @brief y = act(x W^T + b) for x [batch, in_features].
+  /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
+  const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
+
+  const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
+    require_features(label_, x, in_features_);
+    const Shape out_shape{x.shape()[0], out_features_};
+    ensure_shape(output_, out_shape);
+    GemmOperands<T, Grad, Device> operands;
+    operands.bias = bias_ ? &bias_->compute() : &zero_bias();
+    Epilogue epilogue = bias_ ? Epilogue::Bias : Epilogue::Default;
+    if constexpr (A == Activation::ReLU) epilogue = Epilogue::ReluBias;
+    if constexpr (A == Activation::GELU) {
+      epilogue = Epilogue::GeluAuxBias;
+      ensure_shape(pre_activation_, out_shape);
+      operands.aux = &pre_activation_;
+    }
+    if (epilogue == Epilogue::Default) operands.bias = nullptr;
+    Backend<Device>::template gemm<Compute>(x, weight_.compute(), output_,
+                                            GemmConfig{.transpose_b = Transpose::Yes, .epilogue = epilogue},
+                                            operands);
+    input_ = &x;
+    return output_;
+  }
+
+  /// @brief Accumulates dW and db from dy and, if asked, returns dx (valid until the next backward).
+  const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
+    if (input_.empty()) {
+      throw error(mpx::detail::concat(label_, ": backward called before forward"));
+    }
+    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    const Tensor<T, Device>* dz = &dy;
+    if constexpr (A == Activation::ReLU) {
+      ensure_shape(dz_, dy.shape());
+      Backend<Device>::relu_backward(output_, dy, dz_);
+      dz = &dz_;
+    } else if constexpr (A == Activation::GELU) {
+      ensure_shape(dz_, dy.shape());
+      Backend<Device>::gelu_backward(pre_activation_, dy, dz_);
+      dz = &dz_;
+    }
+    // dW += dZ^T x (fp32 output, beta = 1 accumulates micro-batches; beta = 0 on the first one after
+    // zero_grad); the bias gradient of this batch comes from the same GEMM's BGRAD epilogue.
+    const auto weight_grad = weight_.grad_for_update();
+    GemmOperands<Grad, Grad, Device> grad_operands;
+    GemmConfig config{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f};
+    if (bias_) {
+      ensure_shape(bias_grad_, Shape{out_features_});
+      config.epilogue = Epilogue::BGradA;
+      grad_operands.bias_grad = &bias_grad_;
+    }
+    Backend<Device>::template gemm<Compute>(*dz, *input_, weight_grad.tensor, config, grad_operands);
+    if (bias_) {
+      const auto bias_grad = bias_->grad_for_update();
+      if (bias_grad.overwrite) {
+        std::swap(bias_grad.tensor, bias_grad_);  // this batch's gradient is the whole gradient
+      } else {
+        Backend<Device>::add_into(bias_grad.tensor, bias_grad_);
+      }
+    }
+    if (!input_grad) return nullptr;
+    ensure_shape(input_grad_, input_->shape());
+    Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, GemmConfig{});
+    return &input_grad_;
+  }
+
+  /// @brief Calls f(name, parameter) for the weight, then the bias.
+  template <class F>
+  void for_each_parameter(F&& f) {
+    f(std::string_view("weight"), weight_);
+    if (bias_) f(std::string_view("bias"), *bias_);
+  }
+
+  /// @brief The name used in error messages ("layers.2 (Linear)"); set by the enclosing model.
+  void set_label(std::string label) { label_ = std::move(label); }
+
+  [[nodiscard]] std::int64_t in_features() const noexcept { return in_features_; }
+  [[nodiscard]] std::int64_t out_features() const noexcept { return out_features_; }
+  [[nodiscard]] Param& weight() noexcept { return weight_; }
+  [[nodiscard]] Param* bias() noexcept { return bias_ ? &*bias_ : nullptr; }
+
+ private:
+  // The ReLU/GELU epilogues add a bias; a bias-free layer adds zeros.
+  const Tensor<T, Device>& zero_bias() {
+    if (zero_bias_.empty()) zero_bias_ = Tensor<T, Device>(Shape{out_features_});
+    return zero_bias_;
+  }
+
+  std::int64_t in_features_;
+  std::int64_t out_features_;
+  Options options_;
+  std::string label_ = "mpx::nn::Linear";
+  Param weight_;
+  std::optional<Param> bias_;
+  SavedPointer<Tensor<T, Device>> input_;  // the previous layer's output buffer, kept alive by it
+  Tensor<T, Device> output_;
+  Tensor<T, Device> pre_activation_;  // GELU's aux: backward evaluates gelu' here
+  Tensor<T, Device> dz_;
+  Tensor<T, Device> input_grad_;
+  Tensor<Grad, Device> bias_grad_;
+  Tensor<T, Device> zero_bias_;
+};
+
+}  // namespace mpx::nn

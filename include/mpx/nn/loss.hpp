@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Losses: `SoftmaxCrossEntropy` and `MSELoss`. Both compute in fp32 (fp64 under fp64)
+/// whatever the type of the model's output, and produce the loss and its gradient in one pass.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/nn/layer.hpp"
+#include "mpx/policy/precision.hpp"
+
+namespace mpx::nn {
+
+/// @brief Mean softmax cross-entropy over a batch, against integer class labels, with optional
+/// label smoothing (PyTorch's definition).
+/// @tparam P the precision of the layer producing the logits (their element type is `compute_t<P>`).
+template <PrecisionPolicy P, class Device = Host>
+class SoftmaxCrossEntropy {
+  using T = compute_t<P>;
+
+ public:
+  using precision = P;
+  using device_type = Device;
+  using input_type = T;
+  using target_type = std::span<const std::int32_t>;
+  using value_type = accumulate_t<P>;
+  static constexpr std::string_view kind = "SoftmaxCrossEntropy";
+
+  struct Options {
+    float label_smoothing = 0.0f;
+  };
+
+  explicit SoftmaxCrossEntropy(Options options = {}) : options_(options) {}
+
+  /// @brief The mean loss, without a gradient.
+  value_type forward(const Tensor<T, Device>& logits, target_type labels) {
+    return Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, 0.0f,
+                                                  static_cast<Tensor<T, Device>*>(nullptr));
+  }
+
+  /// @brief The mean loss, and its gradient times `grad_seed` (the loss scale) into `gradient()`.
+  value_type forward_backward(const Tensor<T, Device>& logits, target_type labels, float grad_seed) {
+    ensure_shape(gradient_, logits.shape());
+    return Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, grad_seed,
+                                                  &gradient_);
+  }
+
+  /// @brief dL/dlogits from the last `forward_backward`.
+  [[nodiscard]] const Tensor<T, Device>& gradient() const noexcept { return gradient_; }
+
+ private:
+  Options options_;
+  Tensor<T, Device> gradient_;
+};
+
+/// @brief Mean squared error over all elements (PyTorch's default reduction); targets in fp32.
+template <PrecisionPolicy P, class Device = Host>
+class MSELoss {
+  using T = compute_t<P>;
+
+ public:
+  using precision = P;
+  using device_type = Device;
+  using input_type = T;
+  using target_type = const Tensor<accumulate_t<P>, Device>&;
+  using value_type = accumulate_t<P>;
+  static constexpr std::string_view kind = "MSELoss";
+
+  value_type forward(const Tensor<T, Device>& prediction, target_type target) {
+    return Backend<Device>::mse_loss(prediction, target, 0.0f, static_cast<Tensor<T, Device>*>(nullptr));
+  }
+
+  value_type forward_backward(const Tensor<T, Device>& prediction, target_type target, float grad_seed) {
+    ensure_shape(gradient_, prediction.shape());
+    return Backend<Device>::mse_loss(prediction, target, grad_seed, &gradient_);
+  }
+
+  [[nodiscard]] const Tensor<T, Device>& gradient() const noexcept { return gradient_; }
+
+ private:
+  Tensor<T, Device> gradient_;
+};
+
+}  // namespace mpx::nn

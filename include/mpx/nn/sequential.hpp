@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `nn::Sequential<Layers...>`: a model as a static composition of layers held in a
+/// `hana::tuple`, checked at compile time, with casts inserted between layers of different precision.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <boost/hana/at.hpp>
+#include <boost/hana/tuple.hpp>
+
+#include "mpx/nn/cast.hpp"
+#include "mpx/nn/layer.hpp"
+
+namespace mpx::nn {
+
+namespace detail {
+
+/// Marks a link between two layers of the same element type: nothing to convert.
+struct NoCast {};
+
+// Each check is a class template so that, when it fails, the compiler's "in instantiation of"
+// note spells out the layer's position and type (and both devices): static_assert messages cannot.
+template <std::size_t Index, class L>
+struct check_is_layer {
+  static_assert(Layer<L>,
+                "mpx::nn::Sequential: the layer at this index (see check_is_layer<index, type> above) is not "
+                "a layer: it needs input_type, output_type, device_type, kind, forward(x) returning the "
+                "output tensor and backward(dy, input_grad) returning a pointer to dx");
+  static constexpr bool value = true;
+};
+
+template <std::size_t ProducerIndex, class Producer, class Consumer, class ProducerDevice,
+          class ConsumerDevice>
+struct check_same_device {
+  static_assert(std::is_same_v<ProducerDevice, ConsumerDevice>,
+                "mpx::nn::Sequential: neighbouring layers run on different devices (see "
+                "check_same_device<index, producer layer, consumer layer, producer device, consumer device> "
+                "above); give every layer of a model the same Device");
+  static constexpr bool value = true;
+};
+
+template <std::size_t Index, class Producer, class Consumer>
+struct link {
+  static_assert(check_same_device<Index, Producer, Consumer, typename Producer::device_type,
+                                  typename Consumer::device_type>::value);
+  using produced = typename Producer::output_type;
+  using expected = typename Consumer::input_type;
+  using cast = std::conditional_t<std::is_same_v<produced, expected>, NoCast,
+                                  Cast<produced, expected, typename Producer::device_type>>;
+};
+
+template <class LayerTuple, class Indices>
+struct links;
+template <class... L, std::size_t... I>
+struct links<std::tuple<L...>, std::index_sequence<I...>> {
+  using type = boost::hana::tuple<typename link<I, std::tuple_element_t<I, std::tuple<L...>>,
+                                                std::tuple_element_t<I + 1, std::tuple<L...>>>::cast...>;
+};
+
+template <class L>
+constexpr bool computes_in_half() {
+  if constexpr (requires { typename L::precision::compute_type; }) {
+    return std::is_same_v<typename L::precision::compute_type, Half>;
+  } else {
+    return false;
+  }
+}
+
+}  // namespace detail
+
+/// @brief Layers applied in order; backward runs them in reverse.
+///
+/// Where a layer's output type differs from the next layer's input type (a classifier kept in fp32
+/// after bf16 layers, say), an `nn::Cast` is inserted, so keeping one layer in another precision is a
+/// one-word change to its type. Every element must satisfy `nn::Layer` and all must share a device;
+/// both are checked at compile time. Parameters are named "layers.<index>.<name>", as PyTorch's
+/// `nn.Sequential` names them.
+/// @code
+/// using P = mpx::bf16_mixed;
+/// mpx::nn::Sequential model{mpx::nn::Linear<P, mpx::nn::Activation::ReLU>(784, 256),
+///                           mpx::nn::Linear<mpx::fp32>(256, 10)};  // classifier in fp32
+/// @endcode
+template <class... Layers>
+class Sequential {
+  static_assert(sizeof...(Layers) > 0, "mpx::nn::Sequential needs at least one layer");
+
+  template <std::size_t... I>
+  static constexpr bool all_layers(std::index_sequence<I...>) {
+    return (detail::check_is_layer<I, Layers>::value && ...);
+  }
+  static_assert(all_layers(std::index_sequence_for<Layers...>{}));
+
+  using layer_list = std::tuple<Layers...>;
+  template <std::size_t I>
+  using layer_at = std::tuple_element_t<I, layer_list>;
+  using link_tuple =
+      typename detail::links<layer_list, std::make_index_sequence<sizeof...(Layers) - 1>>::type;
+
+ public:
+  static constexpr std::size_t size = sizeof...(Layers);
+  using device_type = typename layer_at<0>::device_type;
+  using input_type = typename layer_at<0>::input_type;
+  using output_type = typename layer_at<size - 1>::output_type;
+  /// The precision of the first layer: the model's nominal precision.
+  using precision = typename layer_at<0>::precision;
+  /// Whether any layer computes in fp16 (and so needs loss scaling).
+  static constexpr bool has_half_compute = (detail::computes_in_half<Layers>() || ...);
+
+  explicit Sequential(Layers... layers) : layers_(std::move(layers)...) {
+    for_each_index([&]<std::size_t I>() {
+      boost::hana::at_c<I>(layers_).set_label(
+          mpx::detail::concat("layers.", I, " (", layer_at<I>::kind, ")"));
+    });
+  }
+
+  /// @brief Initialises every layer deterministically: layer I draws from stream I under `seed`.
+  void initialize(std::uint64_t seed) {
+    for_each_index([&]<std::size_t I>() { boost::hana::at_c<I>(layers_).initialize(seed, I); });
+  }
+
+  /// @brief Runs every layer; returns the last layer's output buffer.
+  const Tensor<output_type, device_type>& forward(const Tensor<input_type, device_type>& x) {
+    const auto& y = forward_from<0>(x);
+    last_output_ = &y;
+    return y;
+  }
+
+  /// The first layer keeps a pointer to its input for backward, so a temporary cannot be an input.
+  const Tensor<output_type, device_type>& forward(Tensor<input_type, device_type>&&) = delete;
+
+  /// @brief The output of the last forward (e.g. the logits a training step computed).
+  [[nodiscard]] const Tensor<output_type, device_type>& last_output() const {
+    if (last_output_.empty()) throw error("mpx::nn::Sequential::last_output: no forward has run yet");
+    return *last_output_;
+  }
+
+  /// @brief Runs every layer's backward in reverse order, accumulating parameter gradients.
+  /// @return dL/dx for the model's input when `input_grad` is true, else null.
+  const Tensor<input_type, device_type>* backward(const Tensor<output_type, device_type>& dy,
+                                                  bool input_grad = false) {
+    return backward_from<size - 1>(dy, input_grad);
+  }
+
+  /// @brief Calls f(name, parameter) for every parameter, in a stable order ("layers.0.weight", ...).
+  template <class F>
+  void for_each_parameter(F&& f) {
+    for_each_index([&]<std::size_t I>() {
+      boost::hana::at_c<I>(layers_).for_each_parameter([&](std::string_view local, auto& parameter) {
+        f(mpx::detail::concat("layers.", I, ".", local), parameter);
+      });
+    });
+  }
+
+  /// @brief Sets every gradient to zero.
+  void zero_grad() {
+    for_each_parameter([](const std::string&, auto& parameter) { parameter.zero_grad(); });
+  }
+
+  /// @brief Number of trainable scalars.
+  [[nodiscard]] std::int64_t parameter_count() {
+    std::int64_t count = 0;
+    for_each_parameter([&](const std::string&, auto& parameter) { count += parameter.master().numel(); });
+    return count;
+  }
+
+  /// @brief The layer at index I.
+  template <std::size_t I>
+  [[nodiscard]] auto& layer() noexcept {
+    return boost::hana::at_c<I>(layers_);
+  }
+
+ private:
+  template <class F>
+  static void for_each_index(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (f.template operator()<I>(), ...);
+    }
+    (std::make_index_sequence<size>{});
+  }
+
+  template <std::size_t I, class In>
+  const Tensor<output_type, device_type>& forward_from(const In& x) {
+    const auto& y = boost::hana::at_c<I>(layers_).forward(x);
+    if constexpr (I + 1 == size) {
+      return y;
+    } else {
+      auto& cast = boost::hana::at_c<I>(links_);
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(cast)>, detail::NoCast>) {
+        return forward_from<I + 1>(y);
+      } else {
+        return forward_from<I + 1>(cast.forward(y));
+      }
+    }
+  }
+
+  template <std::size_t I, class Grad>
+  const Tensor<input_type, device_type>* backward_from(const Grad& dy, bool input_grad) {
+    const auto* dx = boost::hana::at_c<I>(layers_).backward(dy, I > 0 || input_grad);
+    if constexpr (I == 0) {
+      return dx;
+    } else {
+      auto& cast = boost::hana::at_c<I - 1>(links_);
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(cast)>, detail::NoCast>) {
+        return backward_from<I - 1>(*dx, input_grad);
+      } else {
+        return backward_from<I - 1>(*cast.backward(*dx, true), input_grad);
+      }
+    }
+  }
+
+  boost::hana::tuple<Layers...> layers_;
+  link_tuple links_;
+  SavedPointer<Tensor<output_type, device_type>> last_output_;
+};
+
+}  // namespace mpx::nn

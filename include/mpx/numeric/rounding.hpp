@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Rounding a value into a precision: nearest (as the hardware converts) and stochastic.
+///
+/// `round_to<Tag>(x)` is the conversion the GPU applies when a value enters `Tag`: round to nearest,
+/// ties to even, for fp16/bf16/fp32 (Eigen's conversions, which match `__float2half_rn`,
+/// `__float2bfloat16_rn`, F16C and AVX512-BF16 on normal inputs); the Tensor Core rule for TF32.
+/// `round_stochastic<Tag>(x, bits)` rounds up with probability equal to the distance from the value
+/// below, so the expected result equals x.
+
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "mpx/config.hpp"
+#include "mpx/numeric/traits.hpp"
+
+namespace mpx {
+
+/// @brief Rounding mode for conversions: round to nearest (ties to even; TF32: the Tensor Core rule).
+struct RoundNearest {};
+
+/// @brief Rounding mode for conversions: stochastic rounding with Philox bits drawn at
+/// (seed, stream, element index); see random.hpp. Equal arguments give equal results on CPU and GPU.
+struct RoundStochastic {
+  std::uint64_t seed = 0;
+  std::uint64_t stream = 0;
+};
+
+/// @brief The 16 bits of an fp16 or bf16 value.
+template <SixteenBitElement T>
+MPX_HOST_DEVICE inline std::uint16_t bits_of(T value) {
+  return Eigen::numext::bit_cast<std::uint16_t>(value);
+}
+
+/// @brief The fp16 or bf16 value with the given bits.
+template <SixteenBitElement T>
+MPX_HOST_DEVICE inline T from_bits(std::uint16_t bits) {
+  return Eigen::numext::bit_cast<T>(bits);
+}
+
+/// @brief fp32 -> TF32 as Tensor Cores receive it: round to nearest, ties away from zero, keeping 10
+/// mantissa bits; the result is a float whose 13 low mantissa bits are zero.
+///
+/// This is PTX's `cvt.rna.tf32.f32` (the PTX ISA allows only the `.rna` rounding modifier for a .tf32
+/// destination), which compiles to "add 0x1000, clear the low 13 bits"; CUTLASS calls the same rule
+/// `round_half_ulp_truncate`. Values that round past the largest TF32 become infinity; NaN stays NaN
+/// (made quiet, so clearing the low bits cannot turn it into infinity).
+MPX_HOST_DEVICE inline float round_tf32(float x) {
+  std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) {  // inf or NaN
+    if ((bits & 0x007fffffu) != 0) bits |= 0x00400000u;
+    return Eigen::numext::bit_cast<float>(bits & 0xffffe000u);
+  }
+  bits += 0x00001000u;
+  return Eigen::numext::bit_cast<float>(bits & 0xffffe000u);
+}
+
+/// @brief Rounds `x` into `Tag`'s storage the way the hardware converts (see file comment).
+///
+/// A double headed for fp16/bf16/TF32 is rounded to fp32 first, which can round twice; that is
+/// fine for reference values, not where the last bit of a 16-bit result of a double matters.
+template <NumericTag Tag, std::floating_point From>
+MPX_HOST_DEVICE inline storage_t<Tag> round_to(From x) {
+  const auto value = static_cast<math_t<Tag>>(x);
+  if constexpr (std::is_same_v<Tag, TF32>) {
+    return round_tf32(value);
+  } else {
+    return static_cast<storage_t<Tag>>(value);
+  }
+}
+
+/// @brief Stochastic rounding of fp32 into fp16 or bf16 with 32 random bits.
+///
+/// Let lo and hi be the neighbours of x in the target format (lo toward zero). The result is hi
+/// (away from zero) when `random_bits < floor((|x| - |lo|) / (|hi| - |lo|) * 2^32)`, otherwise lo, so
+/// E[result] = x up to 2^-32 of one ulp. Both differences are exact in fp32 and the spacing is a power
+/// of two, so the threshold is exact. Infinity counts as the neighbour above the largest finite value
+/// (at the format's top spacing), as it does for round-to-nearest. Zero, infinities and NaN pass
+/// through unchanged. Sign is preserved.
+template <SixteenBitTag Tag>
+MPX_HOST_DEVICE inline storage_t<Tag> round_stochastic(float x, std::uint32_t random_bits) {
+  using S = storage_t<Tag>;
+  const S nearest = static_cast<S>(x);
+  const float magnitude = std::fabs(x);
+  if (!(magnitude <= numeric_traits<Float>::max_finite)) return nearest;  // inf or NaN
+
+  const std::uint16_t sign = bits_of(nearest) & 0x8000u;
+  const std::uint16_t nearest_mag = bits_of(nearest) & 0x7fffu;
+  const auto value = [](std::uint16_t magnitude_bits) {
+    return static_cast<float>(from_bits<S>(magnitude_bits));
+  };
+  // Nearest is one of the two neighbours: step back one if it lies above |x|.
+  const std::uint16_t lo = value(nearest_mag) > magnitude ? nearest_mag - 1u : nearest_mag;
+  const std::uint16_t infinity_bits = bits_of(static_cast<S>(HUGE_VALF)) & 0x7fffu;
+  const float lo_value = value(lo);
+  const float spacing = (lo + 1u == infinity_bits) ? lo_value - value(lo - 1u) : value(lo + 1u) - lo_value;
+  const float fraction = (magnitude - lo_value) / spacing;
+
+  bool round_up = true;
+  if (fraction < 1.0f) {
+    const auto threshold = static_cast<std::uint32_t>(fraction * 0x1p32f);
+    round_up = random_bits < threshold;
+  }
+  return from_bits<S>(static_cast<std::uint16_t>(sign | (round_up ? lo + 1u : lo)));
+}
+
+}  // namespace mpx

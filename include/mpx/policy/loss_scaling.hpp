@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Loss-scaling policies (what protects fp16 gradients from underflow), the concept they
+/// satisfy, `default_scaler_t<P>`, and the compile-time check that a policy suits a precision.
+
+#include <cmath>
+#include <concepts>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+
+#include "mpx/error.hpp"
+#include "mpx/numeric/tags.hpp"
+#include "mpx/policy/precision.hpp"
+
+namespace mpx {
+
+/// @brief PyTorch `torch.amp.GradScaler`'s algorithm: scale the loss, skip steps whose gradients
+/// overflow and back the scale off, grow it after `growth_interval` clean steps.
+struct DynamicLossScaling {
+  static constexpr std::string_view name = "dynamic";
+  static constexpr bool scales_loss = true;
+  static constexpr bool is_dynamic = true;
+
+  /// Runtime knobs. The first four and their defaults are GradScaler's; the rest are opt-in
+  /// extensions that are inactive at their defaults.
+  struct Options {
+    float init_scale = 65536.0f;  ///< 2^16
+    float growth_factor = 2.0f;
+    float backoff_factor = 0.5f;
+    int growth_interval = 2000;
+    float min_scale = 0.0f;                                    ///< floor after backoff (off: 0)
+    float max_scale = std::numeric_limits<float>::infinity();  ///< ceiling after growth (off: inf)
+    int hysteresis = 1;  ///< back off only after this many consecutive overflows (Apex; off: 1)
+
+    /// @brief Throws `mpx::invalid_argument` naming the field and its value if a knob is unusable.
+    void validate() const {
+      const auto fail = [](const char* field, auto value, const char* expected) {
+        throw invalid_argument(detail::concat("mpx::DynamicLossScaling::Options: ", field, " = ", value,
+                                              " is invalid; expected ", expected));
+      };
+      if (!(std::isfinite(init_scale) && init_scale > 0.0f))
+        fail("init_scale", init_scale, "a finite value > 0");
+      if (!(std::isfinite(growth_factor) && growth_factor > 1.0f))
+        fail("growth_factor", growth_factor, "a finite value > 1");
+      if (!(backoff_factor > 0.0f && backoff_factor < 1.0f))
+        fail("backoff_factor", backoff_factor, "a value in (0, 1)");
+      if (growth_interval < 1) fail("growth_interval", growth_interval, "an integer >= 1");
+      if (!(min_scale >= 0.0f && min_scale <= init_scale))
+        fail("min_scale", min_scale, "0 <= min_scale <= init_scale");
+      if (!(max_scale >= init_scale)) fail("max_scale", max_scale, "max_scale >= init_scale");
+      if (hysteresis < 1) fail("hysteresis", hysteresis, "an integer >= 1");
+    }
+  };
+};
+
+/// @brief A fixed loss scale: gradients are scaled and unscaled, overflowing steps are still
+/// skipped, but the scale never changes.
+struct StaticLossScaling {
+  static constexpr std::string_view name = "static";
+  static constexpr bool scales_loss = true;
+  static constexpr bool is_dynamic = false;
+
+  struct Options {
+    float scale = 65536.0f;
+
+    /// @brief Throws `mpx::invalid_argument` if the scale is not a finite positive number.
+    void validate() const {
+      if (!(std::isfinite(scale) && scale > 0.0f)) {
+        throw invalid_argument(detail::concat("mpx::StaticLossScaling::Options: scale = ", scale,
+                                              " is invalid; expected a finite value > 0"));
+      }
+    }
+  };
+};
+
+/// @brief No loss scaling: the scaler compiles away. Right for bf16, fp32 and tf32; for fp16 it must
+/// be requested as `AllowFp16Underflow<NoLossScaling>`.
+struct NoLossScaling {
+  static constexpr std::string_view name = "none";
+  static constexpr bool scales_loss = false;
+  static constexpr bool is_dynamic = false;
+
+  struct Options {
+    void validate() const {}
+  };
+};
+
+/// @brief Explicit opt-in to fp16 training without loss scaling, knowing that gradients below
+/// fp16's smallest subnormal (2^-24) flush to zero. Used to demonstrate why scaling exists.
+template <class Policy>
+struct AllowFp16Underflow : Policy {
+  static_assert(std::is_same_v<Policy, NoLossScaling>,
+                "mpx::AllowFp16Underflow<Policy>: only mpx::NoLossScaling needs this opt-in; "
+                "dynamic and static loss scaling already protect fp16 gradients");
+  static constexpr std::string_view name = "none_fp16_opt_in";
+  static constexpr bool allows_fp16_underflow = true;
+};
+
+/// @brief Satisfied by loss-scaling policies: they say whether they scale, whether the scale moves,
+/// and carry validated runtime `Options`.
+template <class S>
+concept LossScalingPolicy = requires(const typename S::Options& options) {
+  { S::name } -> std::convertible_to<std::string_view>;
+  { S::scales_loss } -> std::convertible_to<bool>;
+  { S::is_dynamic } -> std::convertible_to<bool>;
+  options.validate();
+};
+
+namespace detail {
+template <class S>
+inline constexpr bool allows_fp16_underflow = false;
+template <class S>
+inline constexpr bool allows_fp16_underflow<AllowFp16Underflow<S>> = true;
+}  // namespace detail
+
+/// @brief The scaler a precision gets unless told otherwise: dynamic for fp16 compute (as PyTorch AMP
+/// always pairs fp16 with GradScaler), none for every format with fp32's exponent range.
+template <PrecisionPolicy P>
+using default_scaler_t =
+    std::conditional_t<std::is_same_v<typename P::compute_type, Half>, DynamicLossScaling, NoLossScaling>;
+
+namespace detail {
+// `if constexpr`, not `&&`: a non-scaler `S` must give false rather than a hard error on `S::scales_loss`.
+template <class P, class S>
+consteval bool scaler_suits() {
+  if constexpr (LossScalingPolicy<S>) {
+    return S::scales_loss || !std::is_same_v<typename P::compute_type, Half> || allows_fp16_underflow<S>;
+  } else {
+    return false;
+  }
+}
+}  // namespace detail
+
+/// @brief True when scaler `S` is a sound choice for precision `P` (false when `S` is not a scaler).
+template <PrecisionPolicy P, class S>
+inline constexpr bool scaler_suits_v = detail::scaler_suits<P, S>();
+
+namespace detail {
+template <PrecisionPolicy P, class S>
+struct checked_scaler {
+  static_assert(LossScalingPolicy<S>,
+                "mpx: the scaler must be a loss-scaling policy: mpx::DynamicLossScaling, "
+                "mpx::StaticLossScaling or mpx::NoLossScaling");
+  static_assert(!LossScalingPolicy<S> || scaler_suits_v<P, S>,
+                "mpx: fp16 without loss scaling loses small gradients: fp16 flushes values below "
+                "2^-24 to zero, and typical gradients are smaller than that. Use "
+                "mpx::DynamicLossScaling (mpx::default_scaler_t<P> for fp16), or write "
+                "mpx::AllowFp16Underflow<mpx::NoLossScaling> to opt in knowingly");
+  using type = S;
+};
+}  // namespace detail
+
+/// @brief `S`, after checking at compile time that it suits `P` (the check every training step
+/// applies); a mismatch is a compile error that explains fp16 underflow and names the fix.
+template <PrecisionPolicy P, class S = default_scaler_t<P>>
+using checked_scaler_t = typename detail::checked_scaler<P, S>::type;
+
+}  // namespace mpx

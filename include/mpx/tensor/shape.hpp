@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `Shape`: the runtime extents of a tensor, rank 1 to 4, row-major.
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+
+#include "mpx/error.hpp"
+
+namespace mpx {
+
+/// @brief Extents of a row-major tensor of rank 1 to 4. A default-constructed shape has rank 0 and
+/// describes an empty tensor.
+class Shape {
+ public:
+  static constexpr int max_rank = 4;
+
+  Shape() = default;
+
+  /// @brief Shape with the given extents; throws `mpx::shape_error` for rank outside 1..4 or a
+  /// negative extent.
+  Shape(std::initializer_list<std::int64_t> extents) {
+    if (extents.size() < 1 || extents.size() > max_rank) {
+      throw shape_error(detail::concat("mpx::Shape: rank ", extents.size(), " is not supported; ",
+                                       "tensors have rank 1 to ", max_rank));
+    }
+    for (const std::int64_t extent : extents) {
+      if (extent < 0) {
+        throw shape_error(
+            detail::concat("mpx::Shape: extent ", extent, " at dimension ", rank_, " is negative"));
+      }
+      extents_[static_cast<std::size_t>(rank_++)] = extent;
+    }
+  }
+
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+
+  /// @brief Extent of dimension `dim`; negative `dim` counts from the back (-1 is the last).
+  [[nodiscard]] std::int64_t operator[](int dim) const {
+    const int index = dim < 0 ? dim + rank_ : dim;
+    if (index < 0 || index >= rank_) {
+      throw shape_error(
+          detail::concat("mpx::Shape: dimension ", dim, " is out of range for shape ", to_string()));
+    }
+    return extents_[static_cast<std::size_t>(index)];
+  }
+
+  /// @brief Number of elements (0 for a rank-0 shape).
+  [[nodiscard]] std::int64_t numel() const noexcept {
+    if (rank_ == 0) return 0;
+    std::int64_t count = 1;
+    for (int i = 0; i < rank_; ++i) count *= extents_[static_cast<std::size_t>(i)];
+    return count;
+  }
+
+  /// @brief Rows of the matrix view: the product of all extents but the last.
+  [[nodiscard]] std::int64_t rows() const noexcept {
+    if (rank_ == 0) return 0;
+    std::int64_t count = 1;
+    for (int i = 0; i + 1 < rank_; ++i) count *= extents_[static_cast<std::size_t>(i)];
+    return count;
+  }
+
+  /// @brief Columns of the matrix view: the last extent.
+  [[nodiscard]] std::int64_t cols() const noexcept {
+    return rank_ == 0 ? 0 : extents_[static_cast<std::size_t>(rank_ - 1)];
+  }
+
+  /// @brief "[2, 3]".
+  [[nodiscard]] std::string to_string() const {
+    std::string text = "[";
+    for (int i = 0; i < rank_; ++i) {
+      if (i > 0) text += ", ";
+      text += std::to_string(extents_[static_cast<std::size_t>(i)]);
+    }
+    return text + "]";
+  }
+
+  friend bool operator==(const Shape& a, const Shape& b) noexcept {
+    return a.rank_ == b.rank_ && a.extents_ == b.extents_;
+  }
+
+  friend std::ostream& operator<<(std::ostream& out, const Shape& shape) { return out << shape.to_string(); }
+
+ private:
+  std::array<std::int64_t, max_rank> extents_{};
+  int rank_ = 0;
+};
+
+}  // namespace mpx

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `Tensor<T, Device>`: an owning, row-major, aligned array with a runtime shape.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include <Eigen/Core>
+
+#include "mpx/error.hpp"
+#include "mpx/numeric/traits.hpp"
+#include "mpx/tensor/device.hpp"
+#include "mpx/tensor/host_memory.hpp"
+#include "mpx/tensor/shape.hpp"
+
+namespace mpx {
+
+/// @brief Row-major Eigen matrix type used for views of host tensors.
+template <class T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// @brief An owning, row-major tensor of rank 1 to 4 whose memory comes from `DeviceMemory<Device>`
+/// and is counted in `memory_stats<Device>()`.
+///
+/// Move-only: copies are explicit (`clone()`), so a hidden copy of activations cannot inflate the
+/// peak memory a benchmark reports. Host tensors expose Eigen maps; the matrix view of a tensor of
+/// rank > 2 folds all leading dimensions into rows.
+///
+/// @tparam T      element type: `double`, `float`, `Eigen::half` or `Eigen::bfloat16`.
+/// @tparam Device `mpx::Host` or `mpx::Cuda`.
+template <Element T, class Device = Host>
+class Tensor {
+  using Memory = DeviceMemory<Device>;
+
+ public:
+  using value_type = T;
+  using device_type = Device;
+  using MatrixMap = Eigen::Map<RowMajorMatrix<T>, Eigen::Aligned64>;
+  using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Aligned64>;
+  using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+  using ConstVectorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+
+  /// @brief An empty tensor (rank 0, no storage).
+  Tensor() = default;
+
+  /// @brief A zero-filled tensor of the given shape.
+  explicit Tensor(const Shape& shape) : Tensor(uninitialized(shape)) { Memory::zero(data_, size_bytes()); }
+
+  /// @brief A tensor of the given shape whose contents are unspecified (for outputs about to be
+  /// overwritten).
+  [[nodiscard]] static Tensor uninitialized(const Shape& shape) {
+    Tensor tensor;
+    tensor.shape_ = shape;
+    tensor.data_ = static_cast<T*>(Memory::allocate(tensor.size_bytes()));
+    return tensor;
+  }
+
+  Tensor(Tensor&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), shape_(std::exchange(other.shape_, Shape{})) {}
+
+  Tensor& operator=(Tensor&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      shape_ = std::exchange(other.shape_, Shape{});
+    }
+    return *this;
+  }
+
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  ~Tensor() { release(); }
+
+  /// @brief A deep copy on the same device.
+  [[nodiscard]] Tensor clone() const {
+    Tensor copy = uninitialized(shape_);
+    Memory::copy(copy.data_, data_, size_bytes());
+    return copy;
+  }
+
+  [[nodiscard]] const Shape& shape() const noexcept { return shape_; }
+  [[nodiscard]] int rank() const noexcept { return shape_.rank(); }
+  [[nodiscard]] std::int64_t numel() const noexcept { return shape_.numel(); }
+  [[nodiscard]] std::size_t size_bytes() const noexcept {
+    return static_cast<std::size_t>(numel()) * sizeof(T);
+  }
+  [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+
+  /// @brief Sets every byte to zero (all element types' +0.0); works on every device.
+  void set_zero() noexcept { Memory::zero(data_, size_bytes()); }
+
+  /// @brief Reinterprets the same elements under another shape with the same element count.
+  void reshape(const Shape& shape) {
+    if (shape.numel() != numel()) {
+      throw shape_error(detail::concat("mpx::Tensor::reshape: cannot view ", shape_, " (", numel(),
+                                       " elements) as ", shape, " (", shape.numel(), " elements)"));
+    }
+    shape_ = shape;
+  }
+
+  /// @brief Element at flat (row-major) position `index`; host only.
+  [[nodiscard]] T& operator[](std::int64_t index) noexcept requires std::is_same_v<Device, Host> {
+    return data_[index];
+  }
+  [[nodiscard]] const T& operator[](std::int64_t index) const noexcept requires std::is_same_v<Device, Host> {
+    return data_[index];
+  }
+
+  /// @brief All elements in row-major order; host only.
+  [[nodiscard]] std::span<T> values() noexcept requires std::is_same_v<Device, Host> {
+    return {data_, static_cast<std::size_t>(numel())};
+  }
+  [[nodiscard]] std::span<const T> values() const noexcept requires std::is_same_v<Device, Host> {
+    return {data_, static_cast<std::size_t>(numel())};
+  }
+
+  /// @brief Row-major matrix view: `shape().rows()` x `shape().cols()`; host only.
+  [[nodiscard]] MatrixMap matrix() noexcept requires std::is_same_v<Device, Host> {
+    return MatrixMap(data_, shape_.rows(), shape_.cols());
+  }
+  [[nodiscard]] ConstMatrixMap matrix() const noexcept requires std::is_same_v<Device, Host> {
+    return ConstMatrixMap(data_, shape_.rows(), shape_.cols());
+  }
+
+  /// @brief Flat column-vector view of all elements; host only.
+  [[nodiscard]] VectorMap vector() noexcept requires std::is_same_v<Device, Host> {
+    return VectorMap(data_, numel());
+  }
+  [[nodiscard]] ConstVectorMap vector() const noexcept requires std::is_same_v<Device, Host> {
+    return ConstVectorMap(data_, numel());
+  }
+
+  /// @brief Sets every element to `value`; host only.
+  void fill(T value) noexcept requires std::is_same_v<Device, Host> {
+    for (T& element : values()) element = value;
+  }
+
+ private:
+  void release() noexcept {
+    Memory::deallocate(data_, size_bytes());
+    data_ = nullptr;
+  }
+
+  T* data_ = nullptr;
+  Shape shape_;
+};
+
+/// @brief Throws `mpx::shape_error` naming `where` and both shapes unless `actual == expected`.
+inline void require_shape(const char* where, const char* what, const Shape& actual, const Shape& expected) {
+  if (!(actual == expected)) {
+    throw shape_error(detail::concat(where, ": ", what, " has shape ", actual, ", expected ", expected));
+  }
+}
+
+}  // namespace mpx

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `mpx::Trainer`: the mixed-precision training step.
+///
+/// forward -> loss (fp32) -> backward of the scaled loss -> unscale, fused with the finite check and
+/// the gradient norm -> optional global-norm clipping -> optimizer step, or skip when any gradient is
+/// inf or NaN -> scaler update. Gradients accumulate over the micro-batches of one step.
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/error.hpp"
+#include "mpx/policy/loss_scaling.hpp"
+#include "mpx/tensor/memory_stats.hpp"
+#include "mpx/train/loss_scaler.hpp"
+
+namespace mpx {
+
+/// @brief What one training step did.
+struct StepResult {
+  double loss = 0.0;        ///< mean loss over the step's micro-batches (unscaled)
+  bool stepped = false;     ///< false when a gradient was inf or NaN and the update was skipped
+  float loss_scale = 1.0f;  ///< the scale this step's backward used
+  double grad_norm = 0.0;   ///< global L2 norm of the unscaled gradients, before clipping
+  bool clipped = false;     ///< whether clipping scaled the gradients down
+  std::int64_t step = 0;    ///< steps attempted so far, this one included
+};
+
+/// @brief Memory of the first training step, from the device allocator's own counters.
+struct StepMemory {
+  std::int64_t parameters = 0;       ///< master weights, compute copies and gradients
+  std::int64_t optimizer_state = 0;  ///< allocated by the optimizer on its first step
+  std::int64_t activations = 0;      ///< buffers the step left allocated: saved activations, activation
+                                     ///< gradients, the input cast, the loss gradient
+  std::int64_t peak = 0;             ///< most bytes live at once during the step, everything included
+};
+
+/// @brief The scaler a model needs unless told otherwise: dynamic if any of its layers computes in
+/// fp16, none otherwise.
+template <class Model>
+using model_default_scaler_t = std::conditional_t<Model::has_half_compute, DynamicLossScaling, NoLossScaling>;
+
+/// @brief Runs training steps of `Model` under `Loss` with `Optimizer` and loss-scaling policy
+/// `Scaling`.
+///
+/// A model with fp16 layers and `NoLossScaling` does not compile (fp16 gradients underflow) unless
+/// written `AllowFp16Underflow<NoLossScaling>`. With `NoLossScaling` the scaling multiplies compile
+/// away; the finite check stays, because a non-finite gradient must never reach the weights.
+template <class Model, class Loss, class Optimizer, class Scaling = model_default_scaler_t<Model>>
+class Trainer {
+  using Device = typename Model::device_type;
+  using Grad = accumulate_t<typename Model::precision>;
+  static_assert(std::is_same_v<typename Loss::input_type, typename Model::output_type>,
+                "mpx::Trainer: the loss must take the model's output type; declare the loss with the "
+                "precision of the model's last layer, e.g. SoftmaxCrossEntropy<mpx::fp32> after a "
+                "Linear<mpx::fp32> classifier");
+  static_assert(LossScalingPolicy<Scaling>,
+                "mpx::Trainer: Scaling must be mpx::DynamicLossScaling, mpx::StaticLossScaling or "
+                "mpx::NoLossScaling");
+  static_assert(!Model::has_half_compute || Scaling::scales_loss || detail::allows_fp16_underflow<Scaling>,
+                "mpx::Trainer: this model has fp16 layers but no loss scaling: fp16 flushes gradients "
+                "below 2^-24 to zero, and typical gradients are smaller than that. Use "
+                "mpx::DynamicLossScaling (the default), or write "
+                "mpx::AllowFp16Underflow<mpx::NoLossScaling> to opt in knowingly");
+
+ public:
+  using target_type = typename Loss::target_type;
+  using input_element = typename Model::input_type;
+
+  /// @brief One micro-batch: inputs [batch, features] in the model's input type, and the loss's
+  /// targets.
+  struct Batch {
+    const Tensor<input_element, Device>& inputs;
+    target_type targets;
+  };
+
+  struct Options {
+    /// Clip the global gradient norm to this value (PyTorch's clip_grad_norm_); off when empty.
+    std::optional<double> max_grad_norm;
+    typename Scaling::Options scaler{};
+  };
+
+  Trainer(Model& model, Loss& loss, Optimizer& optimizer, Options options = {})
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(options), scaler_(options.scaler) {
+    if (options_.max_grad_norm &&
+        !(std::isfinite(*options_.max_grad_norm) && *options_.max_grad_norm > 0.0)) {
+      throw invalid_argument(detail::concat("mpx::Trainer: max_grad_norm = ", *options_.max_grad_norm,
+                                            " is invalid; expected a finite value > 0"));
+    }
+  }
+
+  /// @brief One step on one batch in the model's input type.
+  StepResult step(const Tensor<input_element, Device>& inputs, target_type targets) {
+    const Batch batch{inputs, targets};
+    return step(std::span<const Batch>(&batch, 1));
+  }
+
+  /// @brief One step on an fp32 batch for a model whose input is another type: the batch is rounded
+  /// into a buffer the trainer keeps (which counts as activation memory).
+  StepResult step(const Tensor<float, Device>& inputs,
+                  target_type targets) requires(!std::is_same_v<input_element, float>) {
+    ensure_input_shape(inputs.shape());
+    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
+    return step(input_, targets);
+  }
+
+  /// @brief One step whose gradient is the mean over several micro-batches (gradient accumulation).
+  StepResult step(std::span<const Batch> micro_batches) {
+    if (micro_batches.empty()) throw invalid_argument("mpx::Trainer::step: no micro-batches");
+    if (steps_ == 0) return measured_step(micro_batches);
+    return unmeasured_step(micro_batches);
+  }
+
+  [[nodiscard]] LossScaler<Scaling>& scaler() noexcept { return scaler_; }
+  [[nodiscard]] const LossScaler<Scaling>& scaler() const noexcept { return scaler_; }
+  [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
+  /// @brief What the first step allocated (all zero before it).
+  [[nodiscard]] const StepMemory& first_step_memory() const noexcept { return first_step_memory_; }
+
+ private:
+  // The first step allocates every buffer later steps reuse, so its memory is the model's.
+  StepResult measured_step(std::span<const Batch> micro_batches) {
+    first_step_memory_.parameters = parameter_bytes();
+    const std::int64_t state_before = optimizer_state_bytes();
+    StepResult result;
+    {
+      PeakWindow window(memory_stats<Device>());
+      result = unmeasured_step(micro_batches);
+      first_step_memory_.optimizer_state = optimizer_state_bytes() - state_before;
+      first_step_memory_.peak = window.peak();
+      // The fp32 overload allocates its cast of the input just before; it is activation memory too.
+      first_step_memory_.activations = memory_stats<Device>().live_bytes() - window.live_at_start() -
+                                       first_step_memory_.optimizer_state +
+                                       static_cast<std::int64_t>(input_.size_bytes());
+    }
+    return result;
+  }
+
+  std::int64_t parameter_bytes() {
+    std::int64_t bytes = 0;
+    model_.for_each_parameter([&](const std::string&, auto& p) { bytes += p.bytes(); });
+    return bytes;
+  }
+
+  std::int64_t optimizer_state_bytes() {
+    std::int64_t bytes = 0;
+    model_.for_each_parameter([&](const std::string&, auto& p) {
+      for (int slot = 0; slot < p.state_slots; ++slot) {
+        if (p.has_state(slot)) bytes += static_cast<std::int64_t>(p.state(slot).size_bytes());
+      }
+    });
+    return bytes;
+  }
+
+  StepResult unmeasured_step(std::span<const Batch> micro_batches) {
+    StepResult result;
+    result.step = ++steps_;
+    result.loss_scale = scaler_.scale();
+
+    model_.zero_grad();
+    // d(mean over micro-batches of the scaled loss) / d(loss of one micro-batch).
+    const float grad_seed = result.loss_scale / static_cast<float>(micro_batches.size());
+    double loss_sum = 0.0;
+    for (const Batch& batch : micro_batches) {
+      const auto& outputs = model_.forward(batch.inputs);
+      loss_sum += static_cast<double>(loss_.forward_backward(outputs, batch.targets, grad_seed));
+      model_.backward(loss_.gradient());
+    }
+    result.loss = loss_sum / static_cast<double>(micro_batches.size());
+
+    // Unscale once, fused with the finite check and the squared norm.
+    const auto inverse = static_cast<Grad>(scaler_.inverse_scale());
+    double sum_of_squares = 0.0;
+    bool finite = true;
+    model_.for_each_parameter([&](const std::string&, auto& p) {
+      const auto stats =
+          Backend<Device>::template unscale_and_inspect<Scaling::scales_loss>(p.grad(), inverse);
+      sum_of_squares += stats.sum_of_squares;
+      finite = finite && stats.finite;
+    });
+    result.grad_norm = std::sqrt(sum_of_squares);
+
+    if (finite) {
+      if (options_.max_grad_norm) {
+        const double coefficient = *options_.max_grad_norm / (result.grad_norm + 1e-6);
+        if (coefficient < 1.0) {
+          model_.for_each_parameter([&](const std::string&, auto& p) {
+            Backend<Device>::scale_in_place(p.grad(), static_cast<Grad>(coefficient));
+          });
+          result.clipped = true;
+        }
+      }
+      optimizer_.step();
+    }
+    result.stepped = finite;
+    scaler_.update(!finite);
+    return result;
+  }
+
+  void ensure_input_shape(const Shape& shape) {
+    if (!(input_.shape() == shape)) input_ = Tensor<input_element, Device>::uninitialized(shape);
+  }
+
+  Model& model_;
+  Loss& loss_;
+  Optimizer& optimizer_;
+  Options options_;
+  LossScaler<Scaling> scaler_;
+  Tensor<input_element, Device> input_;
+  std::int64_t steps_ = 0;
+  StepMemory first_step_memory_;
+};
+
+}  // namespace mpx

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mpx authors
+# The main job: trains the Fashion-MNIST MLP in fp32, tf32, fp16 and bf16 on the CPU and prints the
+# comparison table (test accuracy, time per epoch, activation memory, skipped steps, loss scale).
+# Extra arguments go to the example, e.g. `scripts/main.sh --precision bf16 --epochs 3`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+cmake --preset default
+cmake --build --preset default --parallel "$(nproc)" --target example_fashion_mnist
+./build/default/examples/fashion_mnist --csv build/default/fashion_mnist_metrics.csv "$@"

@@ -1,0 +1,766 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// The data layer: the IDX reader on hand-made files (gzip'd and raw, valid and corrupt), the
+// Fashion-MNIST loader on small synthetic directories and, where the Debian package is installed, on
+// the real files; Dataset::subset; and the Batcher's coverage, determinism and shuffle distribution.
+//
+// IDX files are written here byte by byte from the format's definition, never by mpx, so a reader and
+// a writer cannot agree on the same mistake. Expected statistics are recomputed in the test with a
+// different (two-pass) formula from the loader's one-pass integer sums.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <mpx/data/batcher.hpp>
+#include <mpx/data/dataset.hpp>
+#include <mpx/data/fashion_mnist.hpp>
+#include <mpx/data/idx.hpp>
+#include <mpx/error.hpp>
+#include <mpx/numeric/random.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using mpx::data::Batcher;
+using mpx::data::Dataset;
+using mpx::data::LastBatch;
+using Bytes = std::vector<std::uint8_t>;
+
+/// A fresh directory under the system temp directory, removed with its contents at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("mpx_data_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  [[nodiscard]] const fs::path& path() const { return path_; }
+  [[nodiscard]] fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+/// An IDX file from its parts: magic (0, 0, type, rank), big-endian dimensions, then `data`.
+Bytes idx_file(std::uint8_t type, const std::vector<std::uint32_t>& dims, const Bytes& data) {
+  Bytes bytes{0, 0, type, static_cast<std::uint8_t>(dims.size())};
+  for (const std::uint32_t d : dims) {
+    for (const int shift : {24, 16, 8, 0}) bytes.push_back(static_cast<std::uint8_t>(d >> shift));
+  }
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  return bytes;
+}
+
+Bytes pattern(std::size_t count) {
+  Bytes data(count);
+  for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<std::uint8_t>((i * 37 + 11) % 256);
+  return data;
+}
+
+void write_raw(const fs::path& path, const Bytes& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+void write_gz(const fs::path& path, const Bytes& bytes) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  REQUIRE(file != nullptr);
+  if (!bytes.empty()) REQUIRE(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())) > 0);
+  REQUIRE(gzclose(file) == Z_OK);
+}
+
+Bytes file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// The message of the `Exception` that `action` throws; fails the test if it throws nothing or
+/// something else.
+template <class Exception, class Action>
+std::string thrown_message(Action&& action) {
+  try {
+    action();
+  } catch (const Exception& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("threw an exception of another type: " << e.what());
+  }
+  FAIL("threw nothing");
+  return {};
+}
+
+/// The message of the `mpx::io_error` that reading `path` throws.
+std::string idx_error(const fs::path& path) {
+  INFO("read_idx(" << path << ")");
+  return thrown_message<mpx::io_error>([&] { (void)mpx::data::read_idx(path); });
+}
+
+/// Writes `bytes` both raw and gzip'd and returns the two error messages, for corruptions that must
+/// be caught the same way whether or not the file is compressed.
+std::array<std::string, 2> idx_errors_both_ways(const TempDir& dir, const std::string& name,
+                                                const Bytes& bytes) {
+  write_raw(dir / (name + ".raw"), bytes);
+  write_gz(dir / (name + ".gz"), bytes);
+  return {idx_error(dir / (name + ".raw")), idx_error(dir / (name + ".gz"))};
+}
+
+}  // namespace
+
+TEST_CASE("read_idx reads gzip'd and uncompressed IDX files of rank 1 to 4", "[data][idx]") {
+  const TempDir dir;
+  const std::vector<std::vector<std::uint32_t>> shapes = {{7}, {3, 5}, {2, 3, 4}, {2, 1, 3, 5}, {300, 1000}};
+  for (const auto& dims : shapes) {
+    std::size_t count = 1;
+    for (const std::uint32_t d : dims) count *= d;
+    const Bytes data = pattern(count);
+    const Bytes file = idx_file(0x08, dims, data);
+    write_raw(dir / "array.raw", file);
+    write_gz(dir / "array.gz", file);
+    for (const char* name : {"array.raw", "array.gz"}) {
+      INFO(name << " with " << dims.size() << " dimensions");
+      const mpx::data::IdxArray array = mpx::data::read_idx(dir / name);
+      REQUIRE(array.dims.size() == dims.size());
+      for (std::size_t d = 0; d < dims.size(); ++d)
+        CHECK(array.dims[d] == static_cast<std::int64_t>(dims[d]));
+      CHECK(array.numel() == static_cast<std::int64_t>(count));
+      CHECK(array.bytes == data);
+    }
+  }
+}
+
+TEST_CASE("read_idx reads a dimension with its high byte set as a big-endian value", "[data][idx]") {
+  // 0x00000102 = 258: a little-endian reader would see 0x02010000 and reject it as too large.
+  const TempDir dir;
+  write_gz(dir / "wide.gz", idx_file(0x08, {258}, pattern(258)));
+  const mpx::data::IdxArray array = mpx::data::read_idx(dir / "wide.gz");
+  REQUIRE(array.dims.size() == 1);
+  CHECK(array.dims[0] == 258);
+}
+
+TEST_CASE("read_idx rejects a header whose first two bytes are not zero", "[data][idx]") {
+  const TempDir dir;
+  Bytes file = idx_file(0x08, {4}, pattern(4));
+  file[0] = 0x01;
+  for (const std::string& message : idx_errors_both_ways(dir, "bad_magic", file)) {
+    CHECK_THAT(message, Contains("bad_magic") && Contains("at byte 0") && Contains("bad magic") &&
+                            Contains("0x01 0x00") && Contains("expected 0x00 0x00"));
+  }
+}
+
+TEST_CASE("read_idx rejects element types other than unsigned byte, naming the type code", "[data][idx]") {
+  const TempDir dir;
+  // 0x0d is IDX's float type, 0x09 signed byte: valid IDX, but not what Fashion-MNIST uses.
+  for (const std::uint8_t type : {std::uint8_t{0x0d}, std::uint8_t{0x09}}) {
+    const std::string code = type == 0x0d ? "0x0d" : "0x09";
+    for (const std::string& message : idx_errors_both_ways(dir, "type", idx_file(type, {4}, pattern(4)))) {
+      CHECK_THAT(message,
+                 Contains("at byte 2") && Contains("type code " + code) && Contains("expected 0x08"));
+    }
+  }
+}
+
+TEST_CASE("read_idx rejects rank 0 and rank 5", "[data][idx]") {
+  const TempDir dir;
+  for (const std::string& message : idx_errors_both_ways(dir, "rank0", Bytes{0, 0, 0x08, 0, 1, 2, 3})) {
+    CHECK_THAT(message, Contains("at byte 3") && Contains("rank 0") && Contains("expected 1 to 4"));
+  }
+  const Bytes rank5 = idx_file(0x08, {1, 1, 1, 1, 2}, pattern(2));
+  for (const std::string& message : idx_errors_both_ways(dir, "rank5", rank5)) {
+    CHECK_THAT(message, Contains("at byte 3") && Contains("rank 5") && Contains("expected 1 to 4"));
+  }
+}
+
+TEST_CASE("read_idx rejects a zero dimension, naming its position", "[data][idx]") {
+  const TempDir dir;
+  for (const std::string& message : idx_errors_both_ways(dir, "zero", idx_file(0x08, {3, 0, 2}, {}))) {
+    CHECK_THAT(message, Contains("at byte 8") && Contains("dimension 1 is 0") && Contains("expected > 0"));
+  }
+}
+
+TEST_CASE("read_idx rejects dimensions describing more than the size limit before allocating",
+          "[data][idx]") {
+  // Were the reader to allocate first, 2^48 bytes would end in std::bad_alloc (or the OOM killer),
+  // not in an mpx::io_error.
+  const TempDir dir;
+  for (const std::string& message :
+       idx_errors_both_ways(dir, "huge", idx_file(0x08, {65536, 65536, 65536}, pattern(16)))) {
+    CHECK_THAT(message, Contains("at byte 4") && Contains("[65536, 65536, 65536]") &&
+                            Contains("281474976710656 bytes") && Contains("limit of 1073741824 bytes"));
+  }
+  // A product that wraps a 64-bit integer must not pass as a small one: 2^32-1 four times wraps to a
+  // small number under naive multiplication.
+  const std::uint32_t max = 0xffffffffu;
+  for (const std::string& message :
+       idx_errors_both_ways(dir, "wrap", idx_file(0x08, {max, max, max, max}, {}))) {
+    CHECK_THAT(message, Contains("more than 2^64") && Contains("limit of 1073741824 bytes"));
+  }
+  // One byte over the limit.
+  for (const std::string& message : idx_errors_both_ways(dir, "over", idx_file(0x08, {(1u << 30) + 1}, {}))) {
+    CHECK_THAT(message, Contains("describe 1073741825 bytes"));
+  }
+}
+
+TEST_CASE("read_idx rejects truncated data and trailing bytes, naming the offsets", "[data][idx]") {
+  const TempDir dir;
+  // Header of a [4, 5] file: 4 + 2*4 = 12 bytes; its data is 20 bytes.
+  const Bytes data = pattern(23);
+  const Bytes short_by_one = idx_file(0x08, {4, 5}, Bytes(data.begin(), data.begin() + 19));
+  for (const std::string& message : idx_errors_both_ways(dir, "short", short_by_one)) {
+    CHECK_THAT(message, Contains("truncated data") && Contains("need 20 bytes of data from byte 12") &&
+                            Contains("found 19") && Contains("at byte 31"));
+  }
+  const Bytes header_only = idx_file(0x08, {4, 5}, {});
+  for (const std::string& message : idx_errors_both_ways(dir, "header_only", header_only)) {
+    CHECK_THAT(message, Contains("truncated data") && Contains("found 0") && Contains("at byte 12"));
+  }
+  const Bytes three_extra = idx_file(0x08, {4, 5}, data);
+  for (const std::string& message : idx_errors_both_ways(dir, "long", three_extra)) {
+    CHECK_THAT(message, Contains("trailing bytes") && Contains("found 3 more") && Contains("at byte 32"));
+  }
+  // Far more trailing data than the reader bothers to count.
+  Bytes huge_tail = idx_file(0x08, {4, 5}, pattern(20));
+  huge_tail.resize(huge_tail.size() + 200000, 0);
+  for (const std::string& message : idx_errors_both_ways(dir, "long_tail", huge_tail)) {
+    CHECK_THAT(message, Contains("trailing bytes") && Contains("found at least") && Contains("at byte 32"));
+  }
+}
+
+TEST_CASE("read_idx rejects a truncated header", "[data][idx]") {
+  const TempDir dir;
+  for (const std::string& message : idx_errors_both_ways(dir, "magic3", Bytes{0, 0, 0x08})) {
+    CHECK_THAT(message,
+               Contains("truncated header") && Contains("found 3 of the 4 bytes") && Contains("at byte 3"));
+  }
+  // Rank 3 promises 12 bytes of dimensions; only 6 follow.
+  for (const std::string& message :
+       idx_errors_both_ways(dir, "dims", Bytes{0, 0, 0x08, 3, 0, 0, 0, 2, 0, 0})) {
+    CHECK_THAT(message,
+               Contains("truncated header") && Contains("found 6 of the 12 bytes") && Contains("at byte 10"));
+  }
+}
+
+TEST_CASE("read_idx rejects a file that is neither gzip nor IDX", "[data][idx]") {
+  const TempDir dir;
+  const std::string text = "hello, this is not a dataset\n";
+  write_raw(dir / "text.gz", Bytes(text.begin(), text.end()));
+  CHECK_THAT(idx_error(dir / "text.gz"),
+             Contains("text.gz") && Contains("bad magic") && Contains("0x68 0x65"));
+}
+
+TEST_CASE("read_idx rejects a cut-off or corrupt gzip stream", "[data][idx]") {
+  const TempDir dir;
+  write_gz(dir / "whole.gz", idx_file(0x08, {50, 40}, pattern(2000)));
+  const Bytes compressed = file_bytes(dir / "whole.gz");
+  REQUIRE(compressed.size() > 30);
+
+  // Half of the compressed bytes: the deflate stream stops mid-way.
+  write_raw(dir / "cut.gz",
+            Bytes(compressed.begin(), compressed.begin() + static_cast<long>(compressed.size() / 2)));
+  CHECK_THAT(idx_error(dir / "cut.gz"), Contains("cut.gz") && Contains("gzip stream"));
+
+  // A wrong CRC-32 in the gzip trailer (the 8 bytes after the deflate data: CRC-32, then size): the
+  // data decompresses in full, so only the checksum tells it is not what was written.
+  Bytes bad_crc = compressed;
+  bad_crc[bad_crc.size() - 8] ^= 0xff;
+  write_raw(dir / "crc.gz", bad_crc);
+  CHECK_THAT(idx_error(dir / "crc.gz"), Contains("crc.gz") && Contains("gzip stream"));
+}
+
+TEST_CASE("read_idx rejects an empty file", "[data][idx]") {
+  const TempDir dir;
+  for (const std::string& message : idx_errors_both_ways(dir, "empty", Bytes{})) {
+    CHECK_THAT(message, Contains("empty") && Contains("at byte 0"));
+  }
+}
+
+TEST_CASE("read_idx on a missing file names the path and the dataset-fashion-mnist package", "[data][idx]") {
+  const TempDir dir;
+  const std::string message = idx_error(dir / "no-such-file-idx3-ubyte.gz");
+  CHECK_THAT(message, Contains((dir / "no-such-file-idx3-ubyte.gz").string()) && Contains("not found") &&
+                          Contains("apt-get install dataset-fashion-mnist") &&
+                          Contains("/usr/share/datasets/fashion-mnist") && Contains("MPX_FASHION_MNIST_DIR"));
+  CHECK_THAT(idx_error(dir.path()), Contains("is a directory"));
+}
+
+namespace {
+
+struct SyntheticSplit {
+  std::vector<std::uint32_t> image_dims;  // [N, rows, cols]
+  Bytes pixels;
+  Bytes labels;
+};
+
+/// Writes the four Fashion-MNIST file names into `dir`; train gzip'd, test raw (read_idx reads both
+/// under a .gz name, as zlib does).
+void write_fashion_mnist(const TempDir& dir, const SyntheticSplit& train, const SyntheticSplit& test) {
+  write_gz(dir / "train-images-idx3-ubyte.gz", idx_file(0x08, train.image_dims, train.pixels));
+  write_gz(dir / "train-labels-idx1-ubyte.gz",
+           idx_file(0x08, {static_cast<std::uint32_t>(train.labels.size())}, train.labels));
+  write_raw(dir / "t10k-images-idx3-ubyte.gz", idx_file(0x08, test.image_dims, test.pixels));
+  write_raw(dir / "t10k-labels-idx1-ubyte.gz",
+            idx_file(0x08, {static_cast<std::uint32_t>(test.labels.size())}, test.labels));
+}
+
+SyntheticSplit synthetic_split(std::uint32_t count, std::uint32_t rows, std::uint32_t cols,
+                               std::size_t salt) {
+  SyntheticSplit split{{count, rows, cols}, Bytes(std::size_t{count} * rows * cols), Bytes(count)};
+  for (std::size_t i = 0; i < split.pixels.size(); ++i) {
+    split.pixels[i] = static_cast<std::uint8_t>((i * 97 + salt * 13 + (i * i) % 7) % 256);
+  }
+  for (std::size_t i = 0; i < count; ++i) split.labels[i] = static_cast<std::uint8_t>((i * 3 + salt) % 10);
+  return split;
+}
+
+std::string load_error(const fs::path& dir) {
+  INFO("load_fashion_mnist(" << dir << ")");
+  return thrown_message<mpx::io_error>([&] { (void)mpx::data::load_fashion_mnist(dir); });
+}
+
+}  // namespace
+
+TEST_CASE("load_fashion_mnist standardises both splits with the training set's mean and std",
+          "[data][fashion_mnist]") {
+  const TempDir dir;
+  const SyntheticSplit train = synthetic_split(6, 2, 3, 1);
+  const SyntheticSplit test = synthetic_split(4, 2, 3, 5);
+  write_fashion_mnist(dir, train, test);
+
+  // Two-pass statistics of the training pixels scaled to [0, 1].
+  double mean = 0.0;
+  for (const std::uint8_t p : train.pixels) mean += p / 255.0;
+  mean /= static_cast<double>(train.pixels.size());
+  double variance = 0.0;
+  for (const std::uint8_t p : train.pixels) variance += (p / 255.0 - mean) * (p / 255.0 - mean);
+  const double std_dev = std::sqrt(variance / static_cast<double>(train.pixels.size()));
+
+  const mpx::data::FashionMnist data = mpx::data::load_fashion_mnist(dir.path());
+  CHECK(data.pixel_mean == Approx(mean).epsilon(1e-12));
+  CHECK(data.pixel_std == Approx(std_dev).epsilon(1e-12));
+  for (const auto* pair : {&train, &test}) {
+    const Dataset& set = pair == &train ? data.train : data.test;
+    INFO((pair == &train ? "train" : "test"));
+    REQUIRE(set.size() == static_cast<std::int64_t>(pair->labels.size()));
+    REQUIRE(set.features() == 6);
+    CHECK(set.classes() == 10);
+    CHECK(set.images().shape() == mpx::Shape{set.size(), 6});
+    for (std::size_t i = 0; i < pair->pixels.size(); ++i) {
+      const double expected = (pair->pixels[i] / 255.0 - mean) / std_dev;
+      CHECK(set.images()[static_cast<std::int64_t>(i)] == Approx(expected).margin(1e-5));
+    }
+    for (std::size_t i = 0; i < pair->labels.size(); ++i) CHECK(set.labels()[i] == pair->labels[i]);
+  }
+}
+
+TEST_CASE("load_fashion_mnist rejects mismatched counts, labels above 9 and constant images",
+          "[data][fashion_mnist]") {
+  SECTION("five labels for six images") {
+    const TempDir dir;
+    SyntheticSplit train = synthetic_split(6, 2, 2, 1);
+    train.labels.pop_back();
+    write_fashion_mnist(dir, train, synthetic_split(2, 2, 2, 3));
+    CHECK_THAT(load_error(dir.path()), Contains("train-labels-idx1-ubyte.gz") && Contains("holds 5 labels") &&
+                                           Contains("holds 6 images"));
+  }
+  SECTION("label 10") {
+    const TempDir dir;
+    SyntheticSplit test = synthetic_split(4, 2, 2, 3);
+    test.labels[2] = 10;
+    write_fashion_mnist(dir, synthetic_split(6, 2, 2, 1), test);
+    // The label of image 2 sits at byte 8 + 2.
+    CHECK_THAT(load_error(dir.path()), Contains("t10k-labels-idx1-ubyte.gz") && Contains("at byte 10") &&
+                                           Contains("label 10 of image 2") && Contains("expected 0 to 9"));
+  }
+  SECTION("test images of another size") {
+    const TempDir dir;
+    write_fashion_mnist(dir, synthetic_split(6, 2, 2, 1), synthetic_split(3, 2, 3, 3));
+    CHECK_THAT(load_error(dir.path()),
+               Contains("t10k-images-idx3-ubyte.gz") && Contains("2x3") && Contains("2x2"));
+  }
+  SECTION("images of rank 2") {
+    const TempDir dir;
+    write_fashion_mnist(dir, synthetic_split(6, 2, 2, 1), synthetic_split(3, 2, 2, 3));
+    write_gz(dir / "train-images-idx3-ubyte.gz", idx_file(0x08, {6, 4}, pattern(24)));
+    CHECK_THAT(load_error(dir.path()),
+               Contains("train-images-idx3-ubyte.gz") && Contains("rank 2") && Contains("expected 3"));
+  }
+  SECTION("constant training images") {
+    const TempDir dir;
+    SyntheticSplit train = synthetic_split(6, 2, 2, 1);
+    std::fill(train.pixels.begin(), train.pixels.end(), std::uint8_t{17});
+    write_fashion_mnist(dir, train, synthetic_split(3, 2, 2, 3));
+    CHECK_THAT(load_error(dir.path()), Contains("every training pixel is 17"));
+  }
+  SECTION("a missing file") {
+    const TempDir dir;
+    write_fashion_mnist(dir, synthetic_split(6, 2, 2, 1), synthetic_split(3, 2, 2, 3));
+    fs::remove(dir / "t10k-labels-idx1-ubyte.gz");
+    CHECK_THAT(load_error(dir.path()),
+               Contains((dir / "t10k-labels-idx1-ubyte.gz").string()) && Contains("dataset-fashion-mnist"));
+  }
+  SECTION("a missing directory") {
+    const TempDir dir;
+    CHECK_THAT(load_error(dir / "nowhere"), Contains((dir / "nowhere").string()) && Contains("not found") &&
+                                                Contains("apt-get install dataset-fashion-mnist"));
+  }
+}
+
+TEST_CASE("default_fashion_mnist_dir honours MPX_FASHION_MNIST_DIR", "[data][fashion_mnist]") {
+  const char* previous = std::getenv("MPX_FASHION_MNIST_DIR");
+  const std::optional<std::string> saved = previous ? std::optional<std::string>(previous) : std::nullopt;
+
+  ::setenv("MPX_FASHION_MNIST_DIR", "/somewhere/else", 1);
+  CHECK(mpx::data::default_fashion_mnist_dir() == fs::path("/somewhere/else"));
+  ::setenv("MPX_FASHION_MNIST_DIR", "", 1);  // set but empty counts as unset
+  CHECK(mpx::data::default_fashion_mnist_dir() == fs::path("/usr/share/datasets/fashion-mnist"));
+  ::unsetenv("MPX_FASHION_MNIST_DIR");
+  CHECK(mpx::data::default_fashion_mnist_dir() == fs::path("/usr/share/datasets/fashion-mnist"));
+
+  if (saved) ::setenv("MPX_FASHION_MNIST_DIR", saved->c_str(), 1);
+}
+
+namespace {
+
+/// The real dataset, loaded once for every test that needs it; null where it is not installed.
+const mpx::data::FashionMnist* real_fashion_mnist() {
+  static const std::optional<mpx::data::FashionMnist> data = []() -> std::optional<mpx::data::FashionMnist> {
+    const fs::path dir = mpx::data::default_fashion_mnist_dir();
+    if (!fs::exists(dir / "train-images-idx3-ubyte.gz")) return std::nullopt;
+    return mpx::data::load_fashion_mnist(dir);
+  }();
+  return data ? &*data : nullptr;
+}
+
+std::map<std::int32_t, std::int64_t> class_counts(const Dataset& set) {
+  std::map<std::int32_t, std::int64_t> counts;
+  for (const std::int32_t label : set.labels()) ++counts[label];
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("load_fashion_mnist reads the real dataset: sizes, balanced labels, standardised pixels",
+          "[data][fashion_mnist][real]") {
+  const mpx::data::FashionMnist* data = real_fashion_mnist();
+  if (data == nullptr) {
+    WARN("SKIPPED: Fashion-MNIST not found in " << mpx::data::default_fashion_mnist_dir()
+                                                << " (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  CHECK(data->train.size() == 60000);
+  CHECK(data->test.size() == 10000);
+  CHECK(data->train.features() == 784);
+  CHECK(data->test.features() == 784);
+  CHECK(data->train.classes() == 10);
+
+  // The dataset's README: 6000 training and 1000 test images per class.
+  const auto train_counts = class_counts(data->train);
+  const auto test_counts = class_counts(data->test);
+  REQUIRE(train_counts.size() == 10);
+  REQUIRE(test_counts.size() == 10);
+  for (std::int32_t c = 0; c < 10; ++c) {
+    CHECK(train_counts.at(c) == 6000);
+    CHECK(test_counts.at(c) == 1000);
+  }
+  // First labels of each file, read from the files with Python's gzip module when writing this test.
+  const std::vector<std::int32_t> train_head{9, 0, 0, 3, 0, 2, 7, 2, 5, 5};
+  const std::vector<std::int32_t> test_head{9, 2, 1, 1, 6, 1, 4, 6, 5, 7};
+  CHECK(std::vector<std::int32_t>(data->train.labels().begin(), data->train.labels().begin() + 10) ==
+        train_head);
+  CHECK(std::vector<std::int32_t>(data->test.labels().begin(), data->test.labels().begin() + 10) ==
+        test_head);
+
+  // The commonly published statistics of Fashion-MNIST's training pixels: mean 0.2860, std 0.3530.
+  CHECK(data->pixel_mean == Approx(0.2860).margin(5e-4));
+  CHECK(data->pixel_std == Approx(0.3530).margin(5e-4));
+
+  // After standardisation the training pixels have mean 0 and std 1 (accumulated here in double).
+  const auto moments = [](const Dataset& set) {
+    double sum = 0.0;
+    double sum_of_squares = 0.0;
+    for (const float x : set.images().values()) {
+      sum += x;
+      sum_of_squares += static_cast<double>(x) * x;
+    }
+    const auto n = static_cast<double>(set.images().numel());
+    const double mean = sum / n;
+    return std::array<double, 2>{mean, std::sqrt(sum_of_squares / n - mean * mean)};
+  };
+  const auto [train_mean, train_std] = moments(data->train);
+  CHECK(std::abs(train_mean) < 1e-5);
+  CHECK(std::abs(train_std - 1.0) < 1e-5);
+  // The test set went through the training transform: close to, but not exactly, standard.
+  const auto [test_mean, test_std] = moments(data->test);
+  CHECK(std::abs(test_mean) < 0.05);
+  CHECK(std::abs(test_std - 1.0) < 0.05);
+  // Black pixels (0) exist in both splits and must map to the same value.
+  const auto lowest = [](const Dataset& set) {
+    return *std::min_element(set.images().values().begin(), set.images().values().end());
+  };
+  CHECK(lowest(data->train) == lowest(data->test));
+}
+
+TEST_CASE("Dataset::subset copies a contiguous range of samples and rejects ranges outside the set",
+          "[data][dataset]") {
+  mpx::Tensor<float, mpx::Host> images(mpx::Shape{5, 3});
+  for (std::int64_t i = 0; i < images.numel(); ++i) images[i] = static_cast<float>(i);
+  const Dataset set(std::move(images), {0, 1, 2, 0, 1}, 3);
+
+  const Dataset middle = set.subset(1, 3);
+  REQUIRE(middle.size() == 3);
+  CHECK(middle.features() == 3);
+  CHECK(middle.classes() == 3);
+  CHECK(middle.labels() == std::vector<std::int32_t>{1, 2, 0});
+  for (std::int64_t i = 0; i < 9; ++i) CHECK(middle.images()[i] == static_cast<float>(i + 3));
+  CHECK(middle.images().data() != set.images().data() + 3);  // a copy, not a view
+  CHECK(set.image(4)[2] == 14.0f);
+
+  CHECK(set.subset(5, 0).size() == 0);
+  CHECK(set.subset(0, 5).size() == 5);
+  CHECK_THAT(thrown_message<mpx::invalid_argument>([&] { (void)set.subset(3, 3); }),
+             Contains("[3, 6)") && Contains("5 samples"));
+  CHECK_THROWS_AS(set.subset(-1, 2), mpx::invalid_argument);
+
+  const auto with_real = real_fashion_mnist();
+  if (with_real != nullptr) {
+    const Dataset first = with_real->train.subset(100, 50);
+    CHECK(first.size() == 50);
+    CHECK(std::equal(first.image(0).begin(), first.image(0).end(), with_real->train.image(100).begin()));
+    CHECK(first.labels()[49] == with_real->train.labels()[149]);
+  }
+}
+
+TEST_CASE("Dataset rejects images and labels that do not fit together", "[data][dataset]") {
+  CHECK_THAT(thrown_message<mpx::shape_error>([&] {
+               (void)Dataset(mpx::Tensor<float, mpx::Host>(mpx::Shape{4}), {0, 1, 0, 1}, 2);
+             }),
+             Contains("rank 2"));
+  CHECK_THAT(thrown_message<mpx::shape_error>([&] {
+               (void)Dataset(mpx::Tensor<float, mpx::Host>(mpx::Shape{4, 2}), {0, 1, 0}, 2);
+             }),
+             Contains("4 samples") && Contains("3 labels"));
+  CHECK_THAT(thrown_message<mpx::invalid_argument>([&] {
+               (void)Dataset(mpx::Tensor<float, mpx::Host>(mpx::Shape{2, 2}), {0, 2}, 2);
+             }),
+             Contains("label 2 of sample 1"));
+  CHECK_THROWS_AS(Dataset(mpx::Tensor<float, mpx::Host>(mpx::Shape{2, 2}), {0, 0}, 0), mpx::invalid_argument);
+}
+
+namespace {
+
+/// Sample i has features {i, i + 0.5} and label i mod 7, so a batch row shows which sample it came
+/// from and whether its label travelled with it.
+Dataset numbered_dataset(std::int64_t count) {
+  mpx::Tensor<float, mpx::Host> images(mpx::Shape{count, 2});
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) {
+    images[2 * i] = static_cast<float>(i);
+    images[2 * i + 1] = static_cast<float>(i) + 0.5f;
+    labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % 7);
+  }
+  return Dataset(std::move(images), std::move(labels), 7);
+}
+
+/// Sample indices in the order one epoch deals them, checking each row against its label.
+std::vector<std::int64_t> deal_epoch(Batcher& batcher, std::uint64_t epoch,
+                                     std::vector<std::int64_t>* batch_sizes = nullptr) {
+  batcher.start_epoch(epoch);
+  std::vector<std::int64_t> seen;
+  mpx::Tensor<float, mpx::Host> images;
+  std::vector<std::int32_t> labels;
+  while (batcher.next(images, labels)) {
+    REQUIRE(images.rank() == 2);
+    REQUIRE(images.shape()[0] == static_cast<std::int64_t>(labels.size()));
+    if (batch_sizes != nullptr) batch_sizes->push_back(images.shape()[0]);
+    for (std::int64_t b = 0; b < images.shape()[0]; ++b) {
+      const auto sample = static_cast<std::int64_t>(images[2 * b]);
+      CHECK(images[2 * b + 1] == static_cast<float>(sample) + 0.5f);
+      CHECK(labels[static_cast<std::size_t>(b)] == sample % 7);
+      seen.push_back(sample);
+    }
+  }
+  return seen;
+}
+
+/// The shuffle exactly as Batcher's documentation states it, written independently of the class: the
+/// order is a cross-machine contract (resuming a run elsewhere must see the same batches).
+std::vector<std::int64_t> documented_order(std::int64_t n, std::uint64_t seed, std::uint64_t epoch) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::uint64_t k = 0;
+  for (std::int64_t i = n - 1; i >= 1; --i) {
+    const std::uint64_t bound = static_cast<std::uint64_t>(i) + 1;
+    const std::uint64_t reject_below = (std::uint64_t{1} << 32) % bound;  // 2^32 mod bound
+    std::uint64_t product = 0;
+    do {
+      product = std::uint64_t{mpx::random_bits(seed, epoch, k++)} * bound;
+    } while ((product & 0xffffffffu) < reject_below);
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(product >> 32)]);
+  }
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("Batcher deals every sample exactly once per epoch, keeping or dropping the partial batch",
+          "[data][batcher]") {
+  const Dataset set = numbered_dataset(103);
+
+  Batcher keep(set, {.batch_size = 10, .seed = 42, .shuffle = true, .last_batch = LastBatch::Keep});
+  CHECK(keep.batches_per_epoch() == 11);
+  for (std::uint64_t epoch : {0u, 1u, 7u}) {
+    std::vector<std::int64_t> sizes;
+    std::vector<std::int64_t> seen = deal_epoch(keep, epoch, &sizes);
+    CHECK(std::vector<std::int64_t>(keep.order().begin(), keep.order().end()) == seen);
+    CHECK(sizes.size() == 11);
+    CHECK(sizes.back() == 3);
+    std::sort(seen.begin(), seen.end());
+    std::vector<std::int64_t> all(103);
+    for (std::int64_t i = 0; i < 103; ++i) all[static_cast<std::size_t>(i)] = i;
+    CHECK(seen == all);
+  }
+
+  Batcher drop(set, {.batch_size = 10, .seed = 42, .shuffle = true, .last_batch = LastBatch::Drop});
+  CHECK(drop.batches_per_epoch() == 10);
+  std::vector<std::int64_t> sizes;
+  std::vector<std::int64_t> seen = deal_epoch(drop, 0, &sizes);
+  CHECK(sizes == std::vector<std::int64_t>(10, 10));
+  // The dropped three are the last three of the epoch's order, and the rest are distinct.
+  CHECK(std::equal(seen.begin(), seen.end(), drop.order().begin()));
+  std::sort(seen.begin(), seen.end());
+  CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+
+  // A batch size dividing the set: nothing partial either way.
+  const Dataset hundred = set.subset(0, 100);
+  Batcher exact(hundred, {.batch_size = 25, .seed = 1, .shuffle = true, .last_batch = LastBatch::Drop});
+  CHECK(exact.batches_per_epoch() == 4);
+}
+
+TEST_CASE("Batcher reuses the batch tensor and reallocates it only for a smaller last batch",
+          "[data][batcher]") {
+  const Dataset set = numbered_dataset(25);
+  Batcher batcher(set, {.batch_size = 10, .seed = 3});
+  mpx::Tensor<float, mpx::Host> images;
+  std::vector<std::int32_t> labels;
+  REQUIRE(batcher.next(images, labels));
+  const float* buffer = images.data();
+  CHECK(images.shape() == mpx::Shape{10, 2});
+  REQUIRE(batcher.next(images, labels));
+  CHECK(images.data() == buffer);
+  REQUIRE(batcher.next(images, labels));
+  CHECK(images.shape() == mpx::Shape{5, 2});
+  CHECK(labels.size() == 5);
+  CHECK_FALSE(batcher.next(images, labels));
+  CHECK_FALSE(batcher.next(images, labels));  // stays exhausted until the next start_epoch
+  batcher.start_epoch(1);
+  CHECK(batcher.next(images, labels));
+  CHECK(images.shape() == mpx::Shape{10, 2});
+}
+
+TEST_CASE("Batcher's order depends only on seed and epoch and follows the documented shuffle",
+          "[data][batcher]") {
+  const Dataset set = numbered_dataset(1000);
+  Batcher a(set, {.batch_size = 32, .seed = 2026});
+  Batcher b(set, {.batch_size = 32, .seed = 2026});
+  Batcher other_seed(set, {.batch_size = 32, .seed = 2027});
+
+  const std::vector<std::int64_t> a3 = deal_epoch(a, 3);
+  CHECK(deal_epoch(b, 3) == a3);
+  (void)deal_epoch(a, 4);
+  CHECK(deal_epoch(a, 3) == a3);  // an epoch can be regenerated after others
+  CHECK(deal_epoch(a, 4) != a3);
+  CHECK(deal_epoch(other_seed, 3) != a3);
+
+  for (const std::uint64_t epoch : {0u, 1u, 3u}) {
+    a.start_epoch(epoch);
+    CHECK(std::vector<std::int64_t>(a.order().begin(), a.order().end()) ==
+          documented_order(1000, 2026, epoch));
+  }
+
+  // Without shuffling every epoch is the dataset order.
+  Batcher ordered(set, {.batch_size = 64, .seed = 2026, .shuffle = false});
+  const std::vector<std::int64_t> in_order = deal_epoch(ordered, 5);
+  CHECK(std::is_sorted(in_order.begin(), in_order.end()));
+  CHECK(in_order.size() == 1000);
+}
+
+TEST_CASE("Batcher's shuffle draws every permutation of a small set equally often", "[data][batcher]") {
+  // A biased shuffle (e.g. swapping with j in [0, i) instead of [0, i]) skews or misses permutations.
+  // Pearson's chi-square over 24 permutations of 4 samples, 24000 epochs: 23 degrees of freedom, whose
+  // 99.99th percentile is about 55. The draws are deterministic, so this either always passes or never.
+  const Dataset set = numbered_dataset(4);
+  Batcher batcher(set, {.batch_size = 4, .seed = 11});
+  std::map<std::vector<std::int64_t>, int> counts;
+  constexpr int epochs = 24000;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    batcher.start_epoch(static_cast<std::uint64_t>(epoch));
+    ++counts[std::vector<std::int64_t>(batcher.order().begin(), batcher.order().end())];
+  }
+  REQUIRE(counts.size() == 24);
+  const double expected = epochs / 24.0;
+  double chi_square = 0.0;
+  for (const auto& [order, count] : counts) chi_square += (count - expected) * (count - expected) / expected;
+  INFO("chi-square = " << chi_square);
+  CHECK(chi_square < 55.0);
+}
+
+TEST_CASE("The shuffle's bounded draw rejects exactly the words that would bias it", "[data][batcher]") {
+  // With bound 3 * 2^30, 2^32 mod bound = 2^30: a quarter of all words are rejected, so the rejection
+  // path (never reached by small datasets) is exercised and checked against the documented rule.
+  constexpr std::uint64_t bound = 3ull << 30;
+  constexpr std::uint64_t reject_below = (std::uint64_t{1} << 32) % bound;
+  std::uint64_t draw = 0;
+  std::uint64_t k = 0;
+  std::array<int, 3> residues{};
+  for (int n = 0; n < 4000; ++n) {
+    std::uint64_t product = 0;
+    do {
+      product = std::uint64_t{mpx::random_bits(5, 9, k++)} * bound;
+    } while ((product & 0xffffffffu) < reject_below);
+    const std::uint32_t value =
+        mpx::data::detail::uniform_below(static_cast<std::uint32_t>(bound), 5, 9, draw);
+    REQUIRE(value == product >> 32);
+    REQUIRE(draw == k);
+    ++residues[value % 3];
+  }
+  // About a quarter of the words were rejected: 4000 accepted out of ~5333 drawn.
+  CHECK(draw > 5000);
+  CHECK(draw < 5700);
+  // Without the rejection, value = floor(3x / 4) for a word x, which lands on multiples of 3 twice as
+  // often as on other values (half of all draws instead of a third).
+  for (const int count : residues) CHECK(std::abs(count - 4000 / 3) < 150);
+}
+
+TEST_CASE("Batcher rejects a batch size below one and handles an empty dataset", "[data][batcher]") {
+  const Dataset set = numbered_dataset(5);
+  CHECK_THAT(thrown_message<mpx::invalid_argument>([&] { (void)Batcher(set, {.batch_size = 0}); }),
+             Contains("batch_size = 0"));
+  const Dataset empty = set.subset(0, 0);
+  Batcher batcher(empty, {.batch_size = 4});
+  CHECK(batcher.batches_per_epoch() == 0);
+  mpx::Tensor<float, mpx::Host> images;
+  std::vector<std::int32_t> labels;
+  CHECK_FALSE(batcher.next(images, labels));
+}
