@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ struct Settings {
   std::string precision = "all";
   int epochs = 10;
   std::int64_t batch = 128;
-  float lr = 1e-3f;
+  double lr = 1e-3;
   std::uint64_t seed = 42;
   std::string device = "cpu";
   std::string csv = "fashion_mnist_metrics.csv";
@@ -52,7 +53,7 @@ Summary train(const Settings& s, const mpx::data::FashionMnist& data, std::vecto
   auto model = mpx::experiment::mlp3<P>(784, 512, 256, 10);
   model.initialize(s.seed);
   mpx::nn::SoftmaxCrossEntropy<P> loss;
-  mpx::optim::AdamW optimizer(model, {.lr = s.lr, .weight_decay = 1e-4f});
+  mpx::optim::AdamW optimizer(model, {.lr = s.lr, .weight_decay = 1e-4});
   mpx::Trainer trainer(model, loss, optimizer);
   const mpx::data::Dataset train_set = data.train.subset(
       0, s.train_samples > 0 ? std::min(s.train_samples, data.train.size()) : data.train.size());
@@ -65,10 +66,10 @@ Summary train(const Settings& s, const mpx::data::FashionMnist& data, std::vecto
     std::snprintf(label, sizeof label, "%-10s epoch %2d/%d", P::name.data(), epoch + 1, s.epochs);
     mpx::experiment::ProgressBar bar(label);
     const auto epoch_result = mpx::experiment::train_epoch(
-        trainer, model, batcher, epoch, [&](std::int64_t step, std::int64_t steps, const mpx::StepResult& r) {
+        trainer, batcher, epoch, [&](std::int64_t step, std::int64_t steps, const mpx::StepResult& r) {
           // Cosine decay of the learning rate over the whole run.
           const double progress = (double(epoch) * double(steps) + double(step + 1)) / total_steps;
-          optimizer.set_lr(float(s.lr * 0.5 * (1.0 + std::cos(M_PI * progress))) + 1e-7f);
+          optimizer.set_lr(s.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)) + 1e-7);
           char status[96];
           std::snprintf(status, sizeof status, "loss %.4f  scale %g", r.loss, double(r.loss_scale));
           bar.update(step + 1, steps, status);
@@ -107,29 +108,30 @@ Settings parse(int argc, char** argv) {
     if (i + 1 >= argc) usage_error("option " + option + " needs a value");
     const std::string value = argv[++i];
     char* end = nullptr;
-    const auto number = [&](double low) {
+    const auto number = [&](double low, double high) {
       const double v = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(v >= low) || !std::isfinite(v)) {
-        usage_error(option + " " + value + ": expected a number >= " + std::to_string(low));
+      if (end == value.c_str() || *end != '\0' || !(v >= low && v <= high)) {
+        usage_error(option + " " + value + ": expected a number in [" + std::to_string(low) + ", " +
+                    std::to_string(high) + "]");
       }
       return v;
     };
     if (option == "--precision")
       s.precision = value;
     else if (option == "--epochs")
-      s.epochs = int(number(1));
+      s.epochs = int(number(1, 1000));
     else if (option == "--batch")
-      s.batch = std::int64_t(number(1));
+      s.batch = std::int64_t(number(1, 60000));
     else if (option == "--lr")
-      s.lr = float(number(1e-12));
+      s.lr = number(1e-12, 10);
     else if (option == "--seed")
-      s.seed = std::uint64_t(number(0));
+      s.seed = std::uint64_t(number(0, 9007199254740992.0));
     else if (option == "--device")
       s.device = value;
     else if (option == "--csv")
       s.csv = value;
     else if (option == "--train-samples")
-      s.train_samples = std::int64_t(number(1));
+      s.train_samples = std::int64_t(number(1, 60000));
     else
       usage_error("unknown option " + option);
   }

@@ -17,7 +17,7 @@ int main() {
                    Linear<mpx::fp32>(64, 3)};
   model.initialize(/*seed=*/1);
   SoftmaxCrossEntropy<mpx::fp32> loss({.label_smoothing = 0.05f});
-  mpx::optim::AdamW optimizer(model, {.lr = 3e-3f});
+  mpx::optim::AdamW optimizer(model, {.lr = 3e-3});
   mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = 1.0});  // dynamic loss scaling for fp16
 
   // Three classes by the sign pattern of two features.

@@ -2,12 +2,13 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief The CUDA umbrella: everything in <mpx/mpx.hpp> plus the CUDA backend. Link `mpx::cuda`.
+/// @brief The CUDA umbrella: everything in <mpx/mpx.hpp> plus what exists of the CUDA backend so far
+/// (status checks, data and compute types per precision). Link `mpx::cuda`.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA
 #error \
-    "<mpx/cuda.hpp> needs the CUDA backend: link mpx::cuda (find_package(mpx COMPONENTS cuda)), or include <mpx/mpx.hpp> for CPU-only code"
+    "<mpx/cuda.hpp> needs the CUDA backend: link the mpx::cuda target (defined when CMake finds the CUDA toolkit), or include <mpx/mpx.hpp> for CPU-only code"
 #endif  // !MPX_HAS_CUDA
 
 #include "mpx/mpx.hpp"

@@ -43,6 +43,7 @@
 #include "mpx/nn/sequential.hpp"
 
 #include "mpx/optim/adamw.hpp"
+#include "mpx/optim/optimizer_base.hpp"
 #include "mpx/optim/sgd.hpp"
 
 #include "mpx/train/loss_scaler.hpp"

@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: a model whose layers run on different devices (a host Linear feeding a CUDA layer).
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <mpx/nn/linear.hpp>
@@ -16,6 +18,10 @@ struct Identity {
   static constexpr std::string_view kind = "Identity";
   const mpx::Tensor<float, Device>& forward(const mpx::Tensor<float, Device>& x);
   const mpx::Tensor<float, Device>* backward(const mpx::Tensor<float, Device>& dy, bool input_grad = true);
+  void initialize(std::uint64_t seed, std::uint64_t stream);
+  void set_label(std::string label);
+  template <class F>
+  void for_each_parameter(F&&) {}
 };
 
 #ifdef MPX_COMPILE_FAIL_CONTROL

@@ -134,8 +134,6 @@ static_assert(has_members<mpx::bf16_mixed, BFloat16, Float, Float>);
 static_assert(has_members<mpx::fp64, Double, Double, Double>);  // only fp64 accumulates in fp64
 static_assert(has_members<mpx::Precision<Half, Half>, Half, Half, Float>);
 static_assert(has_members<mpx::Precision<BFloat16, BFloat16>, BFloat16, BFloat16, Float>);
-static_assert(has_members<mpx::Precision<Float, Double>, Float, Double, Float>);
-static_assert(has_members<mpx::Precision<BFloat16, Double>, BFloat16, Double, Float>);
 
 static_assert(mpx::fp32::name == "fp32");
 static_assert(mpx::tf32::name == "tf32");
@@ -144,8 +142,6 @@ static_assert(mpx::bf16_mixed::name == "bf16_mixed");
 static_assert(mpx::fp64::name == "fp64");
 static_assert(mpx::Precision<Half, Half>::name == "fp16_pure");
 static_assert(mpx::Precision<BFloat16, BFloat16>::name == "bf16_pure");
-static_assert(mpx::Precision<Float, Double>::name == "custom");
-static_assert(mpx::Precision<BFloat16, Double>::name == "custom");
 
 // A master copy exists when the master type differs from the stored compute type (TF32 is stored as
 // fp32, so tf32 has none).
@@ -156,8 +152,6 @@ static_assert(mpx::bf16_mixed::has_master_copy);
 static_assert(!mpx::fp64::has_master_copy);
 static_assert(!mpx::Precision<Half, Half>::has_master_copy);
 static_assert(!mpx::Precision<BFloat16, BFloat16>::has_master_copy);
-static_assert(mpx::Precision<Float, Double>::has_master_copy);
-static_assert(mpx::Precision<TF32, Double>::has_master_copy);
 
 // Element types under a policy.
 static_assert(same<mpx::compute_t<mpx::fp32>, float> && same<mpx::master_t<mpx::fp32>, float> &&

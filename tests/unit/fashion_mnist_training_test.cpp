@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <numbers>
 
 #include <mpx/experiment/classification.hpp>
 #include <mpx/experiment/models.hpp>
@@ -20,15 +21,15 @@ double train_one_epoch(const mpx::data::FashionMnist& data) {
   auto model = mpx::experiment::mlp3<P>(784, 512, 256, 10);
   model.initialize(42);
   mpx::nn::SoftmaxCrossEntropy<P> loss;
-  mpx::optim::AdamW optimizer(model, {.lr = 2e-3f, .weight_decay = 1e-4f});
+  mpx::optim::AdamW optimizer(model, {.lr = 2e-3, .weight_decay = 1e-4});
   mpx::Trainer trainer(model, loss, optimizer);
   mpx::data::Batcher batcher(train, {.batch_size = 128, .seed = 7});
 
   // The example's schedule: cosine decay of the learning rate over the run.
   const auto epoch = mpx::experiment::train_epoch(
-      trainer, model, batcher, 0, [&](std::int64_t step, std::int64_t steps, const mpx::StepResult&) {
-        optimizer.set_lr(float(2e-3 * 0.5 * (1.0 + std::cos(M_PI * double(step + 1) / double(steps)))) +
-                         1e-7f);
+      trainer, batcher, 0, [&](std::int64_t step, std::int64_t steps, const mpx::StepResult&) {
+        optimizer.set_lr(2e-3 * 0.5 * (1.0 + std::cos(std::numbers::pi * double(step + 1) / double(steps))) +
+                         1e-7);
       });
   const auto test = mpx::experiment::evaluate(model, loss, data.test);
   INFO(P::name << ": train loss " << epoch.loss << ", test accuracy " << test.accuracy);

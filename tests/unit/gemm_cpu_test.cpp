@@ -765,3 +765,18 @@ TEST_CASE("cpu::gemm rejects epilogue vectors and aux of the wrong size with sha
                         Catch::Contains("[5, 3]") && Catch::Contains("[3, 5]"));
   }
 }
+
+TEST_CASE("gemm refuses a D that shares memory with an operand, and accepts C == D", "[gemm][errors]") {
+  mpx::Tensor<float> a(mpx::Shape{4, 4}), identity(mpx::Shape{4, 4}), d(mpx::Shape{4, 4});
+  for (std::int64_t i = 0; i < 16; ++i) a[i] = static_cast<float>(i + 1);
+  for (std::int64_t i = 0; i < 4; ++i) identity[i * 4 + i] = 1.0f;
+  // D = A * I written over A would read A after zeroing it: a wrong answer, so an error instead.
+  REQUIRE_THROWS_WITH(mpx::cpu::gemm<mpx::Float>(a, identity, a, {}),
+                      Catch::Contains("overlaps A") && Catch::Contains("[4, 4]"));
+  REQUIRE_THROWS_WITH(mpx::cpu::gemm<mpx::Float>(identity, a, a, {}), Catch::Contains("overlaps B"));
+  for (float& v : a.values()) CHECK(v != 0.0f);  // nothing was written
+  // C aliasing D is cuBLASLt's in-place accumulation: D = A * I + 1 * D.
+  d.fill(1.0f);
+  mpx::cpu::gemm<mpx::Float>(a, identity, d, {.beta = 1.0f}, {.c = &d});
+  for (std::int64_t i = 0; i < 16; ++i) CHECK(d[i] == a[i] + 1.0f);
+}

@@ -17,6 +17,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/error_matchers.hpp"
+
 #include "mpx/error.hpp"
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/layer_norm.hpp"
@@ -37,27 +39,7 @@ using mpx::Tensor;
 using nn::Activation;
 using Bf16 = Eigen::bfloat16;
 
-/// Matches an exception whose what() contains every given fragment.
-class MessageContains : public Catch::MatcherBase<std::exception> {
- public:
-  MessageContains(std::initializer_list<std::string> fragments) : fragments_(fragments) {}
-
-  bool match(const std::exception& exception) const override {
-    const std::string message = exception.what();
-    return std::all_of(fragments_.begin(), fragments_.end(), [&](const std::string& fragment) {
-      return message.find(fragment) != std::string::npos;
-    });
-  }
-
-  std::string describe() const override {
-    std::string text = "has a message containing";
-    for (const std::string& fragment : fragments_) text += " \"" + fragment + "\"";
-    return text;
-  }
-
- private:
-  std::vector<std::string> fragments_;
-};
+using mpx::test::MessageContains;
 
 Tensor<float> uniform_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f) {
   std::mt19937_64 rng(seed);
@@ -91,7 +73,7 @@ template <class Model>
 std::vector<Tensor<float>> masters_of(Model& model) {
   std::vector<Tensor<float>> masters;
   model.for_each_parameter(
-      [&](const std::string&, auto& parameter) { masters.push_back(parameter.master().clone()); });
+      [&](std::string_view, auto& parameter) { masters.push_back(parameter.master().clone()); });
   return masters;
 }
 
@@ -110,8 +92,8 @@ TEST_CASE("Sequential names parameters layers.<index>.<name> in order and counts
   std::vector<std::string> names;
   std::vector<Shape> shapes;
   std::vector<const void*> addresses;
-  model.for_each_parameter([&](const std::string& name, auto& parameter) {
-    names.push_back(name);
+  model.for_each_parameter([&](std::string_view name, auto& parameter) {
+    names.emplace_back(name);
     shapes.push_back(parameter.shape());
     addresses.push_back(&parameter);
   });
@@ -291,7 +273,7 @@ TEST_CASE(
   REQUIRE(dx != nullptr);
   CHECK(dx->shape() == x.shape());
   model.zero_grad();
-  model.for_each_parameter([](const std::string& name, auto& parameter) {
+  model.for_each_parameter([](std::string_view name, auto& parameter) {
     INFO(name);
     for (const float g : parameter.grad().values()) CHECK(g == 0.0f);
   });
@@ -397,7 +379,7 @@ TEST_CASE("Sequential: a smaller batch after a larger one gives what a fresh mod
   const auto grads = [](Fp32Model& model) {
     std::vector<Tensor<float>> all;
     model.for_each_parameter(
-        [&](const std::string&, auto& parameter) { all.push_back(parameter.grad().clone()); });
+        [&](std::string_view, auto& parameter) { all.push_back(parameter.grad().clone()); });
     return all;
   };
   const auto a = grads(reused);

@@ -14,6 +14,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/error_matchers.hpp"
+
 #include <mpx/mpx.hpp>
 
 namespace {
@@ -34,7 +36,7 @@ const std::vector<double> gradient_2 = {-0.1, 0.3, 0.2, 0.05, -0.7, 0.4, 0.9, -0
 template <class Model, class F>
 void for_each_element(Model& model, F&& f) {
   std::size_t flat = 0;
-  model.for_each_parameter([&](const std::string&, auto& p) {
+  model.for_each_parameter([&](std::string_view, auto& p) {
     for (std::int64_t i = 0; i < p.master().numel(); ++i) f(p, i, flat++);
   });
 }
@@ -44,7 +46,7 @@ void set_weights(Model& model, const std::vector<double>& values) {
   for_each_element(model, [&](auto& p, std::int64_t i, std::size_t k) {
     p.master()[i] = static_cast<typename std::remove_reference_t<decltype(p)>::master_element>(values[k]);
   });
-  model.for_each_parameter([](const std::string&, auto& p) { p.refresh_compute_copy(); });
+  model.for_each_parameter([](std::string_view, auto& p) { p.refresh_compute_copy(); });
 }
 
 template <class Model>
@@ -150,25 +152,17 @@ std::vector<double> run_and_compare(const Settings& settings, int steps, double 
   return weights(model);
 }
 
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const mpx::invalid_argument& e) {
-    return e.what();
-  }
-  return "<nothing thrown>";
-}
+using mpx::test::thrown_message;
 
 }  // namespace
 
 TEST_CASE("SgdSettings and AdamWSettings default to PyTorch's values", "[optim]") {
   const mpx::AdamWSettings adamw;
-  CHECK(adamw.lr == 1e-3f);
-  CHECK(adamw.beta1 == 0.9f);
-  CHECK(adamw.beta2 == 0.999f);
-  CHECK(adamw.epsilon == 1e-8f);
-  CHECK(adamw.weight_decay == 1e-2f);
+  CHECK(adamw.lr == 1e-3);
+  CHECK(adamw.beta1 == 0.9);
+  CHECK(adamw.beta2 == 0.999);
+  CHECK(adamw.epsilon == 1e-8);
+  CHECK(adamw.weight_decay == 1e-2);
   const mpx::SgdSettings sgd;
   CHECK(sgd.momentum == 0.0f);
   CHECK(sgd.dampening == 0.0f);
@@ -198,7 +192,7 @@ TEST_CASE("SGD without momentum: w -= lr * (g + weight_decay * w)", "[optim][sgd
   mpx::optim::SGD optimizer(model, {.lr = 0.1f});
   optimizer.step();
   // Plain SGD keeps no state.
-  model.for_each_parameter([](const std::string&, auto& p) { CHECK_FALSE(p.has_state(0)); });
+  model.for_each_parameter([](std::string_view, auto& p) { CHECK_FALSE(p.has_state(0)); });
 }
 
 TEST_CASE("SGD with momentum: the first step's buffer is the gradient itself", "[optim][sgd]") {
@@ -303,7 +297,7 @@ TEST_CASE("AdamW first and second step: bias corrections, decoupled weight decay
 TEST_CASE("Optimizers refresh the bf16 compute copy from the master weights, fp32 and tf32 have none",
           "[optim]") {
   const auto check_copy = [](auto& model) {
-    model.for_each_parameter([](const std::string&, auto& p) {
+    model.for_each_parameter([](std::string_view, auto& p) {
       REQUIRE(p.compute_copy() != nullptr);
       for (std::int64_t i = 0; i < p.master().numel(); ++i) {
         CAPTURE(i);
@@ -332,7 +326,7 @@ TEST_CASE("Optimizers refresh the bf16 compute copy from the master weights, fp3
     }
     // The copy really is a rounding: some master values are not representable in bf16.
     bool some_differ = false;
-    mixed.for_each_parameter([&](const std::string&, auto& p) {
+    mixed.for_each_parameter([&](std::string_view, auto& p) {
       for (std::int64_t i = 0; i < p.master().numel(); ++i) {
         some_differ = some_differ || static_cast<float>(p.compute()[i]) != p.master()[i];
       }
@@ -348,7 +342,7 @@ TEST_CASE("Optimizers refresh the bf16 compute copy from the master weights, fp3
   SECTION("fp32 and tf32 parameters are their own compute weights") {
     auto fp32 = make_model<mpx::fp32>();
     auto tf32 = make_model<mpx::tf32>();
-    const auto same_tensor = [](const std::string&, auto& p) {
+    const auto same_tensor = [](std::string_view, auto& p) {
       CHECK(p.compute_copy() == nullptr);
       CHECK(static_cast<const void*>(&p.compute()) == static_cast<const void*>(&p.master()));
     };
@@ -406,5 +400,5 @@ TEST_CASE("Invalid optimizer hyper-parameters throw mpx::invalid_argument naming
   CHECK(optimizer.options().lr == 0.05f);
   mpx::optim::AdamW<Model> adam(model, {});
   CHECK_THAT(thrown_message([&] { adam.set_lr(0.0f); }), Contains("lr = 0"));
-  CHECK(adam.options().lr == 1e-3f);
+  CHECK(adam.options().lr == 1e-3);
 }

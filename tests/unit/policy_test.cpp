@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/error_matchers.hpp"
+
 #include <mpx/policy/loss_scaling.hpp>
 
 namespace {
@@ -21,27 +23,7 @@ using Static = mpx::StaticLossScaling::Options;
 constexpr float inf = std::numeric_limits<float>::infinity();
 constexpr float quiet_nan = std::numeric_limits<float>::quiet_NaN();
 
-/// Matches an exception whose what() contains every given fragment.
-class MessageContains : public Catch::MatcherBase<std::exception> {
- public:
-  MessageContains(std::initializer_list<std::string> fragments) : fragments_(fragments) {}
-
-  bool match(const std::exception& exception) const override {
-    const std::string message = exception.what();
-    return std::all_of(fragments_.begin(), fragments_.end(), [&](const std::string& fragment) {
-      return message.find(fragment) != std::string::npos;
-    });
-  }
-
-  std::string describe() const override {
-    std::string text = "has a message containing";
-    for (const std::string& fragment : fragments_) text += " \"" + fragment + "\"";
-    return text;
-  }
-
- private:
-  std::vector<std::string> fragments_;
-};
+using mpx::test::MessageContains;
 
 /// One invalid setting: how to break the defaults, and the "field = value" the message must name.
 struct InvalidDynamic {

@@ -18,6 +18,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/error_matchers.hpp"
+
 #include <mpx/tensor/convert.hpp>
 #include <mpx/tensor/memory_stats.hpp>
 #include <mpx/tensor/shape.hpp>
@@ -28,27 +30,7 @@ namespace {
 using mpx::Shape;
 using mpx::Tensor;
 
-/// Matches an exception whose what() contains every given fragment.
-class MessageContains : public Catch::MatcherBase<std::exception> {
- public:
-  MessageContains(std::initializer_list<std::string> fragments) : fragments_(fragments) {}
-
-  bool match(const std::exception& exception) const override {
-    const std::string message = exception.what();
-    return std::all_of(fragments_.begin(), fragments_.end(), [&](const std::string& fragment) {
-      return message.find(fragment) != std::string::npos;
-    });
-  }
-
-  std::string describe() const override {
-    std::string text = "has a message containing";
-    for (const std::string& fragment : fragments_) text += " \"" + fragment + "\"";
-    return text;
-  }
-
- private:
-  std::vector<std::string> fragments_;
-};
+using mpx::test::MessageContains;
 
 /// An element of type T holding `value` (exact for the values these tests use).
 template <class T>

@@ -115,7 +115,7 @@ std::vector<std::vector<unsigned char>> snapshot(Model& model) {
     if (!bytes.empty()) std::memcpy(bytes.data(), tensor.data(), bytes.size());
     out.push_back(std::move(bytes));
   };
-  model.for_each_parameter([&](const std::string&, auto& p) {
+  model.for_each_parameter([&](std::string_view, auto& p) {
     add(p.master());
     if (p.compute_copy() != nullptr) add(*p.compute_copy());
     for (int slot = 0; slot < 2; ++slot) {
@@ -139,7 +139,7 @@ bool bitwise_equal(const std::vector<std::vector<unsigned char>>& a,
 template <class Model>
 bool all_finite(Model& model) {
   bool finite = true;
-  model.for_each_parameter([&](const std::string&, auto& p) {
+  model.for_each_parameter([&](std::string_view, auto& p) {
     for (std::int64_t i = 0; i < p.master().numel(); ++i)
       finite = finite && std::isfinite(static_cast<double>(p.master()[i]));
   });
@@ -149,7 +149,7 @@ bool all_finite(Model& model) {
 template <class Model>
 double gradient_norm(Model& model) {
   double sum = 0.0;
-  model.for_each_parameter([&](const std::string&, auto& p) {
+  model.for_each_parameter([&](std::string_view, auto& p) {
     for (std::int64_t i = 0; i < p.grad().numel(); ++i)
       sum += static_cast<double>(p.grad()[i]) * static_cast<double>(p.grad()[i]);
   });
@@ -159,7 +159,7 @@ double gradient_norm(Model& model) {
 template <class Model>
 std::vector<double> flat_weights(Model& model) {
   std::vector<double> out;
-  model.for_each_parameter([&](const std::string&, auto& p) {
+  model.for_each_parameter([&](std::string_view, auto& p) {
     for (std::int64_t i = 0; i < p.master().numel(); ++i) out.push_back(static_cast<double>(p.master()[i]));
   });
   return out;
@@ -168,7 +168,7 @@ std::vector<double> flat_weights(Model& model) {
 template <class Model>
 std::vector<double> flat_gradients(Model& model) {
   std::vector<double> out;
-  model.for_each_parameter([&](const std::string&, auto& p) {
+  model.for_each_parameter([&](std::string_view, auto& p) {
     for (std::int64_t i = 0; i < p.grad().numel(); ++i) out.push_back(static_cast<double>(p.grad()[i]));
   });
   return out;
@@ -462,7 +462,7 @@ struct RegressionRun {
 template <class P, class S>
 RegressionRun train_tiny_regression(const TinyRegression& data, int steps) {
   mpx::nn::Sequential model{mpx::nn::Linear<P>(features, 4)};
-  model.for_each_parameter([](const std::string&, auto& p) {
+  model.for_each_parameter([](std::string_view, auto& p) {
     p.master().set_zero();
     p.refresh_compute_copy();
   });
@@ -475,7 +475,7 @@ RegressionRun train_tiny_regression(const TinyRegression& data, int steps) {
     const mpx::StepResult result = trainer.step(data.x, data.t);
     REQUIRE(result.stepped);
     run.losses.push_back(result.loss);
-    model.for_each_parameter([&](const std::string&, auto& p) {
+    model.for_each_parameter([&](std::string_view, auto& p) {
       for (const float g : p.grad().values()) run.gradients_all_zero = run.gradients_all_zero && g == 0.0f;
     });
   }

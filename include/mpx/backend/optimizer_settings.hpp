@@ -6,22 +6,26 @@
 
 namespace mpx {
 
-/// @brief SGD hyper-parameters, with PyTorch's names, meanings and defaults (lr has none there).
+// Hyper-parameters are doubles, as Python floats are in PyTorch: derived scalars (1 - beta, bias
+// corrections, lr / bias_correction) are computed in double and rounded once into the update's type.
+
+/// @brief SGD hyper-parameters, with PyTorch's meanings and defaults (PyTorch has no default lr).
 struct SgdSettings {
-  float lr = 0.01f;
-  float momentum = 0.0f;
-  float dampening = 0.0f;
-  float weight_decay = 0.0f;  ///< L2: added to the gradient before momentum
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;  ///< L2: added to the gradient before momentum
   bool nesterov = false;
 };
 
-/// @brief AdamW hyper-parameters, with PyTorch's names, meanings and defaults.
+/// @brief AdamW hyper-parameters, with PyTorch's meanings and defaults (PyTorch's `betas` are
+/// `beta1`, `beta2` here, its `eps` is `epsilon`).
 struct AdamWSettings {
-  float lr = 1e-3f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float epsilon = 1e-8f;
-  float weight_decay = 1e-2f;  ///< decoupled: the weight is multiplied by 1 - lr * weight_decay
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weight_decay = 1e-2;  ///< decoupled: the weight is multiplied by 1 - lr * weight_decay
 };
 
 }  // namespace mpx

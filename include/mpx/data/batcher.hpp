@@ -68,11 +68,12 @@ class Batcher {
     bool shuffle = true;  ///< false: samples in dataset order every epoch (evaluation)
     LastBatch last_batch = LastBatch::Keep;
 
-    /// @brief Throws `mpx::invalid_argument` naming the field if `batch_size` < 1.
+    /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `batch_size` <= 2^32
+    /// (a batch is never larger than a dataset can be).
     void validate() const {
-      if (batch_size < 1) {
+      if (batch_size < 1 || batch_size > (std::int64_t{1} << 32)) {
         throw invalid_argument(mpx::detail::concat("mpx::data::Batcher::Options: batch_size = ", batch_size,
-                                                   " is invalid; expected an integer >= 1"));
+                                                   " is invalid; expected an integer in [1, 2^32]"));
       }
     }
   };

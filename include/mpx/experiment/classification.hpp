@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "mpx/backend/cpu/backend.hpp"
@@ -53,6 +54,7 @@ Evaluation evaluate(Model& model, Loss& loss, const data::Dataset& dataset, std:
     correct += Backend<Host>::count_correct(logits, targets);
     result.samples += batch;
   }
+  model.forget_inputs();  // the layers saved pointers into this function's batch buffer
   if (result.samples > 0) {
     result.loss = loss_sum / static_cast<double>(result.samples);
     result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
@@ -62,11 +64,11 @@ Evaluation evaluate(Model& model, Loss& loss, const data::Dataset& dataset, std:
 
 /// @brief Trains one epoch: every batch of `batcher`'s epoch `epoch` is one step of `trainer`.
 /// `on_step(step_index, steps_in_epoch, result)` is called after each step (for progress display
-/// and learning-rate schedules); `model` is the one the trainer was built with, whose last output
-/// gives the training accuracy.
-template <class Trainer, class Model, class OnStep>
-EpochSummary train_epoch(Trainer& trainer, Model& model, data::Batcher& batcher, std::uint64_t epoch,
-                         OnStep&& on_step) {
+/// and learning-rate schedules). The training accuracy is read from the logits each step computed.
+template <class Trainer, class OnStep>
+EpochSummary train_epoch(Trainer& trainer, data::Batcher& batcher, std::uint64_t epoch, OnStep&& on_step) {
+  auto& model = trainer.model();
+  using Model = std::remove_cvref_t<decltype(model)>;
   batcher.start_epoch(epoch);
   // Batches are gathered straight into the model's input type: no fp32 copy of a bf16 model's input.
   Tensor<typename Model::input_type, Host> images;

@@ -51,7 +51,11 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
     }
     written += static_cast<std::size_t>(n);
   }
-  if (::fchmod(fd, 0644) != 0) abandon("setting permissions of the temporary file for");
+  // mkstemp creates the file 0600; give it the mode a plain open(O_CREAT, 0666) would, i.e. minus the
+  // umask (read by setting it back at once: the only portable way to read it).
+  const ::mode_t umask_bits = ::umask(0);
+  ::umask(umask_bits);
+  if (::fchmod(fd, 0666 & ~umask_bits) != 0) abandon("setting permissions of the temporary file for");
   if (::fsync(fd) != 0) abandon("flushing the temporary file for");
   if (::close(fd) != 0) {
     const int error_number = errno;
@@ -65,10 +69,13 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
   }
   // The rename is durable only once the directory entry is on disk.
   const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY);
-  if (directory_fd >= 0) {
-    ::fsync(directory_fd);
-    ::close(directory_fd);
-  }
+  if (directory_fd < 0) detail::fail("opening the directory (to make the rename durable) of", path, errno);
+  const int synced = ::fsync(directory_fd);
+  const int error_number = errno;
+  ::close(directory_fd);
+  if (synced != 0)
+    detail::fail("flushing the directory (the new file is in place, but may not survive a crash) of", path,
+                 error_number);
 }
 
 }  // namespace mpx::io

@@ -49,6 +49,8 @@ class ElementwiseActivation {
   void for_each_parameter(F&&) {}
   void initialize(std::uint64_t, std::uint64_t) {}
   void set_label(std::string label) { label_ = std::move(label); }
+  /// @brief Drops the saved input pointer; backward then throws until the next forward.
+  void forget_input() noexcept { input_ = nullptr; }
 
  private:
   std::string label_ = std::string("mpx::nn::") + std::string(Derived::kind);

@@ -22,6 +22,8 @@ namespace mpx::nn {
 /// `forward(x)` returns the layer's output buffer (valid until the next forward) and remembers what
 /// backward needs; `backward(dy, input_grad)` accumulates parameter gradients and returns a pointer
 /// to dL/dx, or null when `input_grad` is false (the first layer of a model needs none).
+/// `initialize(seed, stream)`, `set_label(name)` and `for_each_parameter(f(name, parameter))` let a
+/// model initialise, name and visit its layers.
 template <class L>
 concept Layer = requires(L& layer, const Tensor<typename L::input_type, typename L::device_type>& x,
                          const Tensor<typename L::output_type, typename L::device_type>& dy) {
@@ -33,6 +35,9 @@ concept Layer = requires(L& layer, const Tensor<typename L::input_type, typename
   {
     layer.backward(dy, true)
     } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
+  layer.initialize(std::uint64_t{0}, std::uint64_t{0});
+  layer.set_label(std::string{});
+  layer.for_each_parameter([](std::string_view, auto&) {});
 };
 
 /// @brief The activation a `Linear` applies through its GEMM epilogue.

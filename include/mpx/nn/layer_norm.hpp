@@ -21,7 +21,8 @@ template <PrecisionPolicy P, class Device = Host>
 class LayerNorm {
   using T = compute_t<P>;
   using Acc = accumulate_t<P>;
-  using Param = Parameter<P, Device>;
+  // Gamma and beta are read in the master type (fp32 math), so they need no compute copy.
+  using Param = Parameter<Precision<typename P::master_type, typename P::master_type>, Device>;
 
  public:
   using precision = P;
@@ -38,6 +39,10 @@ class LayerNorm {
     if (features <= 0) {
       throw invalid_argument(
           mpx::detail::concat("mpx::nn::LayerNorm: features must be positive, got ", features));
+    }
+    if (!(epsilon > 0.0f && epsilon < 1.0f)) {
+      throw invalid_argument(mpx::detail::concat("mpx::nn::LayerNorm: epsilon = ", epsilon,
+                                                 " is invalid; expected a value in (0, 1)"));
     }
     initialize(0, 0);
   }
@@ -78,6 +83,8 @@ class LayerNorm {
   }
 
   void set_label(std::string label) { label_ = std::move(label); }
+  /// @brief Drops the saved input pointer; backward then throws until the next forward.
+  void forget_input() noexcept { input_ = nullptr; }
 
  private:
   std::int64_t features_;

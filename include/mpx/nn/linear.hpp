@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
@@ -116,20 +115,18 @@ class Linear {
     const auto weight_grad = weight_.grad_for_update();
     GemmOperands<Grad, Grad, Device> grad_operands;
     GemmConfig config{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f};
+    bool add_bias_grad = false;
     if (bias_) {
-      ensure_shape(bias_grad_, Shape{out_features_});
+      // The epilogue overwrites its target: straight into the gradient on the first micro-batch,
+      // into a scratch vector to be added on later ones.
+      const auto bias_grad = bias_->grad_for_update();
+      add_bias_grad = !bias_grad.overwrite;
+      if (add_bias_grad) ensure_shape(bias_grad_, Shape{out_features_});
       config.epilogue = Epilogue::BGradA;
-      grad_operands.bias_grad = &bias_grad_;
+      grad_operands.bias_grad = add_bias_grad ? &bias_grad_ : &bias_grad.tensor;
     }
     Backend<Device>::template gemm<Compute>(*dz, *input_, weight_grad.tensor, config, grad_operands);
-    if (bias_) {
-      const auto bias_grad = bias_->grad_for_update();
-      if (bias_grad.overwrite) {
-        std::swap(bias_grad.tensor, bias_grad_);  // this batch's gradient is the whole gradient
-      } else {
-        Backend<Device>::add_into(bias_grad.tensor, bias_grad_);
-      }
-    }
+    if (add_bias_grad) Backend<Device>::add_into(bias_->grad(), bias_grad_);
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, input_->shape());
     Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, GemmConfig{});
@@ -145,6 +142,8 @@ class Linear {
 
   /// @brief The name used in error messages ("layers.2 (Linear)"); set by the enclosing model.
   void set_label(std::string label) { label_ = std::move(label); }
+  /// @brief Drops the saved input pointer; backward then throws until the next forward.
+  void forget_input() noexcept { input_ = nullptr; }
 
   [[nodiscard]] std::int64_t in_features() const noexcept { return in_features_; }
   [[nodiscard]] std::int64_t out_features() const noexcept { return out_features_; }

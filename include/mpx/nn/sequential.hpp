@@ -136,6 +136,16 @@ class Sequential {
   /// The first layer keeps a pointer to its input for backward, so a temporary cannot be an input.
   const Tensor<output_type, device_type>& forward(Tensor<input_type, device_type>&&) = delete;
 
+  /// @brief Drops what the last forward saved for backward (pointers to inputs that may be about to
+  /// go away, e.g. an evaluation batch); a backward before the next forward then throws.
+  void forget_inputs() noexcept {
+    for_each_index([&]<std::size_t I>() {
+      if constexpr (requires { boost::hana::at_c<I>(layers_).forget_input(); }) {
+        boost::hana::at_c<I>(layers_).forget_input();
+      }
+    });
+  }
+
   /// @brief The output of the last forward (e.g. the logits a training step computed).
   [[nodiscard]] const Tensor<output_type, device_type>& last_output() const {
     if (last_output_.empty()) throw error("mpx::nn::Sequential::last_output: no forward has run yet");
@@ -149,25 +159,28 @@ class Sequential {
     return backward_from<size - 1>(dy, input_grad);
   }
 
-  /// @brief Calls f(name, parameter) for every parameter, in a stable order ("layers.0.weight", ...).
+  /// @brief Calls f(name, parameter) for every parameter, in a stable order ("layers.0.weight", ...);
+  /// `name` is a `std::string_view` valid during the call.
   template <class F>
   void for_each_parameter(F&& f) {
     for_each_index([&]<std::size_t I>() {
       boost::hana::at_c<I>(layers_).for_each_parameter([&](std::string_view local, auto& parameter) {
-        f(mpx::detail::concat("layers.", I, ".", local), parameter);
+        std::string name = "layers.";
+        name.append(std::to_string(I)).append(".").append(local);
+        f(std::string_view(name), parameter);
       });
     });
   }
 
   /// @brief Sets every gradient to zero.
   void zero_grad() {
-    for_each_parameter([](const std::string&, auto& parameter) { parameter.zero_grad(); });
+    for_each_parameter([](std::string_view, auto& parameter) { parameter.zero_grad(); });
   }
 
   /// @brief Number of trainable scalars.
   [[nodiscard]] std::int64_t parameter_count() {
     std::int64_t count = 0;
-    for_each_parameter([&](const std::string&, auto& parameter) { count += parameter.master().numel(); });
+    for_each_parameter([&](std::string_view, auto& parameter) { count += parameter.master().numel(); });
     return count;
   }
 

@@ -7,64 +7,61 @@
 
 #include <cmath>
 #include <cstdint>
-#include <string>
+#include <string_view>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
 #include "mpx/error.hpp"
+#include "mpx/optim/optimizer_base.hpp"
 
 namespace mpx::optim {
 
 /// @brief AdamW over every parameter of `Model`.
 /// @code
-/// mpx::optim::AdamW optimizer(model, {.lr = 1e-3f, .weight_decay = 1e-4f});
+/// mpx::optim::AdamW optimizer(model, {.lr = 1e-3, .weight_decay = 1e-4});
 /// @endcode
 template <class Model>
-class AdamW {
+class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
+  using Base = detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings>;
   using Device = typename Model::device_type;
+  using Base::model_;
+  using Base::options_;
+  using Base::steps_;
 
  public:
-  using Options = AdamWSettings;
+  using typename Base::Options;
 
-  /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter.
-  AdamW(Model& model, Options options) : model_(model), options_(options) { validate(options_); }
-
-  /// @brief Applies one update to every parameter from its (unscaled) gradient.
-  void step() {
-    ++steps_;
-    model_.for_each_parameter([&](const std::string&, auto& p) {
-      Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1), steps_,
-                                    options_);
+  /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter. Allocates both moment
+  /// buffers now, so that a step cannot fail half-way for want of memory.
+  AdamW(Model& model, const Options& options) : Base(model, options) {
+    model_.for_each_parameter([](std::string_view, auto& p) {
+      (void)p.state(0);
+      (void)p.state(1);
     });
   }
 
-  [[nodiscard]] const Options& options() const noexcept { return options_; }
-  void set_lr(float lr) {
-    Options changed = options_;
-    changed.lr = lr;
-    validate(changed);
-    options_ = changed;
+  /// @brief Applies one update to every parameter from its (unscaled) gradient; the bias
+  /// corrections use t = steps() + 1.
+  void step() {
+    model_.for_each_parameter([&](std::string_view, auto& p) {
+      Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1),
+                                    steps_ + 1, options_);
+    });
+    ++steps_;
   }
-  [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
-  void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
- private:
+  /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
   static void validate(const Options& o) {
-    const auto fail = [](const char* field, auto value, const char* expected) {
-      throw invalid_argument(mpx::detail::concat("mpx::optim::AdamW: ", field, " = ", value,
-                                                 " is invalid; expected ", expected));
-    };
-    if (!(std::isfinite(o.lr) && o.lr > 0.0f)) fail("lr", o.lr, "a finite value > 0");
-    if (!(o.beta1 >= 0.0f && o.beta1 < 1.0f)) fail("beta1", o.beta1, "a value in [0, 1)");
-    if (!(o.beta2 >= 0.0f && o.beta2 < 1.0f)) fail("beta2", o.beta2, "a value in [0, 1)");
-    if (!(std::isfinite(o.epsilon) && o.epsilon > 0.0f)) fail("epsilon", o.epsilon, "a finite value > 0");
-    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f))
-      fail("weight_decay", o.weight_decay, "a finite value >= 0");
+    constexpr const char* self = "mpx::optim::AdamW";
+    if (!(std::isfinite(o.lr) && o.lr > 0.0)) Base::fail(self, "lr", o.lr, "a finite value > 0");
+    if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) Base::fail(self, "beta1", o.beta1, "a value in [0, 1)");
+    if (!(o.beta2 >= 0.0 && o.beta2 < 1.0)) Base::fail(self, "beta2", o.beta2, "a value in [0, 1)");
+    if (!(std::isfinite(o.epsilon) && o.epsilon > 0.0))
+      Base::fail(self, "epsilon", o.epsilon, "a finite value > 0");
+    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0)) {
+      Base::fail(self, "weight_decay", o.weight_decay, "a finite value >= 0");
+    }
   }
-
-  Model& model_;
-  Options options_;
-  std::int64_t steps_ = 0;
 };
 
 }  // namespace mpx::optim

@@ -7,69 +7,65 @@
 
 #include <cmath>
 #include <cstdint>
-#include <string>
+#include <string_view>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
 #include "mpx/error.hpp"
+#include "mpx/optim/optimizer_base.hpp"
 
 namespace mpx::optim {
 
 /// @brief Stochastic gradient descent over every parameter of `Model`.
 /// @code
-/// mpx::optim::SGD optimizer(model, {.lr = 0.05f, .momentum = 0.9f, .nesterov = true});
+/// mpx::optim::SGD optimizer(model, {.lr = 0.05, .momentum = 0.9, .nesterov = true});
 /// @endcode
 template <class Model>
-class SGD {
+class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
+  using Base = detail::OptimizerBase<SGD<Model>, Model, SgdSettings>;
   using Device = typename Model::device_type;
+  using Base::model_;
+  using Base::options_;
+  using Base::steps_;
 
  public:
-  using Options = SgdSettings;
+  using typename Base::Options;
 
-  /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter.
-  SGD(Model& model, Options options) : model_(model), options_(options) { validate(options_); }
+  /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter. Allocates the momentum
+  /// buffers now, so that a step cannot fail half-way for want of memory.
+  SGD(Model& model, const Options& options) : Base(model, options) {
+    if (options_.momentum != 0.0) {
+      model_.for_each_parameter([](std::string_view, auto& p) { (void)p.state(0); });
+    }
+  }
 
   /// @brief Applies one update to every parameter from its (unscaled) gradient.
   void step() {
-    model_.for_each_parameter([&](const std::string&, auto& p) {
-      auto* momentum = options_.momentum != 0.0f ? &p.state(0) : nullptr;
+    model_.for_each_parameter([&](std::string_view, auto& p) {
+      auto* momentum = options_.momentum != 0.0 ? &p.state(0) : nullptr;
       Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, steps_ == 0, options_);
     });
     ++steps_;
   }
 
-  [[nodiscard]] const Options& options() const noexcept { return options_; }
-  /// @brief Changes the learning rate (for schedules).
-  void set_lr(float lr) {
-    Options changed = options_;
-    changed.lr = lr;
-    validate(changed);
-    options_ = changed;
-  }
-  /// @brief Updates applied so far.
-  [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
-  /// @brief Restores the update count (checkpoints).
-  void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
-
- private:
+  /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
   static void validate(const Options& o) {
-    const auto fail = [](const char* field, auto value, const char* expected) {
-      throw invalid_argument(
-          mpx::detail::concat("mpx::optim::SGD: ", field, " = ", value, " is invalid; expected ", expected));
-    };
-    if (!(std::isfinite(o.lr) && o.lr > 0.0f)) fail("lr", o.lr, "a finite value > 0");
-    if (!(o.momentum >= 0.0f && o.momentum < 1.0f)) fail("momentum", o.momentum, "a value in [0, 1)");
-    if (!(o.dampening >= 0.0f && o.dampening <= 1.0f)) fail("dampening", o.dampening, "a value in [0, 1]");
-    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f))
-      fail("weight_decay", o.weight_decay, "a finite value >= 0");
-    if (o.nesterov && (o.momentum == 0.0f || o.dampening != 0.0f)) {
-      fail("nesterov", "true", "momentum > 0 and dampening = 0 (as PyTorch requires)");
+    constexpr const char* self = "mpx::optim::SGD";
+    if (!(std::isfinite(o.lr) && o.lr > 0.0)) Base::fail(self, "lr", o.lr, "a finite value > 0");
+    if (!(o.momentum >= 0.0 && o.momentum < 1.0))
+      Base::fail(self, "momentum", o.momentum, "a value in [0, 1)");
+    if (!(o.dampening >= 0.0 && o.dampening <= 1.0)) {
+      Base::fail(self, "dampening", o.dampening, "a value in [0, 1]");
+    }
+    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0)) {
+      Base::fail(self, "weight_decay", o.weight_decay, "a finite value >= 0");
+    }
+    if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0)) {
+      Base::fail(self, "nesterov",
+                 mpx::detail::concat("true with momentum = ", o.momentum, " and dampening = ", o.dampening),
+                 "momentum > 0 and dampening = 0 (as PyTorch requires)");
     }
   }
-
-  Model& model_;
-  Options options_;
-  std::int64_t steps_ = 0;
 };
 
 }  // namespace mpx::optim

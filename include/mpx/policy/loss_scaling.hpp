@@ -49,8 +49,11 @@ struct DynamicLossScaling {
         fail("backoff_factor", backoff_factor, "a value in (0, 1)");
       if (growth_interval < 1) fail("growth_interval", growth_interval, "an integer >= 1");
       if (!(min_scale >= 0.0f && min_scale <= init_scale))
-        fail("min_scale", min_scale, "0 <= min_scale <= init_scale");
-      if (!(max_scale >= init_scale)) fail("max_scale", max_scale, "max_scale >= init_scale");
+        fail("min_scale", min_scale,
+             detail::concat("0 <= min_scale <= init_scale (", init_scale, ")").c_str());
+      if (!(max_scale >= init_scale)) {
+        fail("max_scale", max_scale, detail::concat("max_scale >= init_scale (", init_scale, ")").c_str());
+      }
       if (hysteresis < 1) fail("hysteresis", hysteresis, "an integer >= 1");
     }
   };
@@ -88,8 +91,8 @@ struct NoLossScaling {
   };
 };
 
-/// @brief Explicit opt-in to fp16 training without loss scaling, knowing that gradients below
-/// fp16's smallest subnormal (2^-24) flush to zero. Used to demonstrate why scaling exists.
+/// @brief Explicit opt-in to fp16 training without loss scaling, knowing that gradients below half of
+/// fp16's smallest subnormal (2^-24) round to zero. Used to demonstrate why scaling exists.
 template <class Policy>
 struct AllowFp16Underflow : Policy {
   static_assert(std::is_same_v<Policy, NoLossScaling>,
@@ -145,8 +148,8 @@ struct checked_scaler {
                 "mpx: the scaler must be a loss-scaling policy: mpx::DynamicLossScaling, "
                 "mpx::StaticLossScaling or mpx::NoLossScaling");
   static_assert(!LossScalingPolicy<S> || scaler_suits_v<P, S>,
-                "mpx: fp16 without loss scaling loses small gradients: fp16 flushes values below "
-                "2^-24 to zero, and typical gradients are smaller than that. Use "
+                "mpx: fp16 without loss scaling loses small gradients: fp16 rounds values below 2^-25 "
+                "to zero (its smallest subnormal is 2^-24), and many gradients are that small. Use "
                 "mpx::DynamicLossScaling (mpx::default_scaler_t<P> for fp16), or write "
                 "mpx::AllowFp16Underflow<mpx::NoLossScaling> to opt in knowingly");
   using type = S;

@@ -85,6 +85,10 @@ struct Precision {
   static_assert(!(std::is_same_v<Compute, Double> && !std::is_same_v<Master, Double>),
                 "mpx::Precision<mpx::Double, Master>: fp64 compute needs fp64 master weights; "
                 "write mpx::Precision<mpx::Double, mpx::Double> (alias mpx::fp64)");
+  static_assert(!(std::is_same_v<Master, Double> && !std::is_same_v<Compute, Double>),
+                "mpx::Precision<Compute, mpx::Double>: optimizer updates accumulate in fp32 unless the "
+                "compute type is fp64, so fp64 master weights would be rounded every step; use "
+                "mpx::Precision<Compute> (fp32 master) or mpx::fp64");
   static_assert(detail::master_represents_compute<Master, Compute>(),
                 "mpx::Precision<Compute, Master>: the master type is narrower than the compute "
                 "type (fewer mantissa or exponent bits), so refreshing the compute copy from it "

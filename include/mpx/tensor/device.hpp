@@ -13,7 +13,8 @@ struct Host {
   static constexpr std::string_view name = "cpu";
 };
 
-/// @brief An NVIDIA GPU through the CUDA runtime and cuBLASLt (include <mpx/cuda.hpp>).
+/// @brief An NVIDIA GPU through the CUDA runtime and cuBLASLt (<mpx/cuda.hpp>). Its memory and
+/// operations (`DeviceMemory<Cuda>`, `Backend<Cuda>`) come with the CUDA backend.
 struct Cuda {
   static constexpr std::string_view name = "cuda";
 };

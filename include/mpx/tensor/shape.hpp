@@ -19,6 +19,8 @@ namespace mpx {
 class Shape {
  public:
   static constexpr int max_rank = 4;
+  /// Largest element count: 2^59, so that a byte count of 8-byte elements fits in an int64.
+  static constexpr std::int64_t max_elements = std::int64_t{1} << 59;
 
   Shape() = default;
 
@@ -35,6 +37,15 @@ class Shape {
             detail::concat("mpx::Shape: extent ", extent, " at dimension ", rank_, " is negative"));
       }
       extents_[static_cast<std::size_t>(rank_++)] = extent;
+    }
+    // Element counts must leave room for a byte count of the widest element (8 bytes).
+    std::int64_t count = 1;
+    for (int i = 0; i < rank_; ++i) {
+      if (__builtin_mul_overflow(count, extents_[static_cast<std::size_t>(i)], &count) ||
+          count > max_elements) {
+        throw shape_error(
+            detail::concat("mpx::Shape: ", to_string(), " has more than ", max_elements, " elements"));
+      }
     }
   }
 

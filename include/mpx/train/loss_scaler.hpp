@@ -106,14 +106,16 @@ class LossScaler {
   [[nodiscard]] const LossScalerState& state() const noexcept { return state_; }
 
   /// @brief Restores a state saved by `state()`; throws `mpx::invalid_argument` for a state no
-  /// scaler could have produced (non-positive or non-finite scale, factors outside the ranges
-  /// `Options::validate` allows, a tracker outside [0, growth_interval), negative counters).
+  /// scaler could have produced (a negative or non-finite scale, factors outside the ranges
+  /// `Options::validate` allows, a tracker outside [0, growth_interval), negative counters). A scale
+  /// of 0 is accepted: enough consecutive overflows back GradScaler's scale off to 0 too, and such a
+  /// run must still be resumable (and visibly stuck: every step is skipped).
   void load_state(const LossScalerState& state) {
     const auto fail = [](const char* field, auto value) {
       throw invalid_argument(detail::concat("mpx::LossScaler::load_state: ", field, " = ", value,
                                             " is not a valid saved state"));
     };
-    if (!(std::isfinite(state.scale) && state.scale > 0.0f)) fail("scale", state.scale);
+    if (!(std::isfinite(state.scale) && state.scale >= 0.0f)) fail("scale", state.scale);
     if (!(std::isfinite(state.growth_factor) && state.growth_factor > 1.0f)) {
       fail("growth_factor", state.growth_factor);
     }

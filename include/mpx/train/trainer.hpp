@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "mpx/backend/cpu/backend.hpp"
@@ -65,8 +65,9 @@ class Trainer {
                 "mpx::Trainer: Scaling must be mpx::DynamicLossScaling, mpx::StaticLossScaling or "
                 "mpx::NoLossScaling");
   static_assert(!Model::has_half_compute || Scaling::scales_loss || detail::allows_fp16_underflow<Scaling>,
-                "mpx::Trainer: this model has fp16 layers but no loss scaling: fp16 flushes gradients "
-                "below 2^-24 to zero, and typical gradients are smaller than that. Use "
+                "mpx::Trainer: this model has fp16 layers but no loss scaling: fp16 rounds gradients "
+                "below 2^-25 to zero (its smallest subnormal is 2^-24), and many gradients are that "
+                "small. Use "
                 "mpx::DynamicLossScaling (the default), or write "
                 "mpx::AllowFp16Underflow<mpx::NoLossScaling> to opt in knowingly");
 
@@ -118,8 +119,12 @@ class Trainer {
     return unmeasured_step(micro_batches);
   }
 
+  /// @brief The loss scaler (its state is part of a checkpoint).
   [[nodiscard]] LossScaler<Scaling>& scaler() noexcept { return scaler_; }
   [[nodiscard]] const LossScaler<Scaling>& scaler() const noexcept { return scaler_; }
+  /// @brief The model this trainer trains.
+  [[nodiscard]] Model& model() noexcept { return model_; }
+  /// @brief Steps completed, taken or skipped.
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
   /// @brief What the first step allocated (all zero before it).
   [[nodiscard]] const StepMemory& first_step_memory() const noexcept { return first_step_memory_; }
@@ -145,13 +150,13 @@ class Trainer {
 
   std::int64_t parameter_bytes() {
     std::int64_t bytes = 0;
-    model_.for_each_parameter([&](const std::string&, auto& p) { bytes += p.bytes(); });
+    model_.for_each_parameter([&](std::string_view, auto& p) { bytes += p.bytes(); });
     return bytes;
   }
 
   std::int64_t optimizer_state_bytes() {
     std::int64_t bytes = 0;
-    model_.for_each_parameter([&](const std::string&, auto& p) {
+    model_.for_each_parameter([&](std::string_view, auto& p) {
       for (int slot = 0; slot < p.state_slots; ++slot) {
         if (p.has_state(slot)) bytes += static_cast<std::int64_t>(p.state(slot).size_bytes());
       }
@@ -161,7 +166,7 @@ class Trainer {
 
   StepResult unmeasured_step(std::span<const Batch> micro_batches) {
     StepResult result;
-    result.step = ++steps_;
+    result.step = steps_ + 1;
     result.loss_scale = scaler_.scale();
 
     model_.zero_grad();
@@ -179,7 +184,7 @@ class Trainer {
     const auto inverse = static_cast<Grad>(scaler_.inverse_scale());
     double sum_of_squares = 0.0;
     bool finite = true;
-    model_.for_each_parameter([&](const std::string&, auto& p) {
+    model_.for_each_parameter([&](std::string_view, auto& p) {
       const auto stats =
           Backend<Device>::template unscale_and_inspect<Scaling::scales_loss>(p.grad(), inverse);
       sum_of_squares += stats.sum_of_squares;
@@ -191,7 +196,7 @@ class Trainer {
       if (options_.max_grad_norm) {
         const double coefficient = *options_.max_grad_norm / (result.grad_norm + 1e-6);
         if (coefficient < 1.0) {
-          model_.for_each_parameter([&](const std::string&, auto& p) {
+          model_.for_each_parameter([&](std::string_view, auto& p) {
             Backend<Device>::scale_in_place(p.grad(), static_cast<Grad>(coefficient));
           });
           result.clipped = true;
@@ -201,6 +206,7 @@ class Trainer {
     }
     result.stepped = finite;
     scaler_.update(!finite);
+    ++steps_;  // only once the step is complete: a step that threw is not counted
     return result;
   }
 

@@ -21,6 +21,7 @@
 
 namespace mpx {
 
+/// @brief The CPU backend: each operation forwards to the `mpx::cpu` kernel of the same name.
 template <>
 struct Backend<Host> {
   template <NumericTag Compute, class... Args>
@@ -36,18 +37,38 @@ struct Backend<Host> {
     mpx::round_into<To>(std::forward<Args>(args)...);
   }
 
-  static constexpr auto relu_forward = [](auto&&... a) { cpu::relu_forward(a...); };
-  static constexpr auto relu_backward = [](auto&&... a) { cpu::relu_backward(a...); };
-  static constexpr auto gelu_forward = [](auto&&... a) { cpu::gelu_forward(a...); };
-  static constexpr auto gelu_backward = [](auto&&... a) { cpu::gelu_backward(a...); };
-  static constexpr auto layer_norm_forward = [](auto&&... a) { cpu::layer_norm_forward(a...); };
-  static constexpr auto layer_norm_backward = [](auto&&... a) { cpu::layer_norm_backward(a...); };
-  static constexpr auto softmax_cross_entropy = [](auto&&... a) { return cpu::softmax_cross_entropy(a...); };
-  static constexpr auto count_correct = [](auto&&... a) { return cpu::count_correct(a...); };
-  static constexpr auto mse_loss = [](auto&&... a) { return cpu::mse_loss(a...); };
-  static constexpr auto sgd_update = [](auto&&... a) { cpu::sgd_update(a...); };
-  static constexpr auto adamw_update = [](auto&&... a) { cpu::adamw_update(a...); };
-  static constexpr auto scale_in_place = [](auto&&... a) { cpu::scale_in_place(a...); };
+  static constexpr auto relu_forward = [](auto&&... a) {
+    cpu::relu_forward(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto relu_backward = [](auto&&... a) {
+    cpu::relu_backward(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto gelu_forward = [](auto&&... a) {
+    cpu::gelu_forward(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto gelu_backward = [](auto&&... a) {
+    cpu::gelu_backward(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto layer_norm_forward = [](auto&&... a) {
+    cpu::layer_norm_forward(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto layer_norm_backward = [](auto&&... a) {
+    cpu::layer_norm_backward(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto softmax_cross_entropy = [](auto&&... a) {
+    return cpu::softmax_cross_entropy(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto count_correct = [](auto&&... a) {
+    return cpu::count_correct(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto mse_loss = [](auto&&... a) { return cpu::mse_loss(std::forward<decltype(a)>(a)...); };
+  static constexpr auto sgd_update = [](auto&&... a) { cpu::sgd_update(std::forward<decltype(a)>(a)...); };
+  static constexpr auto adamw_update = [](auto&&... a) {
+    cpu::adamw_update(std::forward<decltype(a)>(a)...);
+  };
+  static constexpr auto scale_in_place = [](auto&&... a) {
+    cpu::scale_in_place(std::forward<decltype(a)>(a)...);
+  };
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.
   template <Element T>

@@ -337,6 +337,28 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     detail::require_vector("bias_grad", operands.bias_grad, length, epilogue);
   }
 
+  // D is written while A and B are read (and aux, bias_grad are written): they must not share memory.
+  // C may be D itself (cuBLASLt's in-place accumulation).
+  const auto overlap = [&](const char* name, const void* data, std::size_t bytes) {
+    const auto* first = static_cast<const char*>(data);
+    const auto* d_first = reinterpret_cast<const char*>(d.data());
+    if (bytes != 0 && d.size_bytes() != 0 && first < d_first + d.size_bytes() && d_first < first + bytes) {
+      throw invalid_argument(
+          mpx::detail::concat(where, ": D (", d.shape(), ") overlaps ", name,
+                              "; D must not share memory with the operands it is computed from"));
+    }
+  };
+  overlap("A", a.data(), a.size_bytes());
+  overlap("B", b.data(), b.size_bytes());
+  if (operands.bias != nullptr) overlap("bias", operands.bias->data(), operands.bias->size_bytes());
+  if (operands.aux != nullptr) overlap("aux", operands.aux->data(), operands.aux->size_bytes());
+  if (operands.bias_grad != nullptr) {
+    overlap("bias_grad", operands.bias_grad->data(), operands.bias_grad->size_bytes());
+  }
+  if (operands.c != nullptr && operands.c->data() != d.data()) {
+    overlap("C", operands.c->data(), operands.c->size_bytes());
+  }
+
   const detail::Operand<Compute, Acc> a_acc(a, 0);
   const detail::Operand<Compute, Acc> b_acc(b, 1);
   const auto& am = a_acc.matrix();

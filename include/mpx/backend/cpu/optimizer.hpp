@@ -5,8 +5,9 @@
 /// @brief Optimizer updates on the CPU: one pass per parameter that reads the (unscaled) gradient,
 /// updates the optimizer state and the master weights, and refreshes the compute copy.
 ///
-/// The update rules are PyTorch's `torch.optim.SGD` and `torch.optim.AdamW` (single-tensor
-/// implementations), in fp32 (fp64 for double parameters).
+/// The update rules are those of PyTorch's single-tensor `torch.optim.SGD` and `torch.optim.AdamW`,
+/// operation by operation, in the gradient's type (fp32; fp64 under fp64); PyTorch's CPU kernels may
+/// fuse some multiply-adds, so results agree to rounding, not always to the bit.
 
 #include <cmath>
 #include <cstdint>
@@ -44,36 +45,42 @@ void require_same_shapes(const char* where, const Tensor<M, Host>& master, const
 }
 }  // namespace detail
 
-/// @brief One SGD step. `momentum_buffer` may be null when momentum is 0; `first_step` makes the
-/// buffer start as the gradient itself (PyTorch's rule). `compute` is the compute copy to refresh
-/// (null when the compute weights are the master weights).
+/// @brief One SGD step, as PyTorch's single-tensor SGD: d = g + wd * p; with momentum the buffer
+/// is d on the first step and momentum * buf + (1 - dampening) * d after; Nesterov uses
+/// d + momentum * buf; p -= lr * d. `momentum_buffer` may be null when momentum is 0. `compute` is
+/// the compute copy to refresh (null when the compute weights are the master weights).
 template <Element M, Element C, Element G, class Rounding = RoundNearest>
 void sgd_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
                 Tensor<G, Host>* momentum_buffer, bool first_step, const SgdSettings& s,
                 const Rounding& rounding = {}) {
   detail::require_same_shapes("mpx::cpu::sgd_update", master, compute, grad);
   using Math = G;
-  const std::int64_t count = master.numel();
+  const auto weight_decay = static_cast<Math>(s.weight_decay);
+  const auto momentum = static_cast<Math>(s.momentum);
+  const auto keep = static_cast<Math>(1.0 - s.dampening);
+  const auto minus_lr = static_cast<Math>(-s.lr);
   M* p = master.data();
   C* copy = compute != nullptr ? compute->data() : nullptr;
   const G* g = grad.data();
   G* buf = momentum_buffer != nullptr ? momentum_buffer->data() : nullptr;
-  parallel_for_chunks(count, parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for_chunks(master.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       const Math weight = static_cast<Math>(p[i]);
-      Math d = g[i] + static_cast<Math>(s.weight_decay) * weight;
-      if (s.momentum != 0.0f) {
-        buf[i] = first_step ? d
-                            : static_cast<Math>(s.momentum) * buf[i] +
-                                  (Math(1) - static_cast<Math>(s.dampening)) * d;
-        d = s.nesterov ? d + static_cast<Math>(s.momentum) * buf[i] : buf[i];
+      Math d = s.weight_decay != 0.0 ? g[i] + weight_decay * weight : g[i];
+      if (s.momentum != 0.0) {
+        buf[i] = first_step ? d : buf[i] * momentum + keep * d;
+        d = s.nesterov ? d + momentum * buf[i] : buf[i];
       }
-      detail::store_weight(p, copy, i, weight - static_cast<Math>(s.lr) * d, rounding);
+      detail::store_weight(p, copy, i, weight + minus_lr * d, rounding);
     }
   });
 }
 
-/// @brief One AdamW step; `step` counts from 1 and sets the bias corrections.
+/// @brief One AdamW step, as PyTorch's single-tensor AdamW; `step` counts from 1.
+///
+/// p *= 1 - lr * wd; m = lerp(m, g, 1 - beta1); v = v * beta2 + (1 - beta2) g^2;
+/// p += -(lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps). Scalars are computed in
+/// double and rounded once; lerp is PyTorch's (m + w (g - m) for w < 0.5, else g - (g - m)(1 - w)).
 template <Element M, Element C, Element G, class Rounding = RoundNearest>
 void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
                   Tensor<G, Host>& exp_avg, Tensor<G, Host>& exp_avg_sq, std::int64_t step,
@@ -82,25 +89,28 @@ void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tenso
   require_shape("mpx::cpu::adamw_update", "exp_avg", exp_avg.shape(), master.shape());
   require_shape("mpx::cpu::adamw_update", "exp_avg_sq", exp_avg_sq.shape(), master.shape());
   using Math = G;
-  const Math beta1 = static_cast<Math>(s.beta1);
-  const Math beta2 = static_cast<Math>(s.beta2);
-  const Math bias_correction1 = Math(1) - std::pow(beta1, static_cast<Math>(step));
-  const Math bias_correction2_sqrt = std::sqrt(Math(1) - std::pow(beta2, static_cast<Math>(step)));
-  const Math step_size = static_cast<Math>(s.lr) / bias_correction1;
-  const Math decay = Math(1) - static_cast<Math>(s.lr) * static_cast<Math>(s.weight_decay);
-  const std::int64_t count = master.numel();
+  const double bias_correction1 = 1.0 - std::pow(s.beta1, static_cast<double>(step));
+  const double bias_correction2 = 1.0 - std::pow(s.beta2, static_cast<double>(step));
+  const auto decay = static_cast<Math>(1.0 - s.lr * s.weight_decay);
+  const auto lerp_weight = static_cast<Math>(1.0 - s.beta1);
+  const auto beta2 = static_cast<Math>(s.beta2);
+  const auto one_minus_beta2 = static_cast<Math>(1.0 - s.beta2);
+  const auto bias_correction2_sqrt = static_cast<Math>(std::sqrt(bias_correction2));
+  const auto epsilon = static_cast<Math>(s.epsilon);
+  const auto minus_step_size = static_cast<Math>(-(s.lr / bias_correction1));
   M* p = master.data();
   C* copy = compute != nullptr ? compute->data() : nullptr;
   const G* g = grad.data();
   G* m = exp_avg.data();
   G* v = exp_avg_sq.data();
-  parallel_for_chunks(count, parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for_chunks(master.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       const Math weight = static_cast<Math>(p[i]) * decay;
-      m[i] = beta1 * m[i] + (Math(1) - beta1) * g[i];
-      v[i] = beta2 * v[i] + (Math(1) - beta2) * g[i] * g[i];
-      const Math denominator = std::sqrt(v[i]) / bias_correction2_sqrt + static_cast<Math>(s.epsilon);
-      detail::store_weight(p, copy, i, weight - step_size * m[i] / denominator, rounding);
+      m[i] = lerp_weight < Math(0.5) ? m[i] + lerp_weight * (g[i] - m[i])
+                                     : g[i] - (g[i] - m[i]) * (Math(1) - lerp_weight);
+      v[i] = v[i] * beta2 + one_minus_beta2 * g[i] * g[i];
+      const Math denominator = std::sqrt(v[i]) / bias_correction2_sqrt + epsilon;
+      detail::store_weight(p, copy, i, weight + minus_step_size * m[i] / denominator, rounding);
     }
   });
 }

@@ -84,6 +84,11 @@ template <Element T>
 std::int64_t count_correct(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels) {
   const std::int64_t batch = logits.shape()[0];
   const std::int64_t classes = logits.shape()[1];
+  if (logits.rank() != 2 || static_cast<std::int64_t>(labels.size()) != logits.shape()[0]) {
+    throw shape_error(mpx::detail::concat("mpx::cpu::count_correct: ", labels.size(),
+                                          " labels for logits of shape ", logits.shape(),
+                                          "; expected [batch, classes] with one label per row"));
+  }
   std::int64_t correct = 0;
   for (std::int64_t row = 0; row < batch; ++row) {
     const T* z = logits.data() + row * classes;
