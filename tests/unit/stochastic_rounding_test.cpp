@@ -269,7 +269,10 @@ TEST_CASE("random_bits is a pure function of all 64 bits of seed, stream and ind
   }
 }
 
-TEST_CASE("uniform_from_bits maps 32 random bits onto [0, 1) in steps of 2^-24", "[numeric][random]") {
+TEST_CASE(
+    "uniform_from_bits maps 32 random bits onto the unit interval, 0 included and 1 excluded, in steps of "
+    "2^-24",
+    "[numeric][random]") {
   CHECK(mpx::uniform_from_bits(0u) == 0.0f);
   CHECK(mpx::uniform_from_bits(0xffu) == 0.0f);  // the low 8 bits are dropped
   CHECK(mpx::uniform_from_bits(0x100u) == 0x1p-24f);
