@@ -633,3 +633,15 @@ TEST_CASE("convert preserves rank-3 and rank-4 shapes", "[convert]") {
   CHECK(wide.shape() == Shape{1, 2, 3, 2});
   CHECK(wide.numel() == 12);
 }
+
+TEST_CASE("An allocation that cannot be satisfied throws out_of_memory naming the tensor and the bytes",
+          "[tensor][memory]") {
+  // 2^56 floats: valid as a shape, far beyond any machine's memory. (Under AddressSanitizer this
+  // needs ASAN_OPTIONS=allocator_may_return_null=1, as a real out-of-memory would.)
+  const mpx::Shape huge{std::int64_t{1} << 28, std::int64_t{1} << 28};
+  const std::int64_t live_before = mpx::memory_stats<mpx::Host>().live_bytes();
+  CHECK_THROWS_MATCHES(
+      mpx::Tensor<float>::uninitialized(huge), mpx::out_of_memory,
+      MessageContains({"mpx::Tensor<fp32, cpu>", "[268435456, 268435456]", "288230376151711744 bytes"}));
+  CHECK(mpx::memory_stats<mpx::Host>().live_bytes() == live_before);
+}

@@ -54,8 +54,13 @@ class Tensor {
   /// overwritten).
   [[nodiscard]] static Tensor uninitialized(const Shape& shape) {
     Tensor tensor;
+    try {
+      tensor.data_ = static_cast<T*>(Memory::allocate(static_cast<std::size_t>(shape.numel()) * sizeof(T)));
+    } catch (const out_of_memory& e) {
+      throw out_of_memory(detail::concat("mpx::Tensor<", numeric_traits<tag_of_t<T>>::name, ", ",
+                                         Device::name, "> of shape ", shape, ": ", e.what()));
+    }
     tensor.shape_ = shape;
-    tensor.data_ = static_cast<T*>(Memory::allocate(tensor.size_bytes()));
     return tensor;
   }
 
@@ -82,13 +87,19 @@ class Tensor {
     return copy;
   }
 
+  /// @brief The extents (rank 0 for an empty, default-constructed tensor).
   [[nodiscard]] const Shape& shape() const noexcept { return shape_; }
+  /// @brief Number of dimensions, 0 to 4.
   [[nodiscard]] int rank() const noexcept { return shape_.rank(); }
+  /// @brief Number of elements.
   [[nodiscard]] std::int64_t numel() const noexcept { return shape_.numel(); }
+  /// @brief Bytes of element storage (what the allocator counts).
   [[nodiscard]] std::size_t size_bytes() const noexcept {
     return static_cast<std::size_t>(numel()) * sizeof(T);
   }
+  /// @brief Whether the tensor has no elements.
   [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
+  /// @brief The first element, in row-major order (null when empty); device memory for `Cuda`.
   [[nodiscard]] T* data() noexcept { return data_; }
   [[nodiscard]] const T* data() const noexcept { return data_; }
 
