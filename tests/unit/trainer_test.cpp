@@ -537,3 +537,28 @@ TEST_CASE(
   CHECK(ratio(bf16) < 1e-2);
   CHECK(ratio(fp32) < 1e-4);
 }
+
+TEST_CASE("Trainer::first_step_memory splits parameters, optimizer state and activations exactly",
+          "[train][trainer][memory]") {
+  // 8 -> 16 (ReLU) -> 4, batch 32, bf16 mixed with AdamW: every figure can be counted by hand.
+  using P = mpx::bf16_mixed;
+  mpx::nn::Sequential model{mpx::nn::Linear<P, mpx::nn::Activation::ReLU>(8, 16), mpx::nn::Linear<P>(16, 4)};
+  mpx::nn::SoftmaxCrossEntropy<P> loss;
+  mpx::optim::AdamW optimizer(model, {});
+  mpx::Trainer trainer(model, loss, optimizer);
+  mpx::Tensor<Eigen::bfloat16> inputs(mpx::Shape{32, 8});
+  for (std::int64_t i = 0; i < inputs.numel(); ++i) inputs[i] = Eigen::bfloat16(float(i % 7) - 3.0f);
+  std::vector<std::int32_t> labels(32);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::int32_t(i % 4);
+  CHECK(trainer.first_step_memory().activations == 0);  // nothing measured before the first step
+  trainer.step(inputs, labels);
+
+  const std::int64_t weights = 16 * 8 + 16 + 4 * 16 + 4;
+  const auto& memory = trainer.first_step_memory();
+  CHECK(memory.parameters == weights * (4 + 2 + 4));  // fp32 master, bf16 copy, fp32 gradient
+  CHECK(memory.optimizer_state == weights * 2 * 4);   // AdamW's two fp32 moments
+  // Layer 0: output and ReLU's dz; layer 1: output and dx (= layer 0's dy); the loss gradient.
+  // All bf16. Layer 0 computes no dx, and the first step writes bias gradients in place.
+  CHECK(memory.activations == 2 * (32 * 16 + 32 * 16 + 32 * 4 + 32 * 16 + 32 * 4));
+  CHECK(memory.peak >= mpx::memory_stats<mpx::Host>().live_bytes());
+}

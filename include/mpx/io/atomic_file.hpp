@@ -5,6 +5,7 @@
 /// @brief Writing a file so that readers see either the old contents or the new, never a mix: a
 /// temporary file in the same directory, fsync, rename over the target, fsync the directory.
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,7 +13,6 @@
 #include <string_view>
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mpx/error.hpp"
@@ -31,11 +31,22 @@ namespace detail {
 /// was.
 inline void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
   const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
-  // A hidden name in the same directory, so that the rename stays within one filesystem.
-  std::string name = ".";
-  name.append(path.filename().string()).append(".tmp.XXXXXX");
-  std::string temporary = (directory / name).string();
-  const int fd = ::mkstemp(temporary.data());
+  // A hidden, unique name in the same directory (so that the rename stays within one filesystem),
+  // created with mode 0666 so that the kernel applies the umask as for any new file.
+  static std::atomic<unsigned> counter{0};
+  std::string temporary;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    std::string name = ".";
+    name.append(path.filename().string())
+        .append(".tmp.")
+        .append(std::to_string(::getpid()))
+        .append(".")
+        .append(std::to_string(counter.fetch_add(1)));
+    temporary = (directory / name).string();
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) detail::fail("creating a temporary file next to", path, errno);
   const auto abandon = [&](const char* what) {
     const int error_number = errno;
@@ -51,11 +62,6 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
     }
     written += static_cast<std::size_t>(n);
   }
-  // mkstemp creates the file 0600; give it the mode a plain open(O_CREAT, 0666) would, i.e. minus the
-  // umask (read by setting it back at once: the only portable way to read it).
-  const ::mode_t umask_bits = ::umask(0);
-  ::umask(umask_bits);
-  if (::fchmod(fd, 0666 & ~umask_bits) != 0) abandon("setting permissions of the temporary file for");
   if (::fsync(fd) != 0) abandon("flushing the temporary file for");
   if (::close(fd) != 0) {
     const int error_number = errno;

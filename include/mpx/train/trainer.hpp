@@ -36,7 +36,7 @@ struct StepResult {
 /// @brief Memory of the first training step, from the device allocator's own counters.
 struct StepMemory {
   std::int64_t parameters = 0;       ///< master weights, compute copies and gradients
-  std::int64_t optimizer_state = 0;  ///< allocated by the optimizer on its first step
+  std::int64_t optimizer_state = 0;  ///< momentum / moment buffers (allocated when the optimizer is built)
   std::int64_t activations = 0;      ///< buffers the step left allocated: saved activations, activation
                                      ///< gradients, the input cast, the loss gradient
   std::int64_t peak = 0;             ///< most bytes live at once during the step, everything included
@@ -132,26 +132,24 @@ class Trainer {
  private:
   // The first step allocates every buffer later steps reuse, so its memory is the model's.
   StepResult measured_step(std::span<const Batch> micro_batches) {
-    first_step_memory_.parameters = parameter_bytes();
     const std::int64_t state_before = optimizer_state_bytes();
     StepResult result;
     {
       PeakWindow window(memory_stats<Device>());
       result = unmeasured_step(micro_batches);
-      first_step_memory_.optimizer_state = optimizer_state_bytes() - state_before;
       first_step_memory_.peak = window.peak();
-      // The fp32 overload allocates its cast of the input just before; it is activation memory too.
+      first_step_memory_.optimizer_state = optimizer_state_bytes();
+      // What the step left allocated, less any optimizer state it allocated itself; the fp32
+      // overload allocates its cast of the input just before the window, and that is activation
+      // memory too.
       first_step_memory_.activations = memory_stats<Device>().live_bytes() - window.live_at_start() -
-                                       first_step_memory_.optimizer_state +
+                                       (first_step_memory_.optimizer_state - state_before) +
                                        static_cast<std::int64_t>(input_.size_bytes());
     }
+    std::int64_t held_by_parameters = 0;  // Parameter::bytes() includes the optimizer's slots
+    model_.for_each_parameter([&](std::string_view, auto& p) { held_by_parameters += p.bytes(); });
+    first_step_memory_.parameters = held_by_parameters - first_step_memory_.optimizer_state;
     return result;
-  }
-
-  std::int64_t parameter_bytes() {
-    std::int64_t bytes = 0;
-    model_.for_each_parameter([&](std::string_view, auto& p) { bytes += p.bytes(); });
-    return bytes;
   }
 
   std::int64_t optimizer_state_bytes() {

@@ -37,38 +37,24 @@ struct Backend<Host> {
     mpx::round_into<To>(std::forward<Args>(args)...);
   }
 
-  static constexpr auto relu_forward = [](auto&&... a) {
-    cpu::relu_forward(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto relu_backward = [](auto&&... a) {
-    cpu::relu_backward(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto gelu_forward = [](auto&&... a) {
-    cpu::gelu_forward(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto gelu_backward = [](auto&&... a) {
-    cpu::gelu_backward(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto layer_norm_forward = [](auto&&... a) {
-    cpu::layer_norm_forward(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto layer_norm_backward = [](auto&&... a) {
-    cpu::layer_norm_backward(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto softmax_cross_entropy = [](auto&&... a) {
-    return cpu::softmax_cross_entropy(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto count_correct = [](auto&&... a) {
-    return cpu::count_correct(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto mse_loss = [](auto&&... a) { return cpu::mse_loss(std::forward<decltype(a)>(a)...); };
-  static constexpr auto sgd_update = [](auto&&... a) { cpu::sgd_update(std::forward<decltype(a)>(a)...); };
-  static constexpr auto adamw_update = [](auto&&... a) {
-    cpu::adamw_update(std::forward<decltype(a)>(a)...);
-  };
-  static constexpr auto scale_in_place = [](auto&&... a) {
-    cpu::scale_in_place(std::forward<decltype(a)>(a)...);
-  };
+// Each operation is a function object forwarding to the `mpx::cpu` kernel of the same name.
+#define MPX_DETAIL_FORWARD_TO_CPU(name)                            \
+  static constexpr auto name = [](auto&&... a) -> decltype(auto) { \
+    return cpu::name(std::forward<decltype(a)>(a)...);             \
+  }
+  MPX_DETAIL_FORWARD_TO_CPU(relu_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(relu_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(gelu_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(gelu_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(layer_norm_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(layer_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(softmax_cross_entropy);
+  MPX_DETAIL_FORWARD_TO_CPU(count_correct);
+  MPX_DETAIL_FORWARD_TO_CPU(mse_loss);
+  MPX_DETAIL_FORWARD_TO_CPU(sgd_update);
+  MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
+  MPX_DETAIL_FORWARD_TO_CPU(scale_in_place);
+#undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.
   template <Element T>
