@@ -538,7 +538,7 @@ TEST_CASE(
   CHECK(ratio(fp32) < 1e-4);
 }
 
-TEST_CASE("Trainer::first_step_memory splits parameters, optimizer state and activations exactly",
+TEST_CASE("Trainer::first_step_memory splits weights, gradients, optimizer state and activations exactly",
           "[train][trainer][memory]") {
   // 8 -> 16 (ReLU) -> 4, batch 32, bf16 mixed with AdamW: every figure can be counted by hand.
   using P = mpx::bf16_mixed;
@@ -555,8 +555,11 @@ TEST_CASE("Trainer::first_step_memory splits parameters, optimizer state and act
 
   const std::int64_t weights = 16 * 8 + 16 + 4 * 16 + 4;
   const auto& memory = trainer.first_step_memory();
-  CHECK(memory.parameters == weights * (4 + 2 + 4));  // fp32 master, bf16 copy, fp32 gradient
-  CHECK(memory.optimizer_state == weights * 2 * 4);   // AdamW's two fp32 moments
+  CHECK(memory.parameter_count == weights);
+  CHECK(memory.weights == weights * (4 + 2));        // fp32 master, bf16 copy
+  CHECK(memory.gradients == weights * 4);            // fp32 gradient
+  CHECK(memory.optimizer_state == weights * 2 * 4);  // AdamW's two fp32 moments
+  CHECK(memory.bytes_per_parameter() == 18.0);
   // Layer 0: output and ReLU's dz; layer 1: output and dx (= layer 0's dy); the loss gradient.
   // All bf16. Layer 0 computes no dx, and the first step writes bias gradients in place.
   CHECK(memory.activations == 2 * (32 * 16 + 32 * 16 + 32 * 4 + 32 * 16 + 32 * 4));

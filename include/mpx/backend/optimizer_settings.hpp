@@ -4,6 +4,8 @@
 /// @file
 /// @brief Optimizer hyper-parameters, shared by the backends' update kernels and `mpx::optim`.
 
+#include <cstdint>
+
 namespace mpx {
 
 // Hyper-parameters are doubles, as Python floats are in PyTorch: derived scalars (1 - beta, bias
@@ -16,6 +18,8 @@ struct SgdSettings {
   double dampening = 0.0;
   double weight_decay = 0.0;  ///< L2: added to the gradient before momentum
   bool nesterov = false;
+  /// Seed of the stochastic rounding of updates into fp16/bf16 master weights (pure precisions).
+  std::uint64_t rounding_seed = 0;
 };
 
 /// @brief AdamW hyper-parameters, with PyTorch's meanings and defaults (PyTorch's `betas` are
@@ -26,6 +30,8 @@ struct AdamWSettings {
   double beta2 = 0.999;
   double epsilon = 1e-8;
   double weight_decay = 1e-2;  ///< decoupled: the weight is multiplied by 1 - lr * weight_decay
+  /// Seed of the stochastic rounding of updates into fp16/bf16 master weights (pure precisions).
+  std::uint64_t rounding_seed = 0;
 };
 
 }  // namespace mpx

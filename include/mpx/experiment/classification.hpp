@@ -6,6 +6,7 @@
 /// dataset, reporting what a precision experiment compares.
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <type_traits>
@@ -34,6 +35,11 @@ struct EpochSummary {
   double seconds = 0.0;
   double samples_per_second = 0.0;
   float loss_scale = 1.0f;  ///< after the epoch's last step
+  /// The trainer's step number (from 1) whose loss was inf or NaN, which ended the epoch early;
+  /// 0 when every loss was finite. A run that diverged this way should stop: its weights are
+  /// unchanged since the last finite step (the non-finite gradients were skipped), but the model
+  /// no longer produces finite outputs.
+  std::int64_t diverged_at_step = 0;
 };
 
 /// @brief Evaluates `model` on `dataset` in batches (no gradients, no parameter changes).
@@ -65,6 +71,7 @@ Evaluation evaluate(Model& model, Loss& loss, const data::Dataset& dataset, std:
 /// @brief Trains one epoch: every batch of `batcher`'s epoch `epoch` is one step of `trainer`.
 /// `on_step(step_index, steps_in_epoch, result)` is called after each step (for progress display
 /// and learning-rate schedules). The training accuracy is read from the logits each step computed.
+/// A step whose loss is not finite ends the epoch and is reported in `diverged_at_step`.
 template <class Trainer, class OnStep>
 EpochSummary train_epoch(Trainer& trainer, data::Batcher& batcher, std::uint64_t epoch, OnStep&& on_step) {
   auto& model = trainer.model();
@@ -93,6 +100,10 @@ EpochSummary train_epoch(Trainer& trainer, data::Batcher& batcher, std::uint64_t
     }
     summary.loss_scale = trainer.scaler().scale();
     on_step(summary.steps - 1, steps_in_epoch, result);
+    if (!std::isfinite(result.loss)) {
+      summary.diverged_at_step = result.step;
+      break;
+    }
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::int64_t taken = summary.steps - summary.skipped_steps;

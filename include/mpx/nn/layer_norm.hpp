@@ -22,7 +22,9 @@ class LayerNorm {
   using T = compute_t<P>;
   using Acc = accumulate_t<P>;
   // Gamma and beta are read in the master type (fp32 math), so they need no compute copy.
-  using Param = Parameter<Precision<typename P::master_type, typename P::master_type>, Device>;
+  using Param =
+      Parameter<Precision<typename P::master_type, typename P::master_type, typename P::update_rounding>,
+                Device>;
 
  public:
   using precision = P;

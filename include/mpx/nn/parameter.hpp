@@ -109,12 +109,19 @@ class Parameter {
   /// gradient overwrites it instead of adding, which saves a pass over every gradient per step.
   void zero_grad() noexcept { zero_pending_ = true; }
 
-  /// @brief Bytes held: master, compute copy, gradient and optimizer state.
-  [[nodiscard]] std::int64_t bytes() const noexcept {
-    std::int64_t total = static_cast<std::int64_t>(master_.size_bytes() + grad_.size_bytes());
-    if constexpr (has_compute_copy) total += static_cast<std::int64_t>(compute_.size_bytes());
-    for (const auto& s : state_) total += static_cast<std::int64_t>(s.size_bytes());
-    return total;
+  /// @brief Bytes this parameter holds, by role.
+  struct Memory {
+    std::int64_t weights = 0;          ///< master weights and their compute copy
+    std::int64_t gradient = 0;         ///< the accumulated gradient
+    std::int64_t optimizer_state = 0;  ///< the optimizer's allocated state slots
+  };
+  [[nodiscard]] Memory memory() const noexcept {
+    Memory bytes;
+    bytes.weights = static_cast<std::int64_t>(master_.size_bytes());
+    if constexpr (has_compute_copy) bytes.weights += static_cast<std::int64_t>(compute_.size_bytes());
+    bytes.gradient = static_cast<std::int64_t>(grad_.size_bytes());
+    for (const auto& s : state_) bytes.optimizer_state += static_cast<std::int64_t>(s.size_bytes());
+    return bytes;
   }
 
  private:

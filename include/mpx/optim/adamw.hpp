@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
@@ -43,9 +44,12 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
   /// @brief Applies one update to every parameter from its (unscaled) gradient; the bias
   /// corrections use t = steps() + 1.
   void step() {
+    int index = 0;
     model_.for_each_parameter([&](std::string_view, auto& p) {
+      const auto rounding =
+          this->template update_rounding<std::remove_cvref_t<decltype(p)>>(steps_ + 1, index++);
       Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1),
-                                    steps_ + 1, options_);
+                                    steps_ + 1, options_, rounding);
     });
     ++steps_;
   }

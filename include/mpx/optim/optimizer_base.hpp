@@ -6,8 +6,10 @@
 /// setter and the update count.
 
 #include <cstdint>
+#include <type_traits>
 
 #include "mpx/error.hpp"
+#include "mpx/numeric/rounding.hpp"
 
 namespace mpx::optim::detail {
 
@@ -37,6 +39,24 @@ class OptimizerBase {
  protected:
   OptimizerBase(Model& model, const Options& options) : model_(model), options_(options) {
     Derived::validate(options_);
+  }
+
+  /// How update number `update` (from 1) rounds parameter number `index` (visit order) into its
+  /// master type, as the parameter's precision policy says. Stochastic rounding draws its bits at
+  /// (rounding_seed, stream, element); the stream has its top bit set, so it never meets the streams
+  /// the data loader and the initialisers draw from (epochs and layer indices), and holds the update
+  /// number and the parameter index, so no two (update, parameter) pairs share bits.
+  template <class Parameter>
+  [[nodiscard]] auto update_rounding(std::int64_t update, int index) const {
+    using Rounding = typename Parameter::precision::update_rounding;
+    if constexpr (std::is_same_v<Rounding, RoundStochastic>) {
+      constexpr std::uint64_t optimizer_domain = std::uint64_t{1} << 63;
+      const std::uint64_t stream = optimizer_domain | (static_cast<std::uint64_t>(update) << 24) |
+                                   (static_cast<std::uint64_t>(index) & 0xFFFFFFu);
+      return RoundStochastic{options_.rounding_seed, stream};
+    } else {
+      return RoundNearest{};
+    }
   }
 
   /// Throws `mpx::invalid_argument`: "<optimizer>: <field> = <value> is invalid; expected <...>".

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
@@ -41,9 +42,13 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
 
   /// @brief Applies one update to every parameter from its (unscaled) gradient.
   void step() {
+    int index = 0;
     model_.for_each_parameter([&](std::string_view, auto& p) {
       auto* momentum = options_.momentum != 0.0 ? &p.state(0) : nullptr;
-      Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, steps_ == 0, options_);
+      const auto rounding =
+          this->template update_rounding<std::remove_cvref_t<decltype(p)>>(steps_ + 1, index++);
+      Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, steps_ == 0, options_,
+                                  rounding);
     });
     ++steps_;
   }

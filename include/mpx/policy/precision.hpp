@@ -8,43 +8,59 @@
 #include <string_view>
 #include <type_traits>
 
+#include "mpx/numeric/rounding.hpp"
 #include "mpx/numeric/tags.hpp"
 #include "mpx/numeric/traits.hpp"
 
 namespace mpx {
 
+/// @brief How optimizers round updated master weights of type `Master` unless told otherwise:
+/// stochastically for fp16/bf16 masters (an update smaller than half a unit in the last place would
+/// otherwise round back to the old weight and be lost), to nearest for fp32/fp64 (where the update's
+/// arithmetic is already exact in the master type).
+template <class Master>
+using default_update_rounding_t = std::conditional_t<SixteenBitTag<Master>, RoundStochastic, RoundNearest>;
+
 namespace detail {
-template <class Compute, class Master>
+template <class Compute, class Master, class UpdateRounding>
 struct precision_name {
   static constexpr std::string_view value = "custom";
 };
 template <>
-struct precision_name<Double, Double> {
+struct precision_name<Double, Double, RoundNearest> {
   static constexpr std::string_view value = "fp64";
 };
 template <>
-struct precision_name<Float, Float> {
+struct precision_name<Float, Float, RoundNearest> {
   static constexpr std::string_view value = "fp32";
 };
 template <>
-struct precision_name<TF32, Float> {
+struct precision_name<TF32, Float, RoundNearest> {
   static constexpr std::string_view value = "tf32";
 };
 template <>
-struct precision_name<Half, Float> {
+struct precision_name<Half, Float, RoundNearest> {
   static constexpr std::string_view value = "fp16_mixed";
 };
 template <>
-struct precision_name<BFloat16, Float> {
+struct precision_name<BFloat16, Float, RoundNearest> {
   static constexpr std::string_view value = "bf16_mixed";
 };
 template <>
-struct precision_name<Half, Half> {
+struct precision_name<Half, Half, RoundStochastic> {
   static constexpr std::string_view value = "fp16_pure";
 };
 template <>
-struct precision_name<BFloat16, BFloat16> {
+struct precision_name<Half, Half, RoundNearest> {
+  static constexpr std::string_view value = "fp16_pure_nearest";
+};
+template <>
+struct precision_name<BFloat16, BFloat16, RoundStochastic> {
   static constexpr std::string_view value = "bf16_pure";
+};
+template <>
+struct precision_name<BFloat16, BFloat16, RoundNearest> {
+  static constexpr std::string_view value = "bf16_pure_nearest";
 };
 
 // Evaluated only for valid tags, so that a non-tag argument reports one error, not a cascade; a TF32
@@ -61,14 +77,16 @@ consteval bool master_represents_compute() {
 }
 }  // namespace detail
 
-/// @brief A precision policy: matmuls and activations in `Compute`, parameters and optimizer state in
-/// `Master`, accumulation in fp32 (fp64 when `Compute` is `Double`).
+/// @brief A precision policy: matmuls and activations in `Compute`, parameters in `Master`,
+/// accumulation, gradients and optimizer state in fp32 (fp64 when `Compute` is `Double`).
 ///
 /// @tparam Compute the type weights are cast to for compute and activations are stored in.
 /// @tparam Master  the type parameters live in; must represent every `Compute` value.
+/// @tparam UpdateRounding how the optimizer rounds updated weights into `Master`: `mpx::RoundNearest`
+///         or `mpx::RoundStochastic` (the default for fp16/bf16 masters, the "pure" modes).
 ///
 /// Misuse is a compile error whose message names the fix (see docs/precision.md).
-template <class Compute, class Master = Float>
+template <class Compute, class Master = Float, class UpdateRounding = default_update_rounding_t<Master>>
 struct Precision {
   static_assert(NumericTag<Compute>,
                 "mpx::Precision<Compute, Master>: Compute must be a precision tag "
@@ -93,6 +111,14 @@ struct Precision {
                 "mpx::Precision<Compute, Master>: the master type is narrower than the compute "
                 "type (fewer mantissa or exponent bits), so refreshing the compute copy from it "
                 "would lose information; use Master = mpx::Float (the default)");
+  static_assert(std::is_same_v<UpdateRounding, RoundNearest> ||
+                    std::is_same_v<UpdateRounding, RoundStochastic>,
+                "mpx::Precision<Compute, Master, UpdateRounding>: UpdateRounding must be "
+                "mpx::RoundNearest or mpx::RoundStochastic");
+  static_assert(!(std::is_same_v<UpdateRounding, RoundStochastic> && !SixteenBitTag<Master>),
+                "mpx::Precision<Compute, Master, mpx::RoundStochastic>: stochastic rounding is for fp16 "
+                "or bf16 master weights (the pure modes); fp32 and fp64 masters hold the update "
+                "exactly, so leave UpdateRounding out (mpx::RoundNearest)");
 
   /// Type of the weights' compute copy and of activations.
   using compute_type = Compute;
@@ -100,9 +126,11 @@ struct Precision {
   using master_type = Master;
   /// Type that matmul products and sums, reductions and losses accumulate in.
   using accumulate_type = std::conditional_t<std::is_same_v<Compute, Double>, Double, Float>;
+  /// How optimizers round updated weights into `master_type` (`RoundNearest` or `RoundStochastic`).
+  using update_rounding = UpdateRounding;
 
-  /// Short name used in records and logs ("bf16_mixed", "fp32", ...).
-  static constexpr std::string_view name = detail::precision_name<Compute, Master>::value;
+  /// Short name used in records and logs ("bf16_mixed", "fp32", "bf16_pure", ...).
+  static constexpr std::string_view name = detail::precision_name<Compute, Master, UpdateRounding>::value;
   /// True when master weights are a separate, wider copy of the compute weights.
   static constexpr bool has_master_copy =
       !std::is_same_v<Compute, Master> && !(std::is_same_v<Compute, TF32> && std::is_same_v<Master, Float>);
@@ -118,12 +146,17 @@ using fp16_mixed = Precision<Half>;
 using bf16_mixed = Precision<BFloat16>;
 /// @brief fp64 everywhere: reference runs and gradient checks.
 using fp64 = Precision<Double, Double>;
+/// @brief Pure bf16: weights live in bf16 (no fp32 master copy) and optimizer updates round
+/// stochastically into them; gradients and optimizer state stay fp32.
+using bf16_pure = Precision<BFloat16, BFloat16>;
+/// @brief Pure bf16 with updates rounded to nearest: small updates are lost (for comparison).
+using bf16_pure_nearest = Precision<BFloat16, BFloat16, RoundNearest>;
 
 namespace detail {
 template <class T>
 struct is_precision : std::false_type {};
-template <class C, class M>
-struct is_precision<Precision<C, M>> : std::true_type {};
+template <class C, class M, class R>
+struct is_precision<Precision<C, M, R>> : std::true_type {};
 }  // namespace detail
 
 /// @brief Satisfied by the specialisations of `mpx::Precision`.
@@ -132,6 +165,7 @@ concept PrecisionPolicy = detail::is_precision<P>::value && requires {
   typename P::compute_type;
   typename P::master_type;
   typename P::accumulate_type;
+  typename P::update_rounding;
 };
 
 /// @brief Element type of compute-copy weights and activations under `P` (e.g. `Eigen::bfloat16`).

@@ -35,11 +35,20 @@ struct StepResult {
 
 /// @brief Memory of the first training step, from the device allocator's own counters.
 struct StepMemory {
-  std::int64_t parameters = 0;       ///< master weights, compute copies and gradients
+  std::int64_t parameter_count = 0;  ///< trainable scalars
+  std::int64_t weights = 0;          ///< master weights and their compute copies
+  std::int64_t gradients = 0;        ///< the parameters' gradients
   std::int64_t optimizer_state = 0;  ///< momentum / moment buffers (allocated when the optimizer is built)
   std::int64_t activations = 0;      ///< buffers the step left allocated: saved activations, activation
                                      ///< gradients, the input cast, the loss gradient
   std::int64_t peak = 0;             ///< most bytes live at once during the step, everything included
+
+  /// @brief Bytes of weights, gradient and optimizer state per trainable scalar.
+  [[nodiscard]] double bytes_per_parameter() const noexcept {
+    return parameter_count > 0 ? static_cast<double>(weights + gradients + optimizer_state) /
+                                     static_cast<double>(parameter_count)
+                               : 0.0;
+  }
 };
 
 /// @brief The scaler a model needs unless told otherwise: dynamic if any of its layers computes in
@@ -132,13 +141,16 @@ class Trainer {
  private:
   // The first step allocates every buffer later steps reuse, so its memory is the model's.
   StepResult measured_step(std::span<const Batch> micro_batches) {
-    const std::int64_t state_before = optimizer_state_bytes();
+    const std::int64_t state_before = parameter_memory().optimizer_state;
     StepResult result;
     {
       PeakWindow window(memory_stats<Device>());
       result = unmeasured_step(micro_batches);
       first_step_memory_.peak = window.peak();
-      first_step_memory_.optimizer_state = optimizer_state_bytes();
+      const auto held = parameter_memory();
+      first_step_memory_.weights = held.weights;
+      first_step_memory_.gradients = held.gradient;
+      first_step_memory_.optimizer_state = held.optimizer_state;
       // What the step left allocated, less any optimizer state it allocated itself; the fp32
       // overload allocates its cast of the input just before the window, and that is activation
       // memory too.
@@ -146,20 +158,24 @@ class Trainer {
                                        (first_step_memory_.optimizer_state - state_before) +
                                        static_cast<std::int64_t>(input_.size_bytes());
     }
-    std::int64_t held_by_parameters = 0;  // Parameter::bytes() includes the optimizer's slots
-    model_.for_each_parameter([&](std::string_view, auto& p) { held_by_parameters += p.bytes(); });
-    first_step_memory_.parameters = held_by_parameters - first_step_memory_.optimizer_state;
+    model_.for_each_parameter(
+        [&](std::string_view, auto& p) { first_step_memory_.parameter_count += p.shape().numel(); });
     return result;
   }
 
-  std::int64_t optimizer_state_bytes() {
-    std::int64_t bytes = 0;
+  // What the model's parameters hold, summed over them.
+  struct ParameterMemory {
+    std::int64_t weights = 0, gradient = 0, optimizer_state = 0;
+  };
+  ParameterMemory parameter_memory() {
+    ParameterMemory total;
     model_.for_each_parameter([&](std::string_view, auto& p) {
-      for (int slot = 0; slot < p.state_slots; ++slot) {
-        if (p.has_state(slot)) bytes += static_cast<std::int64_t>(p.state(slot).size_bytes());
-      }
+      const auto bytes = p.memory();
+      total.weights += bytes.weights;
+      total.gradient += bytes.gradient;
+      total.optimizer_state += bytes.optimizer_state;
     });
-    return bytes;
+    return total;
   }
 
   StepResult unmeasured_step(std::span<const Batch> micro_batches) {

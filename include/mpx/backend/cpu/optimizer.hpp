@@ -27,6 +27,7 @@ namespace detail {
 template <Element M, Element C, class Rounding, class Value>
 void store_weight(M* master, C* compute, std::int64_t index, Value value, const Rounding& rounding) {
   if constexpr (std::is_same_v<Rounding, RoundStochastic>) {
+    static_assert(SixteenBitElement<M>, "mpx::cpu: stochastic rounding needs fp16 or bf16 master weights");
     master[index] = round_stochastic<tag_of_t<M>>(
         static_cast<float>(value),
         random_bits(rounding.seed, rounding.stream, static_cast<std::uint64_t>(index)));
