@@ -22,6 +22,7 @@ namespace {
 
 namespace ex = mpx::experiment;
 
+// [configurations]
 // The configurations, one type each: a precision alone means every layer in it with its default
 // loss scaling; LayerPrecisions overrides the classifier and the LayerNorms; Config picks the scaling.
 using Fp16Unscaled =
@@ -30,6 +31,7 @@ using Bf16Fp32HeadNorm = ex::LayerPrecisions<mpx::bf16_mixed, mpx::fp32, mpx::fp
 constexpr auto configurations =
     boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, Fp16Unscaled, mpx::bf16_mixed,
                          Bf16Fp32HeadNorm, mpx::bf16_pure_nearest, mpx::bf16_pure>;
+// [configurations]
 
 struct Settings {
   int epochs = 8;
@@ -152,9 +154,11 @@ int main(int argc, char** argv) {
     const auto train_set = data.train.subset(0, settings.train_samples);
     std::filesystem::create_directories(settings.out);
     std::vector<CurvePoint> curve;
+    // [sweep]
     const std::vector<Run> runs = ex::sweep(configurations, [&](auto config) {
       return train<decltype(config)>(settings, train_set, data.test, curve);
     });
+    // [sweep]
 
     ex::write_csv(settings.out / "runs.csv", std::span<const Run>(runs));
     ex::write_json(settings.out / "runs.json", std::span<const Run>(runs));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
-# Installs the Debian packages mpx builds, tests and trains with; does nothing when all are present.
+# Installs the Debian packages mpx builds, tests and trains with, plus any named as arguments (e.g.
+# `scripts/install-deps.sh gnuplot-nox`); does nothing when all are present.
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,7 @@ packages=(
   librandom123-dev                     # Philox counter-based random bits (host and device)
   catch2                               # tests (Catch2 2.13)
   zlib1g-dev dataset-fashion-mnist     # gzip'd IDX reader and the default dataset
+  "$@"                                 # what the calling script needs besides
 )
 
 missing=()
