@@ -143,6 +143,36 @@ static_assert(mpx::fp64::name == "fp64");
 static_assert(mpx::Precision<Half, Half>::name == "fp16_pure");
 static_assert(mpx::Precision<BFloat16, BFloat16>::name == "bf16_pure");
 
+// Pure modes and their rounding-to-nearest twins have names of their own.
+static_assert(mpx::bf16_pure::name == "bf16_pure");
+static_assert(mpx::bf16_pure_nearest::name == "bf16_pure_nearest");
+static_assert(mpx::Precision<Half, Half, mpx::RoundNearest>::name == "fp16_pure_nearest");
+static_assert(mpx::Precision<BFloat16, Float, mpx::RoundNearest>::name == "bf16_mixed");
+
+// How optimizers round updated weights into the master type: to nearest where the master is fp32 or
+// fp64 (the update is already exact there), stochastically by default for 16-bit masters.
+static_assert(same<mpx::fp32::update_rounding, mpx::RoundNearest>);
+static_assert(same<mpx::tf32::update_rounding, mpx::RoundNearest>);
+static_assert(same<mpx::fp16_mixed::update_rounding, mpx::RoundNearest>);
+static_assert(same<mpx::bf16_mixed::update_rounding, mpx::RoundNearest>);
+static_assert(same<mpx::fp64::update_rounding, mpx::RoundNearest>);
+static_assert(same<mpx::bf16_pure::update_rounding, mpx::RoundStochastic>);
+static_assert(same<mpx::bf16_pure_nearest::update_rounding, mpx::RoundNearest>);
+static_assert(same<mpx::Precision<Half, Half>::update_rounding, mpx::RoundStochastic>);
+static_assert(same<mpx::Precision<Half, Half>, mpx::Precision<Half, Half, mpx::RoundStochastic>>);
+static_assert(same<mpx::bf16_pure, mpx::Precision<BFloat16, BFloat16, mpx::RoundStochastic>>);
+static_assert(same<mpx::bf16_pure_nearest, mpx::Precision<BFloat16, BFloat16, mpx::RoundNearest>>);
+static_assert(!same<mpx::bf16_pure, mpx::bf16_pure_nearest>);
+static_assert(same<mpx::default_update_rounding_t<Float>, mpx::RoundNearest>);
+static_assert(same<mpx::default_update_rounding_t<Double>, mpx::RoundNearest>);
+static_assert(same<mpx::default_update_rounding_t<Half>, mpx::RoundStochastic>);
+static_assert(same<mpx::default_update_rounding_t<BFloat16>, mpx::RoundStochastic>);
+static_assert(mpx::PrecisionPolicy<mpx::bf16_pure> && mpx::PrecisionPolicy<mpx::bf16_pure_nearest>);
+static_assert(!mpx::bf16_pure::has_master_copy && !mpx::bf16_pure_nearest::has_master_copy);
+static_assert(same<mpx::master_t<mpx::bf16_pure>, Eigen::bfloat16> &&
+              same<mpx::compute_t<mpx::bf16_pure>, Eigen::bfloat16> &&
+              same<mpx::accumulate_t<mpx::bf16_pure>, float>);
+
 // A master copy exists when the master type differs from the stored compute type (TF32 is stored as
 // fp32, so tf32 has none).
 static_assert(!mpx::fp32::has_master_copy);
