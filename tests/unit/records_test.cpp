@@ -373,3 +373,12 @@ TEST_CASE("read_file of a missing file throws io_error naming the path and the r
                  {"mpx::io::read_file", path.string(), "No such file"});
   std::filesystem::remove_all(path.parent_path());
 }
+
+TEST_CASE("read_file of a directory throws io_error naming the path", "[io][!shouldfail]") {
+  // Bug report: libstdc++'s filebuf::underflow throws std::ios_base::failure ("basic_filebuf::underflow
+  // error reading the file: Is a directory") out of read_file's istreambuf_iterator read, so the
+  // caller gets neither an mpx::io_error nor the path.
+  const auto directory = fresh_directory("directory");
+  check_io_error([&] { return mpx::io::read_file(directory); }, {"mpx::io::read_file", directory.string()});
+  std::filesystem::remove_all(directory);
+}
