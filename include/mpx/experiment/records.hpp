@@ -10,7 +10,7 @@
 ///   BOOST_HANA_DEFINE_STRUCT(EpochRecord, (std::string, precision), (int, epoch), (double, loss));
 /// };
 /// mpx::experiment::write_csv("metrics.csv", records);
-/// auto again = mpx::experiment::from_csv<EpochRecord>(mpx::io::read_text_file("metrics.csv"));
+/// auto again = mpx::experiment::from_csv<EpochRecord>(mpx::io::read_file("metrics.csv"));
 /// @endcode
 ///
 /// Members may be `std::string`, `bool`, integers and floating-point numbers. Numbers are written
@@ -42,6 +42,7 @@
 #include "mpx/error.hpp"
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/json.hpp"
+#include "mpx/io/read_file.hpp"
 
 namespace mpx::experiment {
 
@@ -125,12 +126,16 @@ void parse_field(std::string_view text, T& value, const std::string& where) {
     const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (status != std::errc() || end != text.data() + text.size()) bad("an integer in range");
   } else {
-    // strtod reads "inf", "-inf" and "nan" as well as the digits to_csv and to_json write.
+    // strtod reads "inf", "-inf" and "nan" as well as the digits to_csv and to_json write; a number
+    // too large for T must not quietly become infinite, and neither spaces nor hex are ever written.
     const std::string copy(text);
+    const bool non_finite_word = copy == "inf" || copy == "-inf" || copy == "nan" || copy == "-nan";
+    if (copy.empty() || copy.find_first_of(" \t\n\rxX") != std::string::npos) bad("a number");
     char* end = nullptr;
-    const double number = std::strtod(copy.c_str(), &end);
-    if (copy.empty() || end != copy.c_str() + copy.size()) bad("a number");
+    const long double number = std::strtold(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size()) bad("a number");
     value = static_cast<T>(number);
+    if (!std::isfinite(value) && !non_finite_word) bad("a number in range");
   }
 }
 
@@ -253,7 +258,13 @@ template <Record R>
       using T = std::remove_cvref_t<decltype(value)>;
       out << ' ';
       if constexpr (std::same_as<T, std::string>) {
-        for (const char c : value) out << (c == '|' ? "\\|" : std::string(1, c));
+        for (const char c : value) {
+          if (c == '|') {
+            out << "\\|";
+          } else {
+            out << (c == '\n' || c == '\r' ? ' ' : c);  // a row is one line
+          }
+        }
       } else if constexpr (std::same_as<T, bool>) {
         out << (value ? "yes" : "no");
       } else if constexpr (std::floating_point<T>) {
@@ -284,6 +295,7 @@ template <Record R>
   }
   std::vector<R> records;
   for (std::size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r].size() == 1 && rows[r][0].empty()) continue;  // a blank line
     if (rows[r].size() != names.size()) {
       throw io_error(mpx::detail::concat(source, ": row ", r, " has ", rows[r].size(), " fields; expected ",
                                          names.size()));
@@ -300,7 +312,8 @@ template <Record R>
 }
 
 /// @brief Reads records from JSON text written by `to_json` (an array of objects, each with exactly
-/// R's members); throws `mpx::io_error` naming `source`, the record and the key on any mismatch.
+/// R's members); throws `mpx::io_error` naming `source`, the record (from 1) and the key on any
+/// mismatch.
 template <Record R>
 [[nodiscard]] std::vector<R> from_json(std::string_view text, std::string_view source = "JSON text") {
   const io::json::Value document = io::json::parse(text, source);
@@ -313,12 +326,12 @@ template <Record R>
     const io::json::Value& object = document.items[r];
     if (object.kind != io::json::Value::Kind::object || object.members.size() != fields) {
       throw io_error(
-          mpx::detail::concat(source, ": record ", r, " must be an object with ", fields, " keys"));
+          mpx::detail::concat(source, ": record ", r + 1, " must be an object with ", fields, " keys"));
     }
     R record{};
     detail::for_each_field(record, [&](std::string_view name, auto& value) {
       using T = std::remove_cvref_t<decltype(value)>;
-      const std::string where = mpx::detail::concat(source, ": record ", r, ", key ", name);
+      const std::string where = mpx::detail::concat(source, ": record ", r + 1, ", key ", name);
       const io::json::Value* field = object.find(name);
       if (field == nullptr) throw io_error(mpx::detail::concat(where, ": missing"));
       using Kind = io::json::Value::Kind;

@@ -107,7 +107,7 @@ class Parser {
   }
 
   Value parse_value(int depth) {
-    if (depth > max_depth) fail("nested deeper than 64 levels");
+    if (depth >= max_depth) fail("nested deeper than 64 levels");
     skip_space();
     Value value;
     const char c = peek();
@@ -248,9 +248,10 @@ class Parser {
     std::string out;
     while (true) {
       if (pos_ >= text_.size()) fail("unterminated string");
-      const char c = text_[pos_++];
-      if (c == '"') return out;
+      const char c = text_[pos_];
       if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
+      ++pos_;
+      if (c == '"') return out;
       if (c != '\\') {
         out.push_back(c);
         continue;

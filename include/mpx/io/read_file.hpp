@@ -8,8 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <ios>
 #include <iterator>
 #include <string>
+#include <system_error>
 
 #include "mpx/error.hpp"
 
@@ -17,14 +19,20 @@ namespace mpx::io {
 
 /// @brief The contents of `path`; throws `mpx::io_error` naming the path when it cannot be read.
 [[nodiscard]] inline std::string read_file(const std::filesystem::path& path) {
+  const auto fail = [&](const char* what, const char* reason) {
+    throw io_error(mpx::detail::concat("mpx::io::read_file: ", what, " \"", path.string(), "\": ", reason));
+  };
+  std::error_code status;
+  if (std::filesystem::is_directory(path, status)) fail("cannot read", "it is a directory");
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw io_error(mpx::detail::concat("mpx::io::read_file: cannot open \"", path.string(),
-                                       "\": ", std::strerror(errno)));
+  if (!in) fail("cannot open", std::strerror(errno));
+  std::string contents;
+  try {
+    contents.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure& e) {  // libstdc++'s filebuf throws on a read error
+    fail("reading failed for", e.what());
   }
-  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad())
-    throw io_error(mpx::detail::concat("mpx::io::read_file: reading \"", path.string(), "\" failed"));
+  if (in.bad()) fail("reading failed for", "stream error");
   return contents;
 }
 
