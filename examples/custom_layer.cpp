@@ -36,6 +36,8 @@ class Scale {
   }
 
   const mpx::Tensor<T, Device>* backward(const mpx::Tensor<T, Device>& dy, bool input_grad = true) {
+    if (x_.empty()) throw mpx::error(label_ + ": backward called before forward");
+    mpx::require_shape(label_.c_str(), "upstream gradient", dy.shape(), y_.shape());
     const auto& x = *x_;
     const auto& s = factor_.compute();
     const std::int64_t cols = x.shape()[1];
@@ -52,6 +54,7 @@ class Scale {
     mpx::nn::initialize(factor_, mpx::nn::Init::Ones, 1, 1, seed, stream);
   }
   void set_label(std::string label) { label_ = std::move(label); }
+  void forget_input() noexcept { x_ = nullptr; }  // optional: Sequential::forget_inputs() calls it
   template <class F>
   void for_each_parameter(F&& f) {
     f(std::string_view("weight"), factor_);
