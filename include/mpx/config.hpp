@@ -4,8 +4,11 @@
 /// @file
 /// @brief The one place that tests the compiler: host/device qualifiers, CUDA availability, version.
 
+/// @brief Major version.
 #define MPX_VERSION_MAJOR 0
+/// @brief Minor version.
 #define MPX_VERSION_MINOR 1
+/// @brief Patch version.
 #define MPX_VERSION_PATCH 0
 /// Single integer for `#if` comparisons: major * 10000 + minor * 100 + patch.
 #define MPX_VERSION (MPX_VERSION_MAJOR * 10000 + MPX_VERSION_MINOR * 100 + MPX_VERSION_PATCH)
@@ -15,7 +18,9 @@
 #define MPX_HOST_DEVICE __host__ __device__
 #define MPX_CUDA_COMPILER 1
 #else
+/// @brief Marks functions callable from host and device code (`__host__ __device__` under nvcc).
 #define MPX_HOST_DEVICE
+/// @brief 1 when the compiler is nvcc (or another CUDA compiler), 0 otherwise.
 #define MPX_CUDA_COMPILER 0
 #endif  // __CUDACC__
 
@@ -29,14 +34,18 @@
 #if defined(__CUDA_ARCH__)
 #define MPX_DEVICE_PASS 1
 #else
+/// @brief 1 in nvcc's device compilation pass, 0 in host passes and host compilers.
 #define MPX_DEVICE_PASS 0
 #endif
 
 namespace mpx {
 /// @brief Library version as written in `MPX_VERSION_*`.
 struct Version {
+  /// @brief `MPX_VERSION_MAJOR`.
   static constexpr int major = MPX_VERSION_MAJOR;
+  /// @brief `MPX_VERSION_MINOR`.
   static constexpr int minor = MPX_VERSION_MINOR;
+  /// @brief `MPX_VERSION_PATCH`.
   static constexpr int patch = MPX_VERSION_PATCH;
 };
 }  // namespace mpx

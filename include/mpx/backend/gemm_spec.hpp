@@ -82,10 +82,14 @@ constexpr bool writes_bias_grad(Epilogue e) noexcept {
 
 /// @brief Everything about a GEMM call except its operands.
 struct GemmConfig {
+  /// @brief Whether A is read transposed.
   Transpose transpose_a = Transpose::No;
+  /// @brief Whether B is read transposed.
   Transpose transpose_b = Transpose::No;
+  /// @brief Scale applied to A·B.
   float alpha = 1.0f;
   float beta = 0.0f;  ///< with beta != 0 and no C operand, D's previous contents are C (accumulate)
+  /// @brief What is fused after the product (bias, activation, their gradients).
   Epilogue epilogue = Epilogue::Default;
 };
 
@@ -102,8 +106,11 @@ struct GemmOperands {
 
 /// @brief The problem size of a GEMM: op(A) is M x K, op(B) is K x N.
 struct GemmShape {
+  /// @brief Rows of the output.
   std::int64_t m = 0;
+  /// @brief Columns of the output.
   std::int64_t n = 0;
+  /// @brief The inner (reduced) dimension.
   std::int64_t k = 0;
 };
 

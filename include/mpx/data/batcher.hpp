@@ -63,9 +63,12 @@ class Batcher {
  public:
   /// @brief Batch size, shuffling and what to do with a final partial batch.
   struct Options {
+    /// @brief Samples per batch.
     std::int64_t batch_size = 64;
+    /// @brief Seed of the shuffle; the same seed gives the same batches.
     std::uint64_t seed = 0;
     bool shuffle = true;  ///< false: samples in dataset order every epoch (evaluation)
+    /// @brief What happens to a final batch smaller than `batch_size`.
     LastBatch last_batch = LastBatch::Keep;
 
     /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `batch_size` <= 2^32
@@ -154,6 +157,7 @@ class Batcher {
 
   /// @brief The epoch set by the last `start_epoch` (0 after construction).
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  /// @brief The options this batcher was built with.
   [[nodiscard]] const Options& options() const noexcept { return options_; }
   /// @brief The sample indices of the current epoch in the order they are dealt.
   [[nodiscard]] std::span<const std::int64_t> order() const noexcept { return order_; }

@@ -35,6 +35,7 @@ struct FashionMnist {
   /// Mean and standard deviation of the training pixels scaled to [0, 1]; every pixel p of both sets
   /// became (p / 255 - pixel_mean) / pixel_std. Kept so that new images can be normalised alike.
   double pixel_mean = 0.0;
+  /// @brief Standard deviation used to normalise pixels.
   double pixel_std = 1.0;
 };
 

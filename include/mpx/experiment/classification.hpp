@@ -23,6 +23,7 @@ namespace mpx::experiment {
 struct Evaluation {
   double loss = 0.0;      ///< mean over samples
   double accuracy = 0.0;  ///< fraction of samples whose largest logit is the label
+  /// @brief Number of samples evaluated.
   std::int64_t samples = 0;
 };
 
@@ -30,9 +31,12 @@ struct Evaluation {
 struct EpochSummary {
   double loss = 0.0;      ///< mean training loss over the steps taken
   double accuracy = 0.0;  ///< training accuracy, measured on the batches as they were trained on
+  /// @brief Training steps taken in the epoch.
   std::int64_t steps = 0;
   std::int64_t skipped_steps = 0;  ///< steps whose gradients overflowed (not applied)
+  /// @brief Wall-clock time of the epoch.
   double seconds = 0.0;
+  /// @brief Training throughput.
   double samples_per_second = 0.0;
   float loss_scale = 1.0f;  ///< after the epoch's last step
   /// The trainer's step number (from 1) whose loss was inf or NaN, which ended the epoch early;

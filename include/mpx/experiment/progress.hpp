@@ -16,6 +16,7 @@ namespace mpx::experiment {
 /// @brief "label [#########.........]  45% status" on one line of `stream`.
 class ProgressBar {
  public:
+  /// @brief A bar labelled `label`, `width` characters wide, drawn on `stream`.
   explicit ProgressBar(std::string label, std::FILE* stream = stdout, int width = 30)
       : label_(std::move(label)),
         stream_(stream),

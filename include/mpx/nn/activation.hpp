@@ -64,8 +64,11 @@ class ElementwiseActivation {
 template <PrecisionPolicy P, class Device = Host>
 class ReLU : public detail::ElementwiseActivation<ReLU<P, Device>, P, Device> {
  public:
+  /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "ReLU";
+  /// @brief y = max(x, 0).
   static void forward_kernel(const auto& x, auto& y) { Backend<Device>::relu_forward(x, y); }
+  /// @brief dx = dy where y > 0, else 0.
   static void backward_kernel(const auto&, const auto& y, const auto& dy, auto& dx) {
     Backend<Device>::relu_backward(y, dy, dx);
   }
@@ -75,8 +78,11 @@ class ReLU : public detail::ElementwiseActivation<ReLU<P, Device>, P, Device> {
 template <PrecisionPolicy P, class Device = Host>
 class GELU : public detail::ElementwiseActivation<GELU<P, Device>, P, Device> {
  public:
+  /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "GELU";
+  /// @brief y = GELU(x) (tanh approximation).
   static void forward_kernel(const auto& x, auto& y) { Backend<Device>::gelu_forward(x, y); }
+  /// @brief dx = dy * GELU'(x).
   static void backward_kernel(const auto& x, const auto&, const auto& dy, auto& dx) {
     Backend<Device>::gelu_backward(x, dy, dx);
   }

@@ -19,17 +19,23 @@ namespace mpx::nn {
 template <Element From, Element To, class Device = Host>
 class Cast {
  public:
+  /// @brief Device the layer runs on.
   using device_type = Device;
+  /// @brief Element type of the input.
   using input_type = From;
+  /// @brief Element type of the output.
   using output_type = To;
+  /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "Cast";
 
+  /// @brief Returns `x` rounded to `To`.
   const Tensor<To, Device>& forward(const Tensor<From, Device>& x) {
     ensure_shape(output_, x.shape());
     Backend<Device>::template round_into<tag_of_t<To>>(x, output_);
     return output_;
   }
 
+  /// @brief Returns `dy` converted back to `From` (null when `input_grad` is false).
   const Tensor<From, Device>* backward(const Tensor<To, Device>& dy, bool input_grad = true) {
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, dy.shape());
@@ -37,9 +43,12 @@ class Cast {
     return &input_grad_;
   }
 
+  /// @brief No parameters.
   template <class F>
   void for_each_parameter(F&&) {}
+  /// @brief Nothing to initialise.
   void initialize(std::uint64_t, std::uint64_t) {}
+  /// @brief Nothing to label.
   void set_label(std::string) {}
 
  private:

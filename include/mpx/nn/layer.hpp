@@ -92,18 +92,25 @@ class SavedPointer {
   SavedPointer() = default;
   SavedPointer(const SavedPointer&) = delete;
   SavedPointer& operator=(const SavedPointer&) = delete;
+  /// @brief Moving a layer leaves its saved pointer empty (it pointed into the old layer's buffers).
   SavedPointer(SavedPointer&&) noexcept {}
+  /// @brief Moving a layer leaves its saved pointer empty.
   SavedPointer& operator=(SavedPointer&&) noexcept {
     pointer_ = nullptr;
     return *this;
   }
+  /// @brief Remembers `pointer`.
   SavedPointer& operator=(const T* pointer) noexcept {
     pointer_ = pointer;
     return *this;
   }
+  /// @brief The remembered pointer (null when empty).
   [[nodiscard]] const T* get() const noexcept { return pointer_; }
+  /// @brief The remembered tensor.
   [[nodiscard]] const T& operator*() const noexcept { return *pointer_; }
+  /// @brief Member access to the remembered tensor.
   [[nodiscard]] const T* operator->() const noexcept { return pointer_; }
+  /// @brief Whether nothing is remembered.
   [[nodiscard]] bool empty() const noexcept { return pointer_ == nullptr; }
 
  private:

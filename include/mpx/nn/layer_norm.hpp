@@ -27,12 +27,18 @@ class LayerNorm {
                 Device>;
 
  public:
+  /// @brief The layer's precision policy.
   using precision = P;
+  /// @brief Device the layer runs on.
   using device_type = Device;
+  /// @brief Element type of the input (the compute type).
   using input_type = T;
+  /// @brief Element type of the output (the compute type).
   using output_type = T;
+  /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "LayerNorm";
 
+  /// @brief Normalises over `features` values per row; `epsilon` is added to the variance.
   explicit LayerNorm(std::int64_t features, float epsilon = 1e-5f)
       : features_(features),
         epsilon_(epsilon),
@@ -58,6 +64,7 @@ class LayerNorm {
   /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
   const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
 
+  /// @brief Normalises each row of `x`; saves the statistics backward needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     require_features(label_, x, features_);
     ensure_shape(output_, x.shape());
@@ -68,6 +75,7 @@ class LayerNorm {
     return output_;
   }
 
+  /// @brief Gradients of gamma and beta; returns the input gradient (null when `input_grad` is false).
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
     if (input_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
     require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
@@ -78,12 +86,14 @@ class LayerNorm {
     return input_grad ? &input_grad_ : nullptr;
   }
 
+  /// @brief Calls `f(name, parameter)` on gamma ("weight"), then beta ("bias").
   template <class F>
   void for_each_parameter(F&& f) {
     f(std::string_view("weight"), gamma_);
     f(std::string_view("bias"), beta_);
   }
 
+  /// @brief Names the layer in messages.
   void set_label(std::string label) { label_ = std::move(label); }
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }

@@ -35,19 +35,28 @@ class Linear {
   using Grad = accumulate_t<P>;
 
  public:
+  /// @brief The layer's precision policy.
   using precision = P;
+  /// @brief Device the layer runs on.
   using device_type = Device;
+  /// @brief Element type of the input (the compute type).
   using input_type = T;
+  /// @brief Element type of the output (the compute type).
   using output_type = T;
+  /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "Linear";
+  /// @brief The activation fused into the matmul.
   static constexpr Activation activation = A;
 
+  /// @brief Construction options.
   struct Options {
+    /// @brief Whether the layer has a bias.
     bool bias = true;
     /// Weight initialisation; Kaiming for ReLU/GELU, Xavier otherwise (biases start at zero).
     Init init = A == Activation::None ? Init::XavierUniform : Init::KaimingUniform;
   };
 
+  /// @brief A layer mapping `in_features` to `out_features`.
   Linear(std::int64_t in_features, std::int64_t out_features, Options options = {})
       : in_features_(in_features),
         out_features_(out_features),
@@ -73,6 +82,7 @@ class Linear {
   /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
   const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
 
+  /// @brief y = act(x W^T + b) in the compute type, fp32 accumulation; saves what backward needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     require_features(label_, x, in_features_);
     const Shape out_shape{x.shape()[0], out_features_};
@@ -145,9 +155,13 @@ class Linear {
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
 
+  /// @brief Input width.
   [[nodiscard]] std::int64_t in_features() const noexcept { return in_features_; }
+  /// @brief Output width.
   [[nodiscard]] std::int64_t out_features() const noexcept { return out_features_; }
+  /// @brief The weight parameter, [out_features, in_features].
   [[nodiscard]] Param& weight() noexcept { return weight_; }
+  /// @brief The bias parameter, or null without one.
   [[nodiscard]] Param* bias() noexcept { return bias_ ? &*bias_ : nullptr; }
 
  private:

@@ -23,17 +23,26 @@ class SoftmaxCrossEntropy {
   using T = compute_t<P>;
 
  public:
+  /// @brief The loss's precision policy.
   using precision = P;
+  /// @brief Device the loss runs on.
   using device_type = Device;
+  /// @brief Element type of the logits.
   using input_type = T;
+  /// @brief One class index per row.
   using target_type = std::span<const std::int32_t>;
+  /// @brief Type of the loss value (the accumulate type).
   using value_type = accumulate_t<P>;
+  /// @brief Loss name used in messages.
   static constexpr std::string_view kind = "SoftmaxCrossEntropy";
 
+  /// @brief Construction options.
   struct Options {
+    /// @brief Label smoothing in [0, 1), as in `torch.nn.CrossEntropyLoss`.
     float label_smoothing = 0.0f;
   };
 
+  /// @brief A loss with the given options.
   explicit SoftmaxCrossEntropy(Options options = {}) : options_(options) {}
 
   /// @brief The mean loss, without a gradient.
@@ -63,22 +72,31 @@ class MSELoss {
   using T = compute_t<P>;
 
  public:
+  /// @brief The loss's precision policy.
   using precision = P;
+  /// @brief Device the loss runs on.
   using device_type = Device;
+  /// @brief Element type of the predictions.
   using input_type = T;
+  /// @brief Targets, one per prediction, in the accumulate type.
   using target_type = const Tensor<accumulate_t<P>, Device>&;
+  /// @brief Type of the loss value (the accumulate type).
   using value_type = accumulate_t<P>;
+  /// @brief Loss name used in messages.
   static constexpr std::string_view kind = "MSELoss";
 
+  /// @brief Mean squared error.
   value_type forward(const Tensor<T, Device>& prediction, target_type target) {
     return Backend<Device>::mse_loss(prediction, target, 0.0f, static_cast<Tensor<T, Device>*>(nullptr));
   }
 
+  /// @brief Mean squared error; also stores its gradient scaled by `grad_seed` (the loss scale).
   value_type forward_backward(const Tensor<T, Device>& prediction, target_type target, float grad_seed) {
     ensure_shape(gradient_, prediction.shape());
     return Backend<Device>::mse_loss(prediction, target, grad_seed, &gradient_);
   }
 
+  /// @brief The gradient stored by the last `forward_backward`.
   [[nodiscard]] const Tensor<T, Device>& gradient() const noexcept { return gradient_; }
 
  private:

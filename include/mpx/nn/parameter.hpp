@@ -27,9 +27,13 @@ namespace mpx::nn {
 template <PrecisionPolicy P, class Device = Host>
 class Parameter {
  public:
+  /// @brief The owning layer's precision policy.
   using precision = P;
+  /// @brief Element type of the master weights.
   using master_element = master_t<P>;
+  /// @brief Element type of the compute copy.
   using compute_element = compute_t<P>;
+  /// @brief Element type of the gradient (the accumulate type).
   using grad_element = accumulate_t<P>;
   /// Whether the compute weights are a separate, rounded copy of the master weights.
   static constexpr bool has_compute_copy = !std::is_same_v<master_element, compute_element>;
@@ -37,15 +41,19 @@ class Parameter {
   static constexpr int state_slots = 2;
 
   Parameter() = default;
+  /// @brief A parameter called `name` of the given shape.
   Parameter(std::string name, const Shape& shape) : name_(std::move(name)), master_(shape), grad_(shape) {
     if constexpr (has_compute_copy) compute_ = Tensor<compute_element, Device>(shape);
   }
 
   /// @brief Name within its layer ("weight", "bias").
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// @brief Shape of the parameter.
   [[nodiscard]] const Shape& shape() const noexcept { return master_.shape(); }
 
+  /// @brief The master weights.
   [[nodiscard]] Tensor<master_element, Device>& master() noexcept { return master_; }
+  /// @brief The master weights, read-only.
   [[nodiscard]] const Tensor<master_element, Device>& master() const noexcept { return master_; }
   /// @brief The accumulated gradient (zero-filled first if a `zero_grad()` is pending).
   [[nodiscard]] Tensor<grad_element, Device>& grad() noexcept {
@@ -60,9 +68,12 @@ class Parameter {
   /// is pending, in which case the kernel must write every element instead of adding (a GEMM with
   /// beta = 0) and the zero-fill is skipped.
   struct GradientTarget {
+    /// @brief The gradient tensor.
     Tensor<grad_element, Device>& tensor;
+    /// @brief Whether the kernel must overwrite instead of add.
     bool overwrite;
   };
+  /// @brief The gradient and whether to overwrite it; clears the pending zero.
   [[nodiscard]] GradientTarget grad_for_update() noexcept {
     const bool overwrite = zero_pending_;
     zero_pending_ = false;

@@ -105,15 +105,20 @@ class Sequential {
       typename detail::links<layer_list, std::make_index_sequence<sizeof...(Layers) - 1>>::type;
 
  public:
+  /// @brief Number of layers.
   static constexpr std::size_t size = sizeof...(Layers);
+  /// @brief Device the layers run on.
   using device_type = typename layer_at<0>::device_type;
+  /// @brief Element type of the first layer's input.
   using input_type = typename layer_at<0>::input_type;
+  /// @brief Element type of the last layer's output.
   using output_type = typename layer_at<size - 1>::output_type;
   /// The precision of the first layer: the model's nominal precision.
   using precision = typename layer_at<0>::precision;
   /// Whether any layer computes in fp16 (and so needs loss scaling).
   static constexpr bool has_half_compute = (detail::computes_in_half<Layers>() || ...);
 
+  /// @brief Holds `layers`, run in order.
   explicit Sequential(Layers... layers) : layers_(std::move(layers)...) {
     for_each_index([&]<std::size_t I>() {
       boost::hana::at_c<I>(layers_).set_label(

@@ -28,7 +28,9 @@ struct RoundNearest {};
 /// @brief Rounding mode for conversions: stochastic rounding with Philox bits drawn at
 /// (seed, stream, element index); see random.hpp. Equal arguments give equal results on CPU and GPU.
 struct RoundStochastic {
+  /// @brief Seed of the Philox random bits.
   std::uint64_t seed = 0;
+  /// @brief Stream (counter offset) of the random bits, so that separate calls draw separate bits.
   std::uint64_t stream = 0;
 };
 

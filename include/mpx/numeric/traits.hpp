@@ -125,6 +125,7 @@ template <>
 struct tag_of<Eigen::bfloat16> {
   using type = BFloat16;
 };
+/// @brief The tag that stores `T`.
 template <class T>
 using tag_of_t = typename tag_of<T>::type;
 

@@ -20,16 +20,22 @@ namespace mpx {
 /// @brief PyTorch `torch.amp.GradScaler`'s algorithm: scale the loss, skip steps whose gradients
 /// overflow and back the scale off, grow it after `growth_interval` clean steps.
 struct DynamicLossScaling {
+  /// @brief Policy name used in records and messages.
   static constexpr std::string_view name = "dynamic";
+  /// @brief The loss is multiplied by a scale before backward.
   static constexpr bool scales_loss = true;
+  /// @brief The scale changes during training.
   static constexpr bool is_dynamic = true;
 
   /// Runtime knobs. The first four and their defaults are GradScaler's; the rest are opt-in
   /// extensions that are inactive at their defaults.
   struct Options {
     float init_scale = 65536.0f;  ///< 2^16
+    /// @brief Scale multiplier after `growth_interval` steps without overflow.
     float growth_factor = 2.0f;
+    /// @brief Scale multiplier after an overflow.
     float backoff_factor = 0.5f;
+    /// @brief Overflow-free steps before the scale grows.
     int growth_interval = 2000;
     float min_scale = 0.0f;                                    ///< floor after backoff (off: 0)
     float max_scale = std::numeric_limits<float>::infinity();  ///< ceiling after growth (off: inf)
@@ -62,11 +68,16 @@ struct DynamicLossScaling {
 /// @brief A fixed loss scale: gradients are scaled and unscaled, overflowing steps are still
 /// skipped, but the scale never changes.
 struct StaticLossScaling {
+  /// @brief Policy name used in records and messages.
   static constexpr std::string_view name = "static";
+  /// @brief The loss is multiplied by a scale before backward.
   static constexpr bool scales_loss = true;
+  /// @brief The scale never changes.
   static constexpr bool is_dynamic = false;
 
+  /// @brief Knobs of the static policy.
   struct Options {
+    /// @brief The fixed scale.
     float scale = 65536.0f;
 
     /// @brief Throws `mpx::invalid_argument` if the scale is not a finite positive number.
@@ -82,11 +93,16 @@ struct StaticLossScaling {
 /// @brief No loss scaling: the scaler compiles away. Right for bf16, fp32 and tf32; for fp16 it must
 /// be requested as `AllowFp16Underflow<NoLossScaling>`.
 struct NoLossScaling {
+  /// @brief Policy name used in records and messages.
   static constexpr std::string_view name = "none";
+  /// @brief The loss is not scaled.
   static constexpr bool scales_loss = false;
+  /// @brief The scale never changes.
   static constexpr bool is_dynamic = false;
 
+  /// @brief No knobs.
   struct Options {
+    /// @brief Nothing to check.
     void validate() const {}
   };
 };
@@ -98,7 +114,9 @@ struct AllowFp16Underflow : Policy {
   static_assert(std::is_same_v<Policy, NoLossScaling>,
                 "mpx::AllowFp16Underflow<Policy>: only mpx::NoLossScaling needs this opt-in; "
                 "dynamic and static loss scaling already protect fp16 gradients");
+  /// @brief Policy name used in records and messages.
   static constexpr std::string_view name = "none_fp16_opt_in";
+  /// @brief Marks the deliberate opt-in to fp16 without loss scaling.
   static constexpr bool allows_fp16_underflow = true;
 };
 

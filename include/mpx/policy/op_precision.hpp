@@ -37,7 +37,9 @@ struct OptimizerUpdate {};
 /// statistics, reductions); the specialisations below cover the rest.
 template <class Op, PrecisionPolicy P>
 struct op_precision {
+  /// @brief Element type the operation reads and writes.
   using storage = typename P::accumulate_type;
+  /// @brief Type its arithmetic happens in.
   using math = typename P::accumulate_type;
 };
 

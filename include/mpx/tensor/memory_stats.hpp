@@ -53,6 +53,7 @@ class MemoryStats {
 /// outer measurement is taking: on destruction the device's peak is at least what it was before.
 class PeakWindow {
  public:
+  /// @brief Starts a window over `stats`.
   explicit PeakWindow(MemoryStats& stats) noexcept
       : stats_(stats), outer_peak_(stats.peak_bytes()), live_at_start_(stats.live_bytes()) {
     stats_.reset_peak();

@@ -18,6 +18,7 @@ namespace mpx {
 /// describes an empty tensor.
 class Shape {
  public:
+  /// @brief Most dimensions a shape can have.
   static constexpr int max_rank = 4;
   /// Largest element count: 2^59, so that a byte count of 8-byte elements fits in an int64.
   static constexpr std::int64_t max_elements = std::int64_t{1} << 59;
@@ -49,6 +50,7 @@ class Shape {
     }
   }
 
+  /// @brief Number of dimensions.
   [[nodiscard]] int rank() const noexcept { return rank_; }
 
   /// @brief Extent of dimension `dim`; negative `dim` counts from the back (-1 is the last).
@@ -92,10 +94,12 @@ class Shape {
     return text + "]";
   }
 
+  /// @brief Same rank and extents.
   friend bool operator==(const Shape& a, const Shape& b) noexcept {
     return a.rank_ == b.rank_ && a.extents_ == b.extents_;
   }
 
+  /// @brief Writes the shape as `[2, 3]`.
   friend std::ostream& operator<<(std::ostream& out, const Shape& shape) { return out << shape.to_string(); }
 
  private:

@@ -37,11 +37,17 @@ class Tensor {
   using Memory = DeviceMemory<Device>;
 
  public:
+  /// @brief Element type.
   using value_type = T;
+  /// @brief Device the elements live on.
   using device_type = Device;
+  /// @brief Eigen map of a rank-2 host tensor.
   using MatrixMap = Eigen::Map<RowMajorMatrix<T>, Eigen::Aligned64>;
+  /// @brief Read-only Eigen map of a rank-2 host tensor.
   using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Aligned64>;
+  /// @brief Eigen map of a host tensor's elements as a column vector.
   using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+  /// @brief Read-only Eigen map of a host tensor's elements as a column vector.
   using ConstVectorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
 
   /// @brief An empty tensor (rank 0, no storage).
@@ -64,9 +70,11 @@ class Tensor {
     return tensor;
   }
 
+  /// @brief Takes `other`'s elements; `other` is left empty.
   Tensor(Tensor&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), shape_(std::exchange(other.shape_, Shape{})) {}
 
+  /// @brief Frees this tensor's elements and takes `other`'s; `other` is left empty.
   Tensor& operator=(Tensor&& other) noexcept {
     if (this != &other) {
       release();
@@ -101,6 +109,7 @@ class Tensor {
   [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
   /// @brief The first element, in row-major order (null when empty); device memory for `Cuda`.
   [[nodiscard]] T* data() noexcept { return data_; }
+  /// @brief Read-only overload.
   [[nodiscard]] const T* data() const noexcept { return data_; }
 
   /// @brief Sets every byte to zero (all element types' +0.0); works on every device.
@@ -119,6 +128,7 @@ class Tensor {
   [[nodiscard]] T& operator[](std::int64_t index) noexcept requires std::is_same_v<Device, Host> {
     return data_[index];
   }
+  /// @brief Read-only overload.
   [[nodiscard]] const T& operator[](std::int64_t index) const noexcept requires std::is_same_v<Device, Host> {
     return data_[index];
   }
@@ -127,6 +137,7 @@ class Tensor {
   [[nodiscard]] std::span<T> values() noexcept requires std::is_same_v<Device, Host> {
     return {data_, static_cast<std::size_t>(numel())};
   }
+  /// @brief Read-only overload.
   [[nodiscard]] std::span<const T> values() const noexcept requires std::is_same_v<Device, Host> {
     return {data_, static_cast<std::size_t>(numel())};
   }
@@ -135,6 +146,7 @@ class Tensor {
   [[nodiscard]] MatrixMap matrix() noexcept requires std::is_same_v<Device, Host> {
     return MatrixMap(data_, shape_.rows(), shape_.cols());
   }
+  /// @brief Read-only overload.
   [[nodiscard]] ConstMatrixMap matrix() const noexcept requires std::is_same_v<Device, Host> {
     return ConstMatrixMap(data_, shape_.rows(), shape_.cols());
   }
@@ -143,6 +155,7 @@ class Tensor {
   [[nodiscard]] VectorMap vector() noexcept requires std::is_same_v<Device, Host> {
     return VectorMap(data_, numel());
   }
+  /// @brief Read-only overload.
   [[nodiscard]] ConstVectorMap vector() const noexcept requires std::is_same_v<Device, Host> {
     return ConstVectorMap(data_, numel());
   }

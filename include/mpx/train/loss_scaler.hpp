@@ -15,9 +15,13 @@ namespace mpx {
 
 /// @brief Everything a scaler needs to resume: GradScaler's five fields plus mpx's counters.
 struct LossScalerState {
+  /// @brief Current loss scale.
   float scale = 1.0f;
+  /// @brief Scale multiplier after `growth_interval` clean steps.
   float growth_factor = 2.0f;
+  /// @brief Scale multiplier after an overflow.
   float backoff_factor = 0.5f;
+  /// @brief Clean steps before the scale grows.
   std::int64_t growth_interval = 2000;
   std::int64_t growth_tracker = 0;      ///< clean steps since the last growth or overflow
   std::int64_t hysteresis_tracker = 0;  ///< consecutive overflows not yet acted on (opt-in hysteresis)
@@ -25,6 +29,7 @@ struct LossScalerState {
   std::int64_t steps_skipped = 0;       ///< steps skipped because a gradient was inf or NaN
   std::int64_t backoffs = 0;            ///< times the scale was reduced
 
+  /// @brief Field-by-field equality.
   friend bool operator==(const LossScalerState&, const LossScalerState&) = default;
 };
 
@@ -43,7 +48,9 @@ struct LossScalerState {
 template <LossScalingPolicy Policy>
 class LossScaler {
  public:
+  /// @brief The scaling policy.
   using policy = Policy;
+  /// @brief The policy's knobs.
   using Options = typename Policy::Options;
 
   /// @brief A scaler with validated options (throws `mpx::invalid_argument` naming a bad field).
@@ -133,6 +140,7 @@ class LossScaler {
     state_ = state;
   }
 
+  /// @brief The knobs this scaler was built with.
   [[nodiscard]] const Options& options() const noexcept { return options_; }
 
  private:

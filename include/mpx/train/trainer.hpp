@@ -81,22 +81,29 @@ class Trainer {
                 "mpx::AllowFp16Underflow<mpx::NoLossScaling> to opt in knowingly");
 
  public:
+  /// @brief What the loss takes as targets.
   using target_type = typename Loss::target_type;
+  /// @brief Element type of the model's input.
   using input_element = typename Model::input_type;
 
   /// @brief One micro-batch: inputs [batch, features] in the model's input type, and the loss's
   /// targets.
   struct Batch {
+    /// @brief Inputs of one micro-batch.
     const Tensor<input_element, Device>& inputs;
+    /// @brief Targets of one micro-batch.
     target_type targets;
   };
 
+  /// @brief Options of the training step.
   struct Options {
     /// Clip the global gradient norm to this value (PyTorch's clip_grad_norm_); off when empty.
     std::optional<double> max_grad_norm;
+    /// @brief Knobs of the loss-scaling policy.
     typename Scaling::Options scaler{};
   };
 
+  /// @brief Trains `model` (held by reference, as are `loss` and `optimizer`).
   Trainer(Model& model, Loss& loss, Optimizer& optimizer, Options options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(options), scaler_(options.scaler) {
     if (options_.max_grad_norm &&
@@ -130,6 +137,7 @@ class Trainer {
 
   /// @brief The loss scaler (its state is part of a checkpoint).
   [[nodiscard]] LossScaler<Scaling>& scaler() noexcept { return scaler_; }
+  /// @brief The loss scaler and its state.
   [[nodiscard]] const LossScaler<Scaling>& scaler() const noexcept { return scaler_; }
   /// @brief The model this trainer trains.
   [[nodiscard]] Model& model() noexcept { return model_; }

@@ -24,14 +24,17 @@ namespace mpx {
 /// @brief The CPU backend: each operation forwards to the `mpx::cpu` kernel of the same name.
 template <>
 struct Backend<Host> {
+  /// @brief GEMM in the `Compute` precision; see `cpu::gemm`.
   template <NumericTag Compute, class... Args>
   static void gemm(Args&&... args) {
     cpu::gemm<Compute>(std::forward<Args>(args)...);
   }
+  /// @brief Unscales gradients and reports non-finite values; see `cpu::unscale_and_inspect`.
   template <bool Scale, class... Args>
   static auto unscale_and_inspect(Args&&... args) {
     return cpu::unscale_and_inspect<Scale>(std::forward<Args>(args)...);
   }
+  /// @brief Rounds a tensor into another precision; see `mpx::round_into`.
   template <NumericTag To, class... Args>
   static void round_into(Args&&... args) {
     mpx::round_into<To>(std::forward<Args>(args)...);

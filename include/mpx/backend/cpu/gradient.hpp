@@ -19,6 +19,7 @@ struct GradientStats {
   double sum_of_squares = 0.0;  ///< of the (unscaled) values; inf or NaN when any value is
   bool finite = true;           ///< every value finite
 
+  /// @brief Combines the statistics of two parts of a gradient.
   friend GradientStats operator+(const GradientStats& a, const GradientStats& b) noexcept {
     return {a.sum_of_squares + b.sum_of_squares, a.finite && b.finite};
   }

@@ -17,6 +17,8 @@ namespace mpx::cpu {
 /// @brief y = (x - mean) * rstd * gamma + beta per row; saves mean and rstd for backward.
 /// @param x     [rows, features] in the compute type.
 /// @param gamma, beta [features], any element type (the master weights).
+/// @param epsilon added to the variance.
+/// @param y     [rows, features] in the compute type, written.
 /// @param mean, rstd  [rows] in the accumulate type, written.
 template <Element T, Element W, Element Acc>
 void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma, const Tensor<W, Host>& beta,
