@@ -24,7 +24,7 @@ namespace mpx::io::json {
 struct Value {
   /// What the value is.
   enum class Kind { null, boolean, number, string, array, object };
-  Kind kind = Kind::null;
+  Kind kind = Kind::null;    ///< which of the members below holds the value
   bool boolean = false;      ///< for Kind::boolean
   std::string text;          ///< Kind::string: the decoded string; Kind::number: the number as written
   std::vector<Value> items;  ///< Kind::array

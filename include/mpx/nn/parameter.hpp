@@ -126,6 +126,7 @@ class Parameter {
     std::int64_t gradient = 0;         ///< the accumulated gradient
     std::int64_t optimizer_state = 0;  ///< the optimizer's allocated state slots
   };
+  /// @brief What this parameter holds now, by role (unallocated optimizer slots count as 0).
   [[nodiscard]] Memory memory() const noexcept {
     Memory bytes;
     bytes.weights = static_cast<std::int64_t>(master_.size_bytes());
