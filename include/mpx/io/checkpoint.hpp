@@ -308,7 +308,7 @@ Metadata load_checkpoint(const std::filesystem::path& path,
   try {
     Optimizer::validate(optimizer_options);
   } catch (const invalid_argument& e) {
-    problems.push_back(e.what());
+    problems.push_back(concat("metadata \"optimizer.lr\": ", e.what()));
   }
   const auto policy = metadata.find("scaler.policy");
   const bool restore_scaler = policy != metadata.end() && policy->second == Scaling::name;
@@ -321,7 +321,7 @@ Metadata load_checkpoint(const std::filesystem::path& path,
     try {
       scaler.load_state(scaler_state);
     } catch (const invalid_argument& e) {
-      problems.push_back(e.what());
+      problems.push_back(concat("metadata \"scaler.*\": ", e.what()));
     }
   }
 
