@@ -26,6 +26,9 @@ namespace {
 
 using Catch::Matchers::Contains;
 
+using bf16_pure = mpx::Precision<mpx::BFloat16, mpx::BFloat16>;
+using fp64 = mpx::fp64;
+
 constexpr std::int64_t features = 6;
 constexpr std::int64_t classes = 3;
 constexpr std::int64_t batch = 16;
@@ -170,7 +173,8 @@ auto adamw = [](auto& model) { return mpx::optim::AdamW(model, {.lr = 0.01}); };
 }  // namespace
 
 TEMPLATE_TEST_CASE("Resuming from a checkpoint is bit-identical to training straight through",
-                   "[io][checkpoint]", mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed) {
+                   "[io][checkpoint]", mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed, bf16_pure,
+                   fp64) {
   SECTION("AdamW") {
     check_resume_is_exact<TestType>(adamw, {}, false);
   }
