@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Installs the Debian packages mpx builds, tests and trains with, plus any named as arguments (e.g.
-# `scripts/install-deps.sh gnuplot-nox`), and Conan 2 (PyPI) into build/tools/conan; does nothing
-# when all are present.
+# `scripts/install-deps.sh gnuplot-nox`), and the Python tools of the tests (Conan 2, safetensors)
+# into build/tools/python; does nothing when all are present.
 set -euo pipefail
 
 packages=(
@@ -12,7 +12,8 @@ packages=(
   librandom123-dev                     # Philox counter-based random bits (host and device)
   catch2                               # tests (Catch2 2.13)
   zlib1g-dev dataset-fashion-mnist     # gzip'd IDX reader and the default dataset
-  pkg-config doxygen python3-venv      # package tests (pkg-config consumer, Conan's venv) and API docs
+  pkg-config doxygen python3-venv      # package tests (pkg-config consumer, the tools' venv) and API docs
+  clang libclang-rt-dev                # libFuzzer targets (tests/fuzz)
   "$@"                                 # what the calling script needs besides
 )
 
@@ -33,11 +34,16 @@ if ((${#missing[@]} > 0)); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Conan 2 from PyPI, in a virtual environment inside the build folder (nothing outside the checkout
-# is touched); the package.conan_create test finds it there.
-conan_venv="$(cd "$(dirname "$0")/.." && pwd)/build/tools/conan"
-if [[ ! -x "$conan_venv/bin/conan" ]]; then
-  echo "mpx: installing Conan 2 into $conan_venv"
-  python3 -m venv "$conan_venv"
-  "$conan_venv/bin/pip" install --quiet --disable-pip-version-check "conan>=2.0,<3"
+# Python tools of the tests, from PyPI into a virtual environment inside the build folder (nothing
+# outside the checkout is touched): Conan 2 for package.conan_create; numpy, safetensors and ml_dtypes
+# (bfloat16) for the safetensors interop test. Without network those tests are skipped and say why.
+tools_venv="$(cd "$(dirname "$0")/.." && pwd)/build/tools/python"
+tools_present() {
+  [[ -x "$tools_venv/bin/conan" ]] && "$tools_venv/bin/python" -c "import numpy, safetensors, ml_dtypes" 2> /dev/null
+}
+if ! tools_present; then
+  echo "mpx: installing conan, numpy, safetensors and ml_dtypes into $tools_venv"
+  { python3 -m venv "$tools_venv" &&
+    "$tools_venv/bin/pip" install --quiet --disable-pip-version-check "conan>=2.0,<3" numpy safetensors ml_dtypes; } ||
+    echo "mpx: could not install the Python tools; the Conan and interop tests will be skipped"
 fi

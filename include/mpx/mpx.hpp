@@ -6,6 +6,7 @@
 
 #include "mpx/config.hpp"
 #include "mpx/error.hpp"
+#include "mpx/log.hpp"
 
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -48,3 +49,7 @@
 
 #include "mpx/train/loss_scaler.hpp"
 #include "mpx/train/trainer.hpp"
+
+#include "mpx/io/atomic_file.hpp"
+#include "mpx/io/checkpoint.hpp"
+#include "mpx/io/safetensors.hpp"

@@ -9,7 +9,7 @@ source_dir=$1
 work_dir=$2
 conan=${3:-$(command -v conan || true)}
 if [[ -z "$conan" || ! -x "$conan" ]]; then
-  echo "conan is not installed; skipped (scripts/install-deps.sh installs it under build/tools/conan)"
+  echo "conan is not installed; skipped (scripts/install-deps.sh installs it under build/tools/python)"
   exit 77
 fi
 

@@ -248,6 +248,25 @@ TEST_CASE("read_idx rejects truncated data and trailing bytes, naming the offset
   }
 }
 
+TEST_CASE(
+    "read_idx grows its buffer with the data read: a 1 GiB claim over 10 bytes fails, large data reads whole",
+    "[data][idx]") {
+  // The data buffer doubles from 64 KiB as bytes arrive, so this claim costs 64 KiB, not 1 GiB (the
+  // fuzz targets enforce the bound with -malloc_limit_mb).
+  const TempDir dir;
+  for (const std::string& message :
+       idx_errors_both_ways(dir, "claims_a_gib", idx_file(0x08, {1u << 15, 1u << 15}, pattern(10)))) {
+    CHECK_THAT(message,
+               Contains("truncated data") && Contains("need 1073741824 bytes") && Contains("found 10"));
+  }
+  // 300,007 bytes cross the 64 KiB, 128 KiB and 256 KiB growth steps.
+  const Bytes data = pattern(300007);
+  write_gz(dir / "large.gz", idx_file(0x08, {300007}, data));
+  const mpx::data::IdxArray array = mpx::data::read_idx(dir / "large.gz");
+  REQUIRE(array.bytes.size() == data.size());
+  CHECK(std::equal(array.bytes.begin(), array.bytes.end(), data.begin()));
+}
+
 TEST_CASE("read_idx rejects a truncated header", "[data][idx]") {
   const TempDir dir;
   for (const std::string& message : idx_errors_both_ways(dir, "magic3", Bytes{0, 0, 0x08})) {

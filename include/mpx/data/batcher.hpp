@@ -157,6 +157,21 @@ class Batcher {
 
   /// @brief The epoch set by the last `start_epoch` (0 after construction).
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  /// @brief Samples of the current epoch dealt so far.
+  [[nodiscard]] std::int64_t position() const noexcept { return position_; }
+
+  /// @brief Continues from sample `position` of `epoch`, as a batcher that had dealt that far would
+  /// (resuming from a checkpoint); throws `mpx::invalid_argument` unless 0 <= position <= the data
+  /// set's size.
+  void resume(std::uint64_t epoch, std::int64_t position) {
+    if (position < 0 || position > dataset_->size()) {
+      throw invalid_argument(mpx::detail::concat("mpx::data::Batcher::resume: position ", position,
+                                                 " is outside the data set of ", dataset_->size(),
+                                                 " samples"));
+    }
+    start_epoch(epoch);
+    position_ = position;
+  }
   /// @brief The options this batcher was built with.
   [[nodiscard]] const Options& options() const noexcept { return options_; }
   /// @brief The sample indices of the current epoch in the order they are dealt.

@@ -7,7 +7,9 @@
 ///
 /// Layout of an IDX file: bytes 0-1 are zero, byte 2 is the element type code, byte 3 the rank r,
 /// then r big-endian uint32 dimensions, then the elements in row-major order. Every check happens
-/// before the data is allocated, so a corrupt header cannot make the reader claim absurd memory, and
+/// before the data is read, and the data buffer grows only with the bytes actually read, so a corrupt
+/// header cannot make the reader claim more memory than the (decompressed) data holds (at most twice
+/// as much, plus 64 KiB), and
 /// every failure is an `mpx::io_error` naming the file, the byte offset in the decompressed stream
 /// and the value found against the one expected.
 
@@ -223,9 +225,18 @@ class GzReader {
   }
 
   const std::uint64_t data_offset = in.offset();
-  result.bytes.resize(static_cast<std::size_t>(numel));
-  const std::size_t data_read = in.read(result.bytes.data(), result.bytes.size());
-  if (data_read < result.bytes.size()) {
+  // The buffer grows with the data actually read (doubling from 64 KiB), so a header that claims
+  // more than the stream holds costs at most twice what is there, never what the header claims.
+  std::size_t data_read = 0;
+  const auto wanted = static_cast<std::size_t>(numel);
+  while (data_read < wanted) {
+    const std::size_t chunk = std::min(wanted - data_read, std::max(data_read, std::size_t{1} << 16));
+    result.bytes.resize(data_read + chunk);
+    const std::size_t got = in.read(result.bytes.data() + data_read, chunk);
+    data_read += got;
+    if (got < chunk) break;
+  }
+  if (data_read < wanted) {
     in.fail(in.offset(), "truncated data: dimensions ", dims_text, " need ", numel,
             " bytes of data from byte ", data_offset, ", found ", data_read);
   }

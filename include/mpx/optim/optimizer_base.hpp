@@ -31,6 +31,9 @@ class OptimizerBase {
     options_ = changed;
   }
 
+  /// @brief Changes the seed of stochastic rounding into fp16/bf16 master weights (checkpoints).
+  void set_rounding_seed(std::uint64_t seed) noexcept { options_.rounding_seed = seed; }
+
   /// @brief Updates applied so far.
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
   /// @brief Restores the update count (checkpoints).

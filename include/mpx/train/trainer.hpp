@@ -7,16 +7,22 @@
 /// forward -> loss (fp32) -> backward of the scaled loss -> unscale, fused with the finite check and
 /// the gradient norm -> optional global-norm clipping -> optimizer step, or skip when any gradient is
 /// inf or NaN -> scaler update. Gradients accumulate over the micro-batches of one step.
+///
+/// Nothing goes wrong silently: a step whose inputs, loss or gradients are not finite is skipped
+/// (no weight or optimizer state changes), flagged in its `StepResult` and reported through
+/// `mpx::log` (see log.hpp), as is a loss scale that backs off below 1.
 
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/error.hpp"
+#include "mpx/log.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/train/loss_scaler.hpp"
@@ -25,12 +31,16 @@ namespace mpx {
 
 /// @brief What one training step did.
 struct StepResult {
-  double loss = 0.0;        ///< mean loss over the step's micro-batches (unscaled)
-  bool stepped = false;     ///< false when a gradient was inf or NaN and the update was skipped
-  float loss_scale = 1.0f;  ///< the scale this step's backward used
-  double grad_norm = 0.0;   ///< global L2 norm of the unscaled gradients, before clipping
-  bool clipped = false;     ///< whether clipping scaled the gradients down
-  std::int64_t step = 0;    ///< steps attempted so far, this one included
+  double loss = 0.0;             ///< mean loss over the step's micro-batches (unscaled)
+  bool stepped = false;          ///< false when a gradient was inf or NaN and the update was skipped
+  float loss_scale = 1.0f;       ///< the scale this step's backward used
+  double grad_norm = 0.0;        ///< global L2 norm of the unscaled gradients, before clipping
+  bool clipped = false;          ///< whether clipping scaled the gradients down
+  std::int64_t step = 0;         ///< steps attempted so far, this one included
+  bool inputs_finite = true;     ///< false when an input batch held inf or NaN (the step was skipped)
+  bool loss_finite = true;       ///< false when the loss was inf or NaN: diverging (the step was skipped)
+  bool scale_below_one = false;  ///< the scale after this step is below 1: gradients overflow even
+                                 ///< unscaled, the run is diverging
 };
 
 /// @brief Memory of the first training step, from the device allocator's own counters.
@@ -141,8 +151,13 @@ class Trainer {
   [[nodiscard]] const LossScaler<Scaling>& scaler() const noexcept { return scaler_; }
   /// @brief The model this trainer trains.
   [[nodiscard]] Model& model() noexcept { return model_; }
+  /// @brief The optimizer this trainer steps (its settings and step count are part of a checkpoint).
+  [[nodiscard]] Optimizer& optimizer() noexcept { return optimizer_; }
   /// @brief Steps completed, taken or skipped.
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
+  /// @brief Restores the step count (checkpoints); a trainer restored past step 0 does not measure
+  /// `first_step_memory()`.
+  void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
   /// @brief What the first step allocated (all zero before it).
   [[nodiscard]] const StepMemory& first_step_memory() const noexcept { return first_step_memory_; }
 
@@ -190,6 +205,8 @@ class Trainer {
     StepResult result;
     result.step = steps_ + 1;
     result.loss_scale = scaler_.scale();
+    for (const Batch& batch : micro_batches)
+      result.inputs_finite = result.inputs_finite && all_finite(batch.inputs);
 
     model_.zero_grad();
     // d(mean over micro-batches of the scaled loss) / d(loss of one micro-batch).
@@ -201,6 +218,7 @@ class Trainer {
       model_.backward(loss_.gradient());
     }
     result.loss = loss_sum / static_cast<double>(micro_batches.size());
+    result.loss_finite = std::isfinite(result.loss);
 
     // Unscale once, fused with the finite check and the squared norm.
     const auto inverse = static_cast<Grad>(scaler_.inverse_scale());
@@ -213,6 +231,8 @@ class Trainer {
       finite = finite && stats.finite;
     });
     result.grad_norm = std::sqrt(sum_of_squares);
+    const bool gradients_finite = finite;
+    finite = finite && result.loss_finite && result.inputs_finite;
 
     if (finite) {
       if (options_.max_grad_norm) {
@@ -228,8 +248,52 @@ class Trainer {
     }
     result.stepped = finite;
     scaler_.update(!finite);
+    result.scale_below_one = scaler_.scale() < 1.0f;
     ++steps_;  // only once the step is complete: a step that threw is not counted
+    // A scale below 1 is reported when it gets there; the skipped steps that follow report themselves.
+    if (!finite || (result.scale_below_one && result.loss_scale >= 1.0f)) report(result, gradients_finite);
     return result;
+  }
+
+  // The input check reads host memory; device batches are checked through their gradients.
+  template <class T>
+  static bool all_finite(const Tensor<T, Device>& tensor) {
+    if constexpr (std::is_same_v<Device, Host>) {
+      for (const T value : tensor.values()) {
+        if (!std::isfinite(static_cast<double>(value))) return false;
+      }
+    }
+    return true;
+  }
+
+  // Skipped steps and a scale below 1 go to mpx::log: a warning when the run has a problem, info for
+  // the overflows dynamic loss scaling expects while it searches for its scale.
+  void report(const StepResult& result, bool gradients_finite) {
+    std::string message = "mpx::Trainer: step ";
+    message.append(std::to_string(result.step));
+    LogLevel level = LogLevel::Warning;
+    if (!result.inputs_finite) {
+      message.append(" skipped: the input batch holds inf or NaN");
+    } else if (!result.loss_finite) {
+      message.append(" skipped: the loss is ").append(detail::concat(result.loss)).append(" (diverging)");
+    } else if (!gradients_finite) {
+      message.append(" skipped: a gradient is inf or NaN");
+      if constexpr (Scaling::scales_loss)
+        message.append(" at loss scale ").append(detail::concat(result.loss_scale));
+      if (Scaling::is_dynamic && !result.scale_below_one) level = LogLevel::Info;
+    } else {
+      message.append(" taken");
+    }
+    if (!result.stepped && Scaling::is_dynamic)
+      message.append("; loss scale now ").append(detail::concat(scaler_.scale()));
+    if (result.scale_below_one) {
+      message.append(
+          "; the loss scale is below 1, so gradients overflow even unscaled: the run is diverging");
+    }
+    message.append(" (steps skipped so far: ")
+        .append(std::to_string(scaler_.state().steps_skipped))
+        .append(")");
+    mpx::log(level, message);
   }
 
   void ensure_input_shape(const Shape& shape) {

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// mpx's side of the Python interop test (tests/interop/safetensors_interop.py):
+//   safetensors_interop_tool write <file>       writes the reference tensors (values below)
+//   safetensors_interop_tool check <file>       checks a file Python wrote holds them, bit for bit
+//   safetensors_interop_tool checkpoint <file>  trains a small model 3 steps and saves a checkpoint
+// The reference values are the same formulas in both languages; every one is exact in its dtype.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <mpx/io/checkpoint.hpp>
+#include <mpx/io/safetensors.hpp>
+#include <mpx/mpx.hpp>
+
+namespace {
+
+using mpx::io::Dtype;
+
+struct Reference {
+  std::vector<float> f32;
+  std::vector<double> f64;
+  std::vector<Eigen::half> f16;
+  std::vector<Eigen::bfloat16> bf16;
+  std::vector<std::int32_t> i32{std::numeric_limits<std::int32_t>::min(), -1, 0, 7,
+                                std::numeric_limits<std::int32_t>::max()};
+  std::vector<std::int64_t> i64{std::numeric_limits<std::int64_t>::min(), (std::int64_t{1} << 62) + 1};
+  std::vector<std::uint8_t> u8{0, 1, 128, 255};
+
+  Reference() {
+    for (int i = 0; i < 15; ++i) f32.push_back(static_cast<float>(i - 7) * 0.375f);
+    f32[0] = -0.0f;
+    f32[14] = std::numeric_limits<float>::infinity();
+    f64 = {1.0 / 3.0, -1e300, 5e-324};
+    for (int i = 0; i < 6; ++i) f16.push_back(static_cast<Eigen::half>(static_cast<float>(i - 3) * 0.5f));
+    for (int i = 0; i < 4; ++i)
+      bf16.push_back(static_cast<Eigen::bfloat16>(static_cast<float>(i - 2) * 1.5f));
+  }
+
+  [[nodiscard]] std::vector<mpx::io::TensorToWrite> tensors() const {
+    return {{"f32", Dtype::F32, {3, 5}, std::as_bytes(std::span(f32))},
+            {"f64", Dtype::F64, {3}, std::as_bytes(std::span(f64))},
+            {"f16", Dtype::F16, {2, 3}, std::as_bytes(std::span(f16))},
+            {"bf16", Dtype::BF16, {4}, std::as_bytes(std::span(bf16))},
+            {"i32", Dtype::I32, {5}, std::as_bytes(std::span(i32))},
+            {"i64", Dtype::I64, {2}, std::as_bytes(std::span(i64))},
+            {"u8", Dtype::U8, {2, 2}, std::as_bytes(std::span(u8))}};
+  }
+};
+
+int check(const char* path) {
+  const mpx::io::SafetensorsFile file = mpx::io::load_safetensors(path);
+  int failures = 0;
+  const Reference reference;  // owns the bytes the spans of tensors() view
+  for (const mpx::io::TensorToWrite& expected : reference.tensors()) {
+    const mpx::io::TensorEntry* entry = file.find(expected.name);
+    if (entry == nullptr) {
+      std::fprintf(stderr, "missing tensor %s\n", expected.name.c_str());
+      ++failures;
+      continue;
+    }
+    const auto bytes = file.data(*entry);
+    if (entry->dtype != expected.dtype || entry->shape != expected.shape ||
+        bytes.size() != expected.bytes.size() ||
+        std::memcmp(bytes.data(), expected.bytes.data(), bytes.size()) != 0) {
+      std::fprintf(stderr, "tensor %s differs (dtype %s, %zu bytes)\n", expected.name.c_str(),
+                   std::string(mpx::io::dtype_name(entry->dtype)).c_str(), bytes.size());
+      ++failures;
+    }
+  }
+  const auto source = file.metadata().find("source");
+  if (source == file.metadata().end() || source->second != "python \xc3\xa9") {
+    std::fprintf(stderr, "metadata \"source\" is missing or wrong\n");
+    ++failures;
+  }
+  std::printf("checked %zu tensors: %d failures\n", file.tensors().size(), failures);
+  return failures == 0 ? 0 : 1;
+}
+
+void write_checkpoint(const char* path) {
+  mpx::nn::Sequential model{mpx::nn::Linear<mpx::bf16_mixed, mpx::nn::Activation::ReLU>(4, 8),
+                            mpx::nn::Linear<mpx::bf16_mixed>(8, 3)};
+  model.initialize(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::bf16_mixed> loss;
+  mpx::optim::AdamW optimizer(model, {.lr = 0.01});
+  mpx::Trainer trainer(model, loss, optimizer);
+  mpx::Tensor<float> x(mpx::Shape{5, 4});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  const std::vector<std::int32_t> y{0, 1, 2, 1, 0};
+  for (int step = 0; step < 3; ++step) (void)trainer.step(x, y);
+  mpx::io::save_checkpoint(path, trainer, {{"data.epoch", "0"}});
+  // Python compares the first weight with what mpx holds: print it exactly.
+  model.for_each_parameter([](std::string_view name, auto& p) {
+    if (name != "layers.0.weight") return;
+    for (const float v : p.master().values()) std::printf("%a\n", static_cast<double>(v));
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s write|check|checkpoint <file>\n", argv[0]);
+    return 2;
+  }
+  try {
+    const std::string_view mode = argv[1];
+    if (mode == "write") {
+      const Reference reference;
+      mpx::io::save_safetensors(argv[2], reference.tensors(),
+                                {{"source", "mpx"}, {"unicode", "\xc3\xa9\"\\"}});
+      return 0;
+    }
+    if (mode == "check") return check(argv[2]);
+    if (mode == "checkpoint") {
+      write_checkpoint(argv[2]);
+      return 0;
+    }
+    std::fprintf(stderr, "unknown mode %s\n", argv[1]);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// Checkpoints: resuming is bit-exact for every precision (in this process and in a fresh one), a
+// checkpoint loads into another precision, and a file that does not fit is rejected whole, listing
+// every problem, without touching the trainer.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <mpx/io/checkpoint.hpp>
+#include <mpx/mpx.hpp>
+
+namespace {
+
+using Catch::Matchers::Contains;
+
+using bf16_pure = mpx::Precision<mpx::BFloat16, mpx::BFloat16>;
+using fp64 = mpx::fp64;
+
+constexpr std::int64_t features = 6;
+constexpr std::int64_t classes = 3;
+constexpr std::int64_t batch = 16;
+
+std::filesystem::path scratch(const std::string& name) {
+  const auto directory = std::filesystem::temp_directory_path() / "mpx_checkpoint_test";
+  std::filesystem::create_directories(directory);
+  return directory / (name + "." + std::to_string(::getpid()) + ".safetensors");
+}
+
+/// Batch b of a fixed synthetic stream (a cheap hash, so the data needs no state to resume).
+struct Data {
+  mpx::Tensor<float> inputs{mpx::Shape{batch, features}};
+  std::vector<std::int32_t> labels = std::vector<std::int32_t>(batch);
+};
+Data batch_at(int b) {
+  Data d;
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const auto label = static_cast<std::int32_t>((i * 7 + b * 3) % classes);
+    d.labels[static_cast<std::size_t>(i)] = label;
+    for (std::int64_t f = 0; f < features; ++f) {
+      const std::uint32_t h = static_cast<std::uint32_t>(b * 2654435761u + i * 40503u + f * 9973u) >> 8;
+      d.inputs[i * features + f] = static_cast<float>(h % 1000) / 500.0f - 1.0f + (f == label ? 1.5f : 0.0f);
+    }
+  }
+  return d;
+}
+
+template <class P>
+auto make_model(std::uint64_t seed) {
+  mpx::nn::Sequential model{mpx::nn::Linear<P, mpx::nn::Activation::ReLU>(features, 12),
+                            mpx::nn::Linear<P>(12, classes)};
+  model.initialize(seed);
+  return model;
+}
+
+/// Every byte a resumed run must reproduce: master weights, compute copies, optimizer state.
+template <class Model>
+std::vector<unsigned char> state_bytes(Model& model) {
+  std::vector<unsigned char> out;
+  const auto add = [&](const auto& tensor) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(tensor.data());
+    out.insert(out.end(), bytes, bytes + tensor.size_bytes());
+  };
+  model.for_each_parameter([&](std::string_view, auto& p) {
+    add(p.master());
+    add(p.compute());
+    for (int slot = 0; slot < p.state_slots; ++slot) {
+      if (p.has_state(slot)) add(p.state(slot));
+    }
+  });
+  return out;
+}
+
+/// Batches whose index is in `poisoned` get an inf planted in their input: the step is skipped and
+/// a dynamic scaler backs off.
+template <class Trainer>
+void train(Trainer& trainer, int first, int count, const std::vector<int>& poisoned = {}) {
+  for (int b = first; b < first + count; ++b) {
+    Data d = batch_at(b);
+    if (std::find(poisoned.begin(), poisoned.end(), b) != poisoned.end()) {
+      d.inputs[3] = std::numeric_limits<float>::infinity();
+    }
+    (void)trainer.step(d.inputs, d.labels);
+  }
+}
+
+template <class P, class MakeOptimizer>
+void check_resume_is_exact(MakeOptimizer make_optimizer, const std::vector<int>& poisoned, bool in_child) {
+  constexpr int n = 7, m = 6;
+  const auto path = scratch("resume");
+
+  auto straight_model = make_model<P>(21);
+  mpx::nn::SoftmaxCrossEntropy<P> straight_loss;
+  constexpr std::uint64_t seed =
+      77;  // of stochastic updates (bf16_pure); the resumed run starts with another
+  auto straight_optimizer = make_optimizer(straight_model, seed);
+  mpx::Trainer straight(straight_model, straight_loss, straight_optimizer);
+  train(straight, 0, n + m, poisoned);
+
+  {
+    auto model = make_model<P>(21);
+    mpx::nn::SoftmaxCrossEntropy<P> loss;
+    auto optimizer = make_optimizer(model, seed);
+    mpx::Trainer trainer(model, loss, optimizer);
+    train(trainer, 0, n, poisoned);
+    mpx::io::save_checkpoint(path, trainer, {{"note", "n steps"}});
+  }
+
+  // Fresh objects (other initial weights, fresh optimizer and scaler) — optionally in a fresh process
+  // that reports the bytes it reached through a file.
+  const auto resume = [&] {
+    auto model = make_model<P>(99);
+    mpx::nn::SoftmaxCrossEntropy<P> loss;
+    auto optimizer = make_optimizer(model, seed + 1);
+    mpx::Trainer trainer(model, loss, optimizer);
+    const mpx::io::Metadata metadata = mpx::io::load_checkpoint(path, trainer);
+    CHECK(optimizer.options().rounding_seed == seed);
+    CHECK(metadata.at("note") == "n steps");
+    CHECK(metadata.at("precision") == P::name);
+    CHECK(trainer.steps() == n);
+    train(trainer, n, m, poisoned);
+    CHECK(trainer.steps() == straight.steps());
+    CHECK(optimizer.steps() == straight_optimizer.steps());
+    CHECK(trainer.scaler().state() == straight.scaler().state());
+    return state_bytes(model);
+  };
+  const std::vector<unsigned char> expected = state_bytes(straight_model);
+  std::vector<unsigned char> resumed;
+  if (in_child) {
+    const auto result_path = scratch("resume_child_result");
+    std::filesystem::remove(result_path);
+    const ::pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      int code = 1;
+      try {
+        const std::vector<unsigned char> bytes = resume();
+        mpx::io::write_file_atomically(result_path, std::string(bytes.begin(), bytes.end()));
+        code = 0;
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    std::ifstream in(result_path, std::ios::binary);
+    resumed.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::filesystem::remove(result_path);
+  } else {
+    resumed = resume();
+  }
+  REQUIRE(resumed.size() == expected.size());
+  CHECK(std::memcmp(resumed.data(), expected.data(), expected.size()) == 0);
+  std::filesystem::remove(path);
+}
+
+auto sgd = [](auto& model, std::uint64_t seed) {
+  return mpx::optim::SGD(model, {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4, .rounding_seed = seed});
+};
+auto adamw = [](auto& model, std::uint64_t seed) {
+  return mpx::optim::AdamW(model, {.lr = 0.01, .rounding_seed = seed});
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("Resuming from a checkpoint is bit-identical to training straight through",
+                   "[io][checkpoint]", mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed, bf16_pure,
+                   fp64) {
+  SECTION("AdamW") {
+    check_resume_is_exact<TestType>(adamw, {}, false);
+  }
+  SECTION("SGD with momentum") {
+    check_resume_is_exact<TestType>(sgd, {}, false);
+  }
+  SECTION("AdamW, with skipped steps (and scaler back-offs) before and after the checkpoint") {
+    check_resume_is_exact<TestType>(adamw, {2, 5, 6, 9}, false);
+  }
+  SECTION("SGD, resumed in a fresh process") {
+    check_resume_is_exact<TestType>(sgd, {3, 8}, true);
+  }
+}
+
+TEST_CASE("A checkpoint saved under one precision loads into another and keeps its fp32 master weights",
+          "[io][checkpoint]") {
+  const auto path = scratch("cross_precision");
+  auto bf16_model = make_model<mpx::bf16_mixed>(4);
+  mpx::nn::SoftmaxCrossEntropy<mpx::bf16_mixed> bf16_loss;
+  mpx::optim::AdamW bf16_optimizer(bf16_model, {.lr = 0.01});
+  mpx::Trainer bf16_trainer(bf16_model, bf16_loss, bf16_optimizer);
+  train(bf16_trainer, 0, 5);
+  mpx::io::save_checkpoint(path, bf16_trainer);
+
+  auto fp16_model = make_model<mpx::fp16_mixed>(5);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp16_mixed> fp16_loss;
+  mpx::optim::AdamW fp16_optimizer(fp16_model, {.lr = 0.02});
+  mpx::Trainer fp16_trainer(fp16_model, fp16_loss, fp16_optimizer);
+  const mpx::io::Metadata metadata = mpx::io::load_checkpoint(path, fp16_trainer);
+  CHECK(metadata.at("precision") == "bf16_mixed");
+  CHECK(metadata.at("scaler.policy") == "none");
+  // Master weights and optimizer state are the same fp32 bits; the compute copy is fp16 now.
+  std::vector<unsigned char> bf16_masters, fp16_masters;
+  bf16_model.for_each_parameter([&](std::string_view, auto& p) {
+    const auto* b = reinterpret_cast<const unsigned char*>(p.master().data());
+    bf16_masters.insert(bf16_masters.end(), b, b + p.master().size_bytes());
+  });
+  fp16_model.for_each_parameter([&](std::string_view, auto& p) {
+    const auto* b = reinterpret_cast<const unsigned char*>(p.master().data());
+    fp16_masters.insert(fp16_masters.end(), b, b + p.master().size_bytes());
+    for (std::int64_t i = 0; i < p.master().numel(); ++i) {
+      REQUIRE(static_cast<float>(p.compute()[i]) ==
+              static_cast<float>(static_cast<Eigen::half>(p.master()[i])));
+    }
+  });
+  CHECK(bf16_masters == fp16_masters);
+  CHECK(fp16_optimizer.options().lr == 0.01);
+  CHECK(fp16_optimizer.steps() == 5);
+  // bf16 had no loss scaling: the fp16 trainer keeps its own fresh dynamic scaler.
+  CHECK(fp16_trainer.scaler().scale() == 65536.0f);
+  train(fp16_trainer, 5, 3);
+  CHECK(fp16_optimizer.steps() == 8);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE(
+    "load_checkpoint rejects a checkpoint that does not fit, listing every problem, and changes nothing",
+    "[io][checkpoint]") {
+  const auto path = scratch("mismatch");
+  // Saved: 6 -> 12 -> 3 with SGD momentum.
+  auto saved_model = make_model<mpx::fp32>(1);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> saved_loss;
+  mpx::optim::SGD saved_optimizer(saved_model, {.lr = 0.1, .momentum = 0.9});
+  mpx::Trainer saved_trainer(saved_model, saved_loss, saved_optimizer);
+  train(saved_trainer, 0, 2);
+  mpx::io::save_checkpoint(path, saved_trainer);
+
+  // Loading into: 6 -> 10 -> 3 -> 3 with AdamW (slots exp_avg, exp_avg_sq instead of momentum_buffer).
+  mpx::nn::Sequential model{mpx::nn::Linear<mpx::fp32, mpx::nn::Activation::ReLU>(features, 10),
+                            mpx::nn::Linear<mpx::fp32>(10, classes),
+                            mpx::nn::Linear<mpx::fp32>(classes, classes)};
+  model.initialize(2);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::AdamW optimizer(model, {.lr = 0.01});
+  mpx::Trainer trainer(model, loss, optimizer);
+  train(trainer, 0, 1);
+  const auto before = state_bytes(model);
+  try {
+    (void)mpx::io::load_checkpoint(path, trainer);
+    FAIL("load_checkpoint accepted a checkpoint of another architecture");
+  } catch (const mpx::io_error& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK_THAT(message, Contains(path.string()));
+    CHECK_THAT(message, Contains("nothing was loaded"));
+    CHECK_THAT(message,
+               Contains("tensor \"layers.0.weight\" has shape [12, 6] in the file, [10, 6] in the model"));
+    CHECK_THAT(message, Contains("tensor \"layers.0.bias\" has shape [12] in the file, [10] in the model"));
+    CHECK_THAT(message,
+               Contains("tensor \"layers.1.weight\" has shape [3, 12] in the file, [3, 10] in the model"));
+    CHECK_THAT(message, Contains("missing tensor \"layers.2.weight\" of shape [3, 3]"));
+    CHECK_THAT(message, Contains("missing tensor \"layers.2.bias\""));
+    CHECK_THAT(message, Contains("missing tensor \"optimizer.layers.0.weight.exp_avg\""));
+    CHECK_THAT(message, Contains("missing tensor \"optimizer.layers.1.bias.exp_avg_sq\""));
+    CHECK_THAT(message, Contains("unexpected tensor \"optimizer.layers.0.weight.momentum_buffer\""));
+    CHECK_THAT(message, Contains("unexpected tensor \"optimizer.layers.1.bias.momentum_buffer\""));
+  }
+  CHECK(state_bytes(model) == before);
+  CHECK(trainer.steps() == 1);
+  CHECK(optimizer.steps() == 1);
+  CHECK(optimizer.options().lr == 0.01);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("load_checkpoint rejects bad metadata and non-floating tensors without changing the trainer",
+          "[io][checkpoint]") {
+  const auto path = scratch("bad_metadata");
+  auto model = make_model<mpx::fp16_mixed>(1);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp16_mixed> loss;
+  mpx::optim::SGD optimizer(model, {.lr = 0.1});
+  mpx::Trainer trainer(model, loss, optimizer);
+  train(trainer, 0, 2);
+  mpx::io::save_checkpoint(path, trainer);
+  const mpx::io::SafetensorsFile good = mpx::io::load_safetensors(path);
+
+  // Rewrite the file with chosen metadata edits and the first weight stored as I32.
+  const auto rewrite = [&](const mpx::io::Metadata& changes, bool integer_weights) {
+    mpx::io::Metadata metadata = good.metadata();
+    for (const auto& [key, value] : changes) {
+      if (value.empty()) {
+        metadata.erase(key);
+      } else {
+        metadata[key] = value;
+      }
+    }
+    std::vector<mpx::io::TensorToWrite> tensors;
+    for (const auto& [name, entry] : good.tensors()) {
+      const bool as_int = integer_weights && name == "layers.0.weight";
+      tensors.push_back({name, as_int ? mpx::io::Dtype::I32 : entry.dtype, entry.shape, good.data(entry)});
+    }
+    mpx::io::save_safetensors(path, tensors, metadata);
+  };
+  const auto before = state_bytes(model);
+  const mpx::LossScalerState scaler_before = trainer.scaler().state();
+
+  rewrite(
+      {{"optimizer.lr", "-1"}, {"step", "many"}, {"scaler.growth_tracker", "99999"}, {"optimizer.steps", ""}},
+      true);
+  try {
+    (void)mpx::io::load_checkpoint(path, trainer);
+    FAIL("accepted bad metadata");
+  } catch (const mpx::io_error& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK_THAT(message, Contains("(5 problems)"));
+    CHECK_THAT(message, Contains("metadata \"step\" = \"many\" is not a valid integer"));
+    CHECK_THAT(message, Contains("metadata \"optimizer.steps\" is missing"));
+    CHECK_THAT(message, Contains("lr = -1 is invalid"));
+    CHECK_THAT(message, Contains("growth_tracker = 99999"));
+    CHECK_THAT(message, Contains("tensor \"layers.0.weight\" has dtype I32"));
+  }
+  rewrite({{"mpx.format", "something.else"}}, false);
+  CHECK_THROWS_WITH(mpx::io::load_checkpoint(path, trainer), Contains("not an mpx checkpoint"));
+  CHECK(state_bytes(model) == before);
+  CHECK(trainer.scaler().state() == scaler_before);
+  CHECK(trainer.steps() == 2);
+
+  // Reserved keys cannot be overwritten by a caller's metadata.
+  CHECK_THROWS_AS(mpx::io::save_checkpoint(path, trainer, {{"step", "0"}}), mpx::invalid_argument);
+  CHECK_THROWS_AS(mpx::io::save_checkpoint(path, trainer, {{"scaler.scale", "1"}}), mpx::invalid_argument);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("batcher_state and restore_batcher resume the data order mid-epoch", "[io][checkpoint][data]") {
+  std::vector<float> pixels(40 * 2);
+  std::vector<std::int32_t> labels(40);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    pixels[2 * i] = static_cast<float>(i);
+    labels[i] = static_cast<std::int32_t>(i % 10);
+  }
+  mpx::Tensor<float> images(mpx::Shape{40, 2});
+  std::copy(pixels.begin(), pixels.end(), images.data());
+  const mpx::data::Dataset dataset(std::move(images), labels, 10);
+  mpx::data::Batcher original(dataset, {.batch_size = 6, .seed = 17});
+  original.start_epoch(3);
+  mpx::Tensor<float> x;
+  std::vector<std::int32_t> y;
+  REQUIRE(original.next(x, y));
+  REQUIRE(original.next(x, y));
+  const mpx::io::Metadata state = mpx::io::batcher_state(original);
+  CHECK(state.at("data.position") == "12");
+  CHECK(state.at("data.epoch") == "3");
+
+  mpx::data::Batcher resumed(dataset, {.batch_size = 6, .seed = 17});
+  mpx::io::restore_batcher(resumed, state);
+  mpx::Tensor<float> x2;
+  std::vector<std::int32_t> y2;
+  while (original.next(x, y)) {
+    REQUIRE(resumed.next(x2, y2));
+    CHECK(y == y2);
+    CHECK(std::equal(x.values().begin(), x.values().end(), x2.values().begin()));
+  }
+  CHECK_FALSE(resumed.next(x2, y2));
+
+  mpx::data::Batcher other_seed(dataset, {.batch_size = 6, .seed = 18});
+  CHECK_THROWS_WITH(mpx::io::restore_batcher(other_seed, state), Contains("data.seed"));
+  mpx::io::Metadata beyond = state;
+  beyond["data.position"] = "41";
+  CHECK_THROWS_AS(mpx::io::restore_batcher(resumed, beyond), mpx::invalid_argument);
+}
