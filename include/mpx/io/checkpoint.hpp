@@ -53,16 +53,18 @@ using Metadata = std::map<std::string, std::string>;
 template <class Optimizer>
 struct optimizer_state_names;
 
+/// @brief SGD's names: its one slot is PyTorch's `momentum_buffer`.
 template <class Model>
 struct optimizer_state_names<optim::SGD<Model>> {
-  static constexpr std::string_view optimizer = "SGD";
-  static constexpr std::array<std::string_view, 1> slots{"momentum_buffer"};
+  static constexpr std::string_view optimizer = "SGD";                        ///< metadata `optimizer`
+  static constexpr std::array<std::string_view, 1> slots{"momentum_buffer"};  ///< slot names
 };
 
+/// @brief AdamW's names: PyTorch's `exp_avg` and `exp_avg_sq`.
 template <class Model>
 struct optimizer_state_names<optim::AdamW<Model>> {
-  static constexpr std::string_view optimizer = "AdamW";
-  static constexpr std::array<std::string_view, 2> slots{"exp_avg", "exp_avg_sq"};
+  static constexpr std::string_view optimizer = "AdamW";                            ///< metadata `optimizer`
+  static constexpr std::array<std::string_view, 2> slots{"exp_avg", "exp_avg_sq"};  ///< slot names
 };
 
 /// @brief The value of checkpoint metadata key `mpx.format`.

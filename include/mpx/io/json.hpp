@@ -3,10 +3,11 @@
 #pragma once
 /// @file
 /// @brief A small, strict JSON reader (RFC 8259) and the string escaping a writer needs: enough for
-/// mpx's own files (experiment records), with errors that give the byte offset.
+/// mpx's own files (experiment records, safetensors headers), with errors that give the byte offset.
 ///
 /// Numbers keep their text, so that integers up to 64 bits and doubles both read back exactly.
-/// Nesting is limited (a hostile file cannot exhaust the stack) and duplicate keys are errors.
+/// Nesting is limited (a hostile file cannot exhaust the stack), duplicate keys are errors, and
+/// strings must be valid UTF-8.
 
 #include <cstddef>
 #include <cstdint>
@@ -68,92 +69,251 @@ struct Value {
 
 namespace detail {
 
-class Parser {
+/// The lexical layer both of mpx's JSON readers stand on (the generic `json::parse` below and the
+/// safetensors header reader): a position in the text, whitespace, punctuation and strict strings
+/// (escapes and surrogate pairs decoded to UTF-8, control characters and malformed UTF-8 rejected).
+/// Errors are `io_error`s "<prefix><base + offset>: <what>".
+class Cursor {
  public:
-  Parser(std::string_view text, std::string_view source) : text_(text), source_(source) {}
+  Cursor(std::string_view text, std::string prefix, std::size_t base = 0)
+      : prefix_(std::move(prefix)), base_(base), text_(text) {}
+
+  template <class... Parts>
+  [[noreturn]] void fail(std::size_t at, const Parts&... what) const {
+    throw io_error(mpx::detail::concat(prefix_, base_ + at, ": ", what...));
+  }
+
+  [[nodiscard]] std::string_view text() const noexcept { return text_; }
+  [[nodiscard]] std::size_t position() const noexcept { return position_; }
+  [[nodiscard]] bool at_end() const noexcept { return position_ >= text_.size(); }
+  [[nodiscard]] char peek() const noexcept { return position_ < text_.size() ? text_[position_] : '\0'; }
+  void advance(std::size_t count = 1) noexcept { position_ += count; }
+
+  bool consume(char c) noexcept {
+    if (position_ < text_.size() && text_[position_] == c) {
+      ++position_;
+      return true;
+    }
+    return false;
+  }
+  bool consume(std::string_view word) noexcept {
+    if (text_.substr(position_, word.size()) != word) return false;
+    position_ += word.size();
+    return true;
+  }
+  void expect(char c, const char* what) {
+    if (!consume(c)) fail(position_, what, " (found ", describe_char(), ")");
+  }
+  void skip_space() noexcept {
+    while (position_ < text_.size() && (text_[position_] == ' ' || text_[position_] == '\t' ||
+                                        text_[position_] == '\n' || text_[position_] == '\r')) {
+      ++position_;
+    }
+  }
+
+  /// The character at the position, for messages: 'x', "byte 0x1f" or "the end of the text".
+  [[nodiscard]] std::string describe_char() const {
+    if (position_ >= text_.size()) return "the end of the text";
+    const auto c = static_cast<unsigned char>(text_[position_]);
+    if (c >= 0x20 && c < 0x7f) return mpx::detail::concat("'", static_cast<char>(c), "'");
+    return mpx::detail::concat("byte 0x", hex(c));
+  }
+
+  static std::string hex(unsigned char value) {
+    constexpr const char* digits = "0123456789abcdef";
+    return {digits[value >> 4], digits[value & 0xf]};
+  }
+
+  /// Text from a file for a message: at most 64 characters, control characters escaped.
+  static std::string printable(std::string_view text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c < 0x20 || c == 0x7f) {
+        out.append("\\x").append(hex(c));
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+    }
+    if (text.size() > 64) out.append("...");
+    return out;
+  }
+
+  /// A JSON string at the position, decoded.
+  std::string parse_string() {
+    if (peek() != '"') fail(position_, "found ", describe_char(), ", expected a string");
+    const std::size_t start = position_++;
+    std::string out;
+    for (;;) {
+      if (position_ >= text_.size()) fail(start, "unterminated string");
+      const auto c = static_cast<unsigned char>(text_[position_]);
+      if (c == '"') {
+        ++position_;
+        return out;
+      }
+      if (c < 0x20) fail(position_, "control character 0x", hex(c), " inside a string");
+      if (c == '\\') {
+        ++position_;
+        if (position_ >= text_.size()) fail(start, "unterminated string");
+        const char e = text_[position_++];
+        switch (e) {
+          case '"': out.push_back('"'); break;
+          case '\\': out.push_back('\\'); break;
+          case '/': out.push_back('/'); break;
+          case 'b': out.push_back('\b'); break;
+          case 'f': out.push_back('\f'); break;
+          case 'n': out.push_back('\n'); break;
+          case 'r': out.push_back('\r'); break;
+          case 't': out.push_back('\t'); break;
+          case 'u': append_escaped_code_point(out); break;
+          default: fail(position_ - 1, "invalid escape '\\", printable(std::string_view(&e, 1)), "'");
+        }
+        continue;
+      }
+      if (c < 0x80) {
+        out.push_back(static_cast<char>(c));
+        ++position_;
+        continue;
+      }
+      // Multi-byte UTF-8: validate the lead byte, the continuation bytes and overlong/surrogate forms.
+      const std::size_t at = position_;
+      int length = 0;
+      std::uint32_t code = 0;
+      if (c >= 0xc2 && c <= 0xdf) {
+        length = 2, code = c & 0x1fu;
+      } else if (c >= 0xe0 && c <= 0xef) {
+        length = 3, code = c & 0x0fu;
+      } else if (c >= 0xf0 && c <= 0xf4) {
+        length = 4, code = c & 0x07u;
+      } else {
+        fail(at, "invalid UTF-8 byte 0x", hex(c));
+      }
+      if (at + static_cast<std::size_t>(length) > text_.size()) fail(at, "truncated UTF-8 sequence");
+      for (int k = 1; k < length; ++k) {
+        const auto next = static_cast<unsigned char>(text_[at + static_cast<std::size_t>(k)]);
+        if ((next & 0xc0u) != 0x80u)
+          fail(at + static_cast<std::size_t>(k), "invalid UTF-8 continuation byte 0x", hex(next));
+        code = (code << 6) | (next & 0x3fu);
+      }
+      if ((length == 3 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
+          (length == 4 && (code < 0x10000 || code > 0x10ffff))) {
+        fail(at, "invalid UTF-8 sequence (overlong, surrogate or beyond U+10FFFF)");
+      }
+      out.append(text_.substr(at, static_cast<std::size_t>(length)));
+      position_ = at + static_cast<std::size_t>(length);
+    }
+  }
+
+ private:
+  void append_escaped_code_point(std::string& out) {
+    const std::size_t at = position_ - 2;
+    std::uint32_t code = parse_hex4();
+    if (code >= 0xd800 && code <= 0xdbff) {
+      if (!(position_ + 1 < text_.size() && text_[position_] == '\\' && text_[position_ + 1] == 'u')) {
+        fail(at, "unpaired UTF-16 surrogate in a \\u escape");
+      }
+      position_ += 2;
+      const std::uint32_t low = parse_hex4();
+      if (low < 0xdc00 || low > 0xdfff) fail(at, "unpaired UTF-16 surrogate in a \\u escape");
+      code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+    } else if (code >= 0xdc00 && code <= 0xdfff) {
+      fail(at, "unpaired UTF-16 surrogate in a \\u escape");
+    }
+    if (code < 0x80) {
+      out.push_back(static_cast<char>(code));
+    } else if (code < 0x800) {
+      out.push_back(static_cast<char>(0xc0 | (code >> 6)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
+    } else if (code < 0x10000) {
+      out.push_back(static_cast<char>(0xe0 | (code >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3f)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
+    } else {
+      out.push_back(static_cast<char>(0xf0 | (code >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3f)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3f)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
+    }
+  }
+
+  std::uint32_t parse_hex4() {
+    std::uint32_t value = 0;
+    for (int k = 0; k < 4; ++k) {
+      if (position_ >= text_.size()) fail(position_, "truncated \\u escape");
+      const char h = text_[position_];
+      std::uint32_t digit = 0;
+      if (h >= '0' && h <= '9') {
+        digit = static_cast<std::uint32_t>(h - '0');
+      } else if (h >= 'a' && h <= 'f') {
+        digit = static_cast<std::uint32_t>(h - 'a' + 10);
+      } else if (h >= 'A' && h <= 'F') {
+        digit = static_cast<std::uint32_t>(h - 'A' + 10);
+      } else {
+        fail(position_, "invalid hex digit ", describe_char(), " in a \\u escape");
+      }
+      value = value * 16 + digit;
+      ++position_;
+    }
+    return value;
+  }
+
+  std::string prefix_;
+  std::size_t base_ = 0;
+
+ protected:
+  std::string_view text_;     // NOLINT: the readers built on the cursor scan it directly
+  std::size_t position_ = 0;  // NOLINT
+};
+
+// The generic reader: any JSON value, nested at most 64 levels.
+class Parser : Cursor {
+ public:
+  Parser(std::string_view text, std::string_view source)
+      : Cursor(text, mpx::detail::concat(source, ": invalid JSON at byte ")) {}
 
   Value document() {
     Value value = parse_value(0);
     skip_space();
-    if (pos_ != text_.size()) fail("unexpected text after the JSON value");
+    if (!at_end()) fail(position(), "unexpected text after the JSON value");
     return value;
   }
 
  private:
   static constexpr int max_depth = 64;
 
-  [[noreturn]] void fail(std::string_view what) const {
-    throw io_error(mpx::detail::concat(source_, ": invalid JSON at byte ", pos_, ": ", what));
-  }
-
-  void skip_space() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
-      ++pos_;
-    }
-  }
-
-  [[nodiscard]] char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
-
-  void expect(char c) {
-    if (peek() != c) fail(mpx::detail::concat("expected '", c, "'"));
-    ++pos_;
-  }
-
-  bool consume_word(std::string_view word) {
-    if (text_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
-    return true;
-  }
-
   Value parse_value(int depth) {
-    if (depth >= max_depth) fail("nested deeper than 64 levels");
+    if (depth >= max_depth) fail(position(), "nested deeper than 64 levels");
     skip_space();
     Value value;
     const char c = peek();
-    if (c == '{') {
+    if (consume('{')) {
       value.kind = Value::Kind::object;
-      ++pos_;
       skip_space();
-      if (peek() == '}') {
-        ++pos_;
-        return value;
-      }
+      if (consume('}')) return value;
       std::unordered_set<std::string> keys;
       while (true) {
         skip_space();
-        if (peek() != '"') fail("expected a string key");
+        if (peek() != '"') fail(position(), "expected a string key");
+        const std::size_t key_at = position();
         std::string key = parse_string();
-        if (!keys.insert(key).second) fail(mpx::detail::concat("duplicate key ", quote(key)));
+        if (!keys.insert(key).second) fail(key_at, "duplicate key ", quote(key));
         skip_space();
-        expect(':');
+        expect(':', "expected ':' after a key");
         value.members.emplace_back(std::move(key), parse_value(depth + 1));
         skip_space();
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect('}');
-        return value;
+        if (consume('}')) return value;
+        expect(',', "expected ',' or '}' in an object");
       }
     }
-    if (c == '[') {
+    if (consume('[')) {
       value.kind = Value::Kind::array;
-      ++pos_;
       skip_space();
-      if (peek() == ']') {
-        ++pos_;
-        return value;
-      }
+      if (consume(']')) return value;
       while (true) {
         value.items.push_back(parse_value(depth + 1));
         skip_space();
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect(']');
-        return value;
+        if (consume(']')) return value;
+        expect(',', "expected ',' or ']' in an array");
       }
     }
     if (c == '"') {
@@ -161,133 +321,45 @@ class Parser {
       value.text = parse_string();
       return value;
     }
-    if (consume_word("true")) {
+    if (consume(std::string_view("true"))) {
       value.kind = Value::Kind::boolean;
       value.boolean = true;
       return value;
     }
-    if (consume_word("false")) {
+    if (consume(std::string_view("false"))) {
       value.kind = Value::Kind::boolean;
       return value;
     }
-    if (consume_word("null")) return value;
+    if (consume(std::string_view("null"))) return value;
     if (c == '-' || (c >= '0' && c <= '9')) {
       value.kind = Value::Kind::number;
       value.text = parse_number();
       return value;
     }
-    fail(pos_ < text_.size() ? "expected a value" : "unexpected end of input");
+    fail(position(), at_end() ? "unexpected end of input" : "expected a value");
   }
 
-  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+  static bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
+  // A number as RFC 8259 spells it, returned as written.
   std::string parse_number() {
-    const std::size_t start = pos_;
-    if (peek() == '-') ++pos_;
-    if (peek() == '0') {
-      ++pos_;
-    } else if (is_digit(peek())) {
-      while (is_digit(peek())) ++pos_;
-    } else {
-      fail("expected a digit");
+    const std::size_t start = position();
+    consume('-');
+    if (!consume('0')) {
+      if (!is_digit(peek())) fail(position(), "expected a digit");
+      while (is_digit(peek())) advance();
     }
-    if (peek() == '.') {
-      ++pos_;
-      if (!is_digit(peek())) fail("expected a digit after '.'");
-      while (is_digit(peek())) ++pos_;
+    if (consume('.')) {
+      if (!is_digit(peek())) fail(position(), "expected a digit after '.'");
+      while (is_digit(peek())) advance();
     }
-    if (peek() == 'e' || peek() == 'E') {
-      ++pos_;
-      if (peek() == '+' || peek() == '-') ++pos_;
-      if (!is_digit(peek())) fail("expected a digit in the exponent");
-      while (is_digit(peek())) ++pos_;
+    if (consume('e') || consume('E')) {
+      if (!consume('+')) consume('-');
+      if (!is_digit(peek())) fail(position(), "expected a digit in the exponent");
+      while (is_digit(peek())) advance();
     }
-    return std::string(text_.substr(start, pos_ - start));
+    return std::string(text().substr(start, position() - start));
   }
-
-  unsigned hex_digits() {
-    unsigned code = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = peek();
-      unsigned digit = 0;
-      if (c >= '0' && c <= '9') {
-        digit = static_cast<unsigned>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        digit = static_cast<unsigned>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        digit = static_cast<unsigned>(c - 'A' + 10);
-      } else {
-        fail("expected four hex digits after \\u");
-      }
-      code = code * 16 + digit;
-      ++pos_;
-    }
-    return code;
-  }
-
-  static void append_utf8(std::string& out, unsigned code) {
-    if (code < 0x80) {
-      out.push_back(static_cast<char>(code));
-    } else if (code < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (code >> 6)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else if (code < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (code >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (code >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    }
-  }
-
-  std::string parse_string() {
-    expect('"');
-    std::string out;
-    while (true) {
-      if (pos_ >= text_.size()) fail("unterminated string");
-      const char c = text_[pos_];
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
-      ++pos_;
-      if (c == '"') return out;
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      const char escape = peek();
-      ++pos_;
-      switch (escape) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
-        case 'u': {
-          unsigned code = hex_digits();
-          if (code >= 0xD800 && code < 0xDC00) {  // a surrogate pair spells one code point
-            if (!consume_word("\\u")) fail("unpaired surrogate");
-            const unsigned low = hex_digits();
-            if (low < 0xDC00 || low >= 0xE000) fail("unpaired surrogate");
-            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-          } else if (code >= 0xDC00 && code < 0xE000) {
-            fail("unpaired surrogate");
-          }
-          append_utf8(out, code);
-          break;
-        }
-        default: --pos_; fail("unknown escape");
-      }
-    }
-  }
-
-  std::string_view text_;
-  std::string_view source_;
-  std::size_t pos_ = 0;
 };
 
 }  // namespace detail

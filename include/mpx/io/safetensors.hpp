@@ -38,6 +38,7 @@
 
 #include "mpx/error.hpp"
 #include "mpx/io/atomic_file.hpp"
+#include "mpx/io/json.hpp"
 
 namespace mpx::io {
 
@@ -96,18 +97,18 @@ inline constexpr std::uint64_t max_safetensors_header_bytes = 100'000'000;
 /// @brief One tensor to write: its name, dtype, shape and raw little-endian bytes (not copied; they
 /// must stay alive until the write returns).
 struct TensorToWrite {
-  std::string name;
-  Dtype dtype = Dtype::F32;
-  std::vector<std::int64_t> shape;
-  std::span<const std::byte> bytes;
+  std::string name;                  ///< its key in the header
+  Dtype dtype = Dtype::F32;          ///< element type
+  std::vector<std::int64_t> shape;   ///< extents, outermost first
+  std::span<const std::byte> bytes;  ///< the data: product of the shape times the element size
 };
 
 /// @brief Where one tensor of a parsed file lies.
 struct TensorEntry {
-  Dtype dtype = Dtype::F32;
-  std::vector<std::int64_t> shape;
-  std::uint64_t begin = 0;  ///< offset of its first byte in the data buffer
-  std::uint64_t end = 0;    ///< offset one past its last byte
+  Dtype dtype = Dtype::F32;         ///< element type
+  std::vector<std::int64_t> shape;  ///< extents, outermost first
+  std::uint64_t begin = 0;          ///< offset of its first byte in the data buffer
+  std::uint64_t end = 0;            ///< offset one past its last byte
 
   /// @brief Number of elements: the product of `shape` (1 for a scalar).
   [[nodiscard]] std::int64_t numel() const noexcept {
@@ -159,9 +160,11 @@ template <class... Parts>
 /// A strict recursive-descent reader of exactly the JSON a safetensors header may hold. It never
 /// recurses deeper than three levels (header object, tensor object, shape array), so no input can
 /// exhaust the stack, and everything it stores is bounded by the header's length.
-class HeaderParser {
+class HeaderParser : json::detail::Cursor {
  public:
-  HeaderParser(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+  // Offsets in messages count from the start of the file: the header follows its 8-byte length.
+  HeaderParser(std::string_view text, const std::string& source)
+      : Cursor(text, concat("mpx::io::load_safetensors: \"", source, "\" at byte "), 8) {}
 
   /// Fills `metadata` and `tensors`, and `positions` with the offset (in the file) of each tensor's entry.
   void parse(std::map<std::string, std::string>& metadata, std::map<std::string, TensorEntry>& tensors,
@@ -322,178 +325,6 @@ class HeaderParser {
     }
     return static_cast<std::int64_t>(value);
   }
-
-  // A JSON string: escapes decoded (\uXXXX and surrogate pairs to UTF-8), control characters and
-  // malformed UTF-8 rejected.
-  std::string parse_string() {
-    if (peek() != '"') fail(position_, "found ", describe_char(), ", expected a string");
-    const std::size_t start = position_++;
-    std::string out;
-    for (;;) {
-      if (position_ >= text_.size()) fail(start, "unterminated string");
-      const auto c = static_cast<unsigned char>(text_[position_]);
-      if (c == '"') {
-        ++position_;
-        return out;
-      }
-      if (c < 0x20) fail(position_, "control character 0x", hex(c), " inside a string");
-      if (c == '\\') {
-        ++position_;
-        if (position_ >= text_.size()) fail(start, "unterminated string");
-        const char e = text_[position_++];
-        switch (e) {
-          case '"': out.push_back('"'); break;
-          case '\\': out.push_back('\\'); break;
-          case '/': out.push_back('/'); break;
-          case 'b': out.push_back('\b'); break;
-          case 'f': out.push_back('\f'); break;
-          case 'n': out.push_back('\n'); break;
-          case 'r': out.push_back('\r'); break;
-          case 't': out.push_back('\t'); break;
-          case 'u': append_escaped_code_point(out); break;
-          default: fail(position_ - 1, "invalid escape '\\", printable(std::string(1, e)), "'");
-        }
-        continue;
-      }
-      if (c < 0x80) {
-        out.push_back(static_cast<char>(c));
-        ++position_;
-        continue;
-      }
-      // Multi-byte UTF-8: validate the lead byte, the continuation bytes and overlong/surrogate forms.
-      const std::size_t at = position_;
-      int length = 0;
-      std::uint32_t code = 0;
-      if (c >= 0xc2 && c <= 0xdf) {
-        length = 2, code = c & 0x1fu;
-      } else if (c >= 0xe0 && c <= 0xef) {
-        length = 3, code = c & 0x0fu;
-      } else if (c >= 0xf0 && c <= 0xf4) {
-        length = 4, code = c & 0x07u;
-      } else {
-        fail(at, "invalid UTF-8 byte 0x", hex(c));
-      }
-      if (at + static_cast<std::size_t>(length) > text_.size()) fail(at, "truncated UTF-8 sequence");
-      for (int k = 1; k < length; ++k) {
-        const auto next = static_cast<unsigned char>(text_[at + static_cast<std::size_t>(k)]);
-        if ((next & 0xc0u) != 0x80u)
-          fail(at + static_cast<std::size_t>(k), "invalid UTF-8 continuation byte 0x", hex(next));
-        code = (code << 6) | (next & 0x3fu);
-      }
-      if ((length == 3 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
-          (length == 4 && (code < 0x10000 || code > 0x10ffff))) {
-        fail(at, "invalid UTF-8 sequence (overlong, surrogate or beyond U+10FFFF)");
-      }
-      out.append(text_.substr(at, static_cast<std::size_t>(length)));
-      position_ = at + static_cast<std::size_t>(length);
-    }
-  }
-
-  void append_escaped_code_point(std::string& out) {
-    const std::size_t at = position_ - 2;
-    std::uint32_t code = parse_hex4();
-    if (code >= 0xd800 && code <= 0xdbff) {
-      if (!(position_ + 1 < text_.size() && text_[position_] == '\\' && text_[position_ + 1] == 'u')) {
-        fail(at, "unpaired UTF-16 surrogate in a \\u escape");
-      }
-      position_ += 2;
-      const std::uint32_t low = parse_hex4();
-      if (low < 0xdc00 || low > 0xdfff) fail(at, "unpaired UTF-16 surrogate in a \\u escape");
-      code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
-    } else if (code >= 0xdc00 && code <= 0xdfff) {
-      fail(at, "unpaired UTF-16 surrogate in a \\u escape");
-    }
-    if (code < 0x80) {
-      out.push_back(static_cast<char>(code));
-    } else if (code < 0x800) {
-      out.push_back(static_cast<char>(0xc0 | (code >> 6)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
-    } else if (code < 0x10000) {
-      out.push_back(static_cast<char>(0xe0 | (code >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
-    } else {
-      out.push_back(static_cast<char>(0xf0 | (code >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (code & 0x3f)));
-    }
-  }
-
-  std::uint32_t parse_hex4() {
-    std::uint32_t value = 0;
-    for (int k = 0; k < 4; ++k) {
-      if (position_ >= text_.size()) fail(position_, "truncated \\u escape");
-      const char h = text_[position_];
-      std::uint32_t digit = 0;
-      if (h >= '0' && h <= '9') {
-        digit = static_cast<std::uint32_t>(h - '0');
-      } else if (h >= 'a' && h <= 'f') {
-        digit = static_cast<std::uint32_t>(h - 'a' + 10);
-      } else if (h >= 'A' && h <= 'F') {
-        digit = static_cast<std::uint32_t>(h - 'A' + 10);
-      } else {
-        fail(position_, "invalid hex digit ", describe_char(), " in a \\u escape");
-      }
-      value = value * 16 + digit;
-      ++position_;
-    }
-    return value;
-  }
-
-  [[nodiscard]] char peek() const noexcept { return position_ < text_.size() ? text_[position_] : '\0'; }
-  bool consume(char c) {
-    if (position_ < text_.size() && text_[position_] == c) {
-      ++position_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c, const char* what) {
-    if (!consume(c)) fail(position_, what, " (found ", describe_char(), ")");
-  }
-  void skip_space() {
-    while (position_ < text_.size() && (text_[position_] == ' ' || text_[position_] == '\t' ||
-                                        text_[position_] == '\n' || text_[position_] == '\r')) {
-      ++position_;
-    }
-  }
-
-  [[nodiscard]] std::string describe_char() const {
-    if (position_ >= text_.size()) return "the end of the header";
-    const auto c = static_cast<unsigned char>(text_[position_]);
-    if (c >= 0x20 && c < 0x7f) return concat("'", static_cast<char>(c), "'");
-    return concat("byte 0x", hex(c));
-  }
-
-  static std::string hex(unsigned char value) {
-    constexpr const char* digits = "0123456789abcdef";
-    return {digits[value >> 4], digits[value & 0xf]};
-  }
-
-  // Names in messages: at most 64 characters, control characters escaped.
-  static std::string printable(const std::string& text) {
-    std::string out;
-    for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
-      const auto c = static_cast<unsigned char>(text[i]);
-      if (c < 0x20 || c == 0x7f) {
-        out.append("\\x").append(hex(c));
-      } else {
-        out.push_back(static_cast<char>(c));
-      }
-    }
-    if (text.size() > 64) out.append("...");
-    return out;
-  }
-
-  template <class... Parts>
-  [[noreturn]] void fail(std::size_t at, const Parts&... what) const {
-    fail_at(source_, 8 + at, what...);
-  }
-
-  std::string_view text_;
-  const std::string& source_;
-  std::size_t position_ = 0;
 };
 
 /// Multiplies without wrapping; false when the product exceeds `limit`.
