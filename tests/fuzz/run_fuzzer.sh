@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Builds one libFuzzer target with clang (ASan + UBSan) and runs it for a while on its seed corpus.
-#   tests/fuzz/run_fuzzer.sh <safetensors|idx> <seconds> <work directory>
+#   tests/fuzz/run_fuzzer.sh <safetensors|idx|json> <seconds> <work directory>
 # Exits 77 (registered as SKIP in CTest) when clang++ cannot build a libFuzzer program here
 # (Debian: apt-get install clang libclang-rt-dev). A longer run: see docs/reliability.md.
 set -euo pipefail

@@ -276,9 +276,9 @@ TEST_CASE("json::parse reads nested documents, escapes and surrogate pairs, and 
       "  \"s\": \"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t \\u00e9 \\u6F22 \\ud834\\udd1e\",\n"
       "  \"t\": true, \"f\": false, \"e\": {}, \"n\": []} \n");
   REQUIRE(v.kind == json::Value::Kind::object);
-  REQUIRE(v.members.size() == 6);
-  CHECK(v.members[0].first == "a");  // file order
-  CHECK(v.members[5].first == "n");
+  REQUIRE(v.keys.size() == 6);
+  CHECK(v.keys[0] == "a");  // file order
+  CHECK(v.keys[5] == "n");
   const json::Value& a = *v.find("a");
   REQUIRE(a.kind == json::Value::Kind::array);
   REQUIRE(a.items.size() == 7);
@@ -295,7 +295,7 @@ TEST_CASE("json::parse reads nested documents, escapes and surrogate pairs, and 
   CHECK(v.find("f")->kind == json::Value::Kind::boolean);
   CHECK_FALSE(v.find("f")->boolean);
   CHECK(v.find("e")->kind == json::Value::Kind::object);
-  CHECK(v.find("e")->members.empty());
+  CHECK(v.find("e")->keys.empty());
   CHECK(v.find("n")->items.empty());
   CHECK(v.find("missing") == nullptr);
   // 64 levels of nesting are fine.

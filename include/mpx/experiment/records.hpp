@@ -324,7 +324,7 @@ template <Record R>
   std::vector<R> records;
   for (std::size_t r = 0; r < document.items.size(); ++r) {
     const io::json::Value& object = document.items[r];
-    if (object.kind != io::json::Value::Kind::object || object.members.size() != fields) {
+    if (object.kind != io::json::Value::Kind::object || object.keys.size() != fields) {
       throw io_error(
           mpx::detail::concat(source, ": record ", r + 1, " must be an object with ", fields, " keys"));
     }

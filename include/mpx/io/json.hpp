@@ -25,16 +25,18 @@ namespace mpx::io::json {
 struct Value {
   /// What the value is.
   enum class Kind { null, boolean, number, string, array, object };
-  Kind kind = Kind::null;    ///< which of the members below holds the value
-  bool boolean = false;      ///< for Kind::boolean
-  std::string text;          ///< Kind::string: the decoded string; Kind::number: the number as written
-  std::vector<Value> items;  ///< Kind::array
-  std::vector<std::pair<std::string, Value>> members;  ///< Kind::object, in file order
+  Kind kind = Kind::null;  ///< which of the members below holds the value
+  bool boolean = false;    ///< for Kind::boolean
+  std::string text;        ///< Kind::string: the decoded string; Kind::number: the number as written
+  /// Kind::array: the elements; Kind::object: the members' values, in file order.
+  std::vector<Value> items;
+  /// Kind::object: the members' names; `keys[i]` names `items[i]`.
+  std::vector<std::string> keys;
 
   /// @brief The member called `key`, or null when there is none (objects only).
   [[nodiscard]] const Value* find(std::string_view key) const noexcept {
-    for (const auto& [name, value] : members) {
-      if (name == key) return &value;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == key) return &items[i];
     }
     return nullptr;
   }
@@ -299,7 +301,8 @@ class Parser : Cursor {
         if (!keys.insert(key).second) fail(key_at, "duplicate key ", quote(key));
         skip_space();
         expect(':', "expected ':' after a key");
-        value.members.emplace_back(std::move(key), parse_value(depth + 1));
+        value.keys.push_back(std::move(key));
+        value.items.push_back(parse_value(depth + 1));
         skip_space();
         if (consume('}')) return value;
         expect(',', "expected ',' or '}' in an object");
