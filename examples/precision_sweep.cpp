@@ -78,12 +78,13 @@ Run train(const Settings& s, const mpx::data::Dataset& train_set, const mpx::dat
   const double total_steps = double(batcher.batches_per_epoch()) * s.epochs;
   double window_loss = 0;
   std::int64_t window_steps = 0, window_skipped = 0;
-  for (int epoch = 0; epoch < s.epochs && !run.diverged; ++epoch) {
+  int epochs_run = 0;
+  for (int epoch = 0; epoch < s.epochs && !run.diverged; ++epoch, ++epochs_run) {
     const auto summary = ex::train_epoch(
         trainer, batcher, epoch, [&](std::int64_t step, std::int64_t steps, const mpx::StepResult& r) {
+          // Cosine decay of the learning rate over the whole run.
           const double progress = (double(epoch) * double(steps) + double(step + 1)) / total_steps;
-          optimizer.set_lr(s.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)) +
-                           1e-7);  // cosine decay
+          optimizer.set_lr(s.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)) + 1e-7);
           window_loss += r.loss;
           ++window_steps;
           window_skipped += r.stepped ? 0 : 1;
@@ -94,11 +95,12 @@ Run train(const Settings& s, const mpx::data::Dataset& train_set, const mpx::dat
             window_steps = window_skipped = 0;
           }
         });
-    run.seconds_per_epoch += summary.seconds / s.epochs;
+    run.seconds_per_epoch += summary.seconds;
     run.skipped_steps += summary.skipped_steps;
     run.diverged = summary.diverged_at_step != 0;
     run.diverged_at_step = summary.diverged_at_step;
   }
+  run.seconds_per_epoch /= epochs_run;
   const auto test = ex::evaluate(model, loss, test_set);
   const auto& memory = trainer.first_step_memory();
   run.test_accuracy = test.accuracy;
@@ -119,14 +121,16 @@ Settings parse(int argc, char** argv) {
   Settings s;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string option = argv[i], value = argv[i + 1];
-    const double number = std::atof(value.c_str());
+    char* end = nullptr;
+    double number = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || *end != '\0') number = -1;  // not a number: no option accepts it
     if (option == "--epochs" && number >= 1) {
       s.epochs = int(number);
     } else if (option == "--train-samples" && number >= 1 && number <= 60000) {
       s.train_samples = std::int64_t(number);
     } else if (option == "--lr" && number > 0) {
       s.lr = number;
-    } else if (option == "--seed" && number >= 0) {
+    } else if (option == "--seed" && number >= 0 && number == std::floor(number)) {
       s.seed = std::uint64_t(number);
     } else if (option == "--out") {
       s.out = value;
