@@ -214,7 +214,10 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
   if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
     plan->algo = result.algo;
     plan->found = true;
-  } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
+  } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED &&
+             status != CUBLAS_STATUS_INVALID_VALUE) {
+    // INVALID_VALUE: a combination cuBLASLt rejects (e.g. a bias gradient type it does not take);
+    // like NOT_SUPPORTED it sends the call to the unfused path. Anything else is a real failure.
     MPX_CUBLAS_CHECK(status);
   }
   return plan;
@@ -357,7 +360,9 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
 
   // A k = 0 product is all zeros; cuBLASLt's handling of k = 0 varies, so it goes the unfused way.
   cublasLtEpilogue_t fused{};
-  if (g.k > 0 && detail::cublaslt_epilogue(epilogue, fused)) {
+  // cuBLASLt requires the GELU aux leading dimension (our N) to be a multiple of 8.
+  const bool aux_ld_ok = !(writes_aux(epilogue) || reads_aux(epilogue)) || g.n % 8 == 0;
+  if (g.k > 0 && aux_ld_ok && detail::cublaslt_epilogue(epilogue, fused)) {
     detail::MatmulCall fused_call = call;
     fused_call.key.epilogue = epilogue;
     if (reads_bias(epilogue)) {
