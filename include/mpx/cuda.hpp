@@ -3,7 +3,8 @@
 #pragma once
 /// @file
 /// @brief The CUDA umbrella: everything in <mpx/mpx.hpp> plus what exists of the CUDA backend so far
-/// (status checks, data and compute types per precision). Link `mpx::cuda`.
+/// (status checks, data and compute types per precision, the device context, device memory and
+/// tensor copies, and the cuBLASLt GEMM). Link `mpx::cuda`.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA
@@ -14,4 +15,7 @@
 #include "mpx/mpx.hpp"
 
 #include "mpx/backend/cuda/check.hpp"
+#include "mpx/backend/cuda/context.hpp"
 #include "mpx/backend/cuda/data_type.hpp"
+#include "mpx/backend/cuda/gemm.hpp"
+#include "mpx/backend/cuda/memory.hpp"

@@ -14,9 +14,11 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "mpx/config.hpp"
 #include "mpx/error.hpp"
+#include "mpx/numeric/tags.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/device.hpp"
 #include "mpx/tensor/shape.hpp"
@@ -79,6 +81,11 @@ constexpr bool writes_bias_grad(Epilogue e) noexcept {
   return e == Epilogue::DReluBGrad || e == Epilogue::DGeluBGrad || e == Epilogue::BGradA ||
          e == Epilogue::BGradB;
 }
+
+/// @brief Accumulate element type of a GEMM with compute precision `Compute`: `double` for `Double`,
+/// else `float` (what cuBLASLt's COMPUTE_64F / COMPUTE_32F* accumulate in; bias gradients use it).
+template <NumericTag Compute>
+using gemm_accumulate_t = std::conditional_t<std::is_same_v<Compute, Double>, double, float>;
 
 /// @brief Everything about a GEMM call except its operands.
 struct GemmConfig {

@@ -32,9 +32,8 @@
 
 namespace mpx::cpu {
 
-/// @brief Accumulate element type for compute precision `Compute`: `double` for `Double`, else `float`.
-template <NumericTag Compute>
-using gemm_accumulate_t = std::conditional_t<std::is_same_v<Compute, Double>, double, float>;
+/// @brief Accumulate element type for compute precision `Compute` (see `mpx::gemm_accumulate_t`).
+using mpx::gemm_accumulate_t;
 
 /// @brief `mpx::GemmOperands` for host tensors.
 template <Element TD, class Acc = math_t<tag_of_t<TD>>>
@@ -119,14 +118,14 @@ void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
   if constexpr (std::is_same_v<Compute, TF32>) {
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j) out[j] = round_tf32_branchless(in[j]);
-    return;
+    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<S, Eigen::bfloat16> && std::is_same_v<Acc, float>) {
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j) {
       const std::uint32_t bits = Eigen::numext::bit_cast<std::uint16_t>(in[j]);
       out[j] = Eigen::numext::bit_cast<float>(bits << 16);
     }
-    return;
+    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<S, Eigen::half> && std::is_same_v<Acc, float>) {
 #if defined(EIGEN_HAS_FP16_C)
     for (; i + 8 <= end; i += 8) {
@@ -136,7 +135,7 @@ void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j)
       out[j] = half_bits_to_float(Eigen::numext::bit_cast<std::uint16_t>(in[j]));
-    return;
+    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
 #endif
   }
   for (; i < end; ++i) out[i] = static_cast<Acc>(in[i]);
@@ -150,7 +149,7 @@ void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j)
       out[j] = Eigen::numext::bit_cast<Eigen::bfloat16>(bfloat16_bits_of(in[j]));
-    return;
+    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<TD, Eigen::half> && std::is_same_v<Acc, float>) {
 #if defined(EIGEN_HAS_FP16_C)
     // Eigen's scalar float_to_half_rtne is then _cvtss_sh(x, 0): the same instruction, nearest even.
@@ -163,7 +162,7 @@ void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j)
       out[j] = Eigen::numext::bit_cast<Eigen::half>(float_to_half_bits(in[j]));
-    return;
+    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
 #endif
   }
   for (; i < end; ++i) out[i] = round_to<tag_of_t<TD>>(in[i]);

@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `mpx::cuda::gemm`: the GEMM contract of backend/gemm_spec.hpp (the one `mpx::cpu::gemm`
+/// implements) through cuBLASLt, with descriptors, layouts and the chosen algorithm cached per shape.
+///
+/// Row-major to column-major: a row-major M x N matrix is the column-major N x M matrix in the same
+/// memory, so row-major D = op(A) op(B) is computed as column-major D^T = op(B)^T op(A)^T: cuBLASLt's
+/// "A" is our B (with our B's transpose flag), its "B" is our A, and its m, n are our N, M. A bias per
+/// column of our D is then one per row of cuBLASLt's D, which is what its BIAS epilogues expect, and
+/// our BGradA / BGradB are its BGRADB / BGRADA.
+///
+/// Fused epilogues go to cuBLASLt where it has them (BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS, DGELU,
+/// DGELU_BGRAD, BGRADA/B). DRelu/DReluBGrad always run unfused: cuBLASLt's DRELU reads the bit mask
+/// RELU_AUX writes, whereas mpx's aux is the pre-activation. When the heuristic returns no algorithm
+/// for a fused epilogue (a type or alignment it does not support), the call runs a plain GEMM into an
+/// fp32 (fp64) buffer and a kernel that applies the epilogue; that kernel needs nvcc, so a translation
+/// unit compiled by the host compiler throws `mpx::error` on that path instead.
+
+#include "mpx/config.hpp"
+#if !MPX_HAS_CUDA
+#error "mpx/backend/cuda/gemm.hpp needs the CUDA backend: link mpx::cuda (which defines MPX_HAS_CUDA=1)"
+#endif  // !MPX_HAS_CUDA
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <unordered_map>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "mpx/backend/cuda/check.hpp"
+#include "mpx/backend/cuda/context.hpp"
+#include "mpx/backend/cuda/data_type.hpp"
+#include "mpx/backend/cuda/memory.hpp"
+#include "mpx/backend/gemm_spec.hpp"
+#include "mpx/error.hpp"
+#include "mpx/numeric/traits.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+#if defined(__CUDACC__)
+#include "mpx/backend/cuda/gemm_epilogue.cuh"
+#endif
+
+namespace mpx::cuda {
+
+/// @brief `mpx::GemmOperands` for device tensors.
+template <Element TD, class Acc = math_t<tag_of_t<TD>>>
+using GemmOperands = mpx::GemmOperands<TD, Acc, Cuda>;
+
+namespace detail {
+
+// Largest power of two (up to 16, the most any cuBLASLt kernel asks for) dividing the address.
+inline int alignment_class(const void* pointer) noexcept {
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  int alignment = 16;
+  while (alignment > 1 && address % static_cast<std::uintptr_t>(alignment) != 0) alignment /= 2;
+  return alignment;
+}
+
+// Everything that determines the descriptors, the layouts and the algorithm of a call.
+struct GemmKey {
+  int device = 0;
+  std::int64_t m = 0, n = 0, k = 0;  // our (row-major) problem
+  bool transpose_a = false, transpose_b = false;
+  cudaDataType_t ab_type{}, d_type{};
+  cublasComputeType_t compute_type{};
+  Epilogue epilogue = Epilogue::Default;  // the one run by cuBLASLt (Default on the unfused path)
+  bool separate_c = false;                // C is its own tensor rather than D
+  bool beta_zero = true;
+  int align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0, align_aux = 0;
+
+  bool operator==(const GemmKey&) const = default;
+};
+
+struct GemmKeyHash {
+  std::size_t operator()(const GemmKey& key) const noexcept {
+    std::size_t h = 0;
+    const auto mix = [&h](std::int64_t value) {
+      h ^= std::hash<std::int64_t>{}(value) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    };
+    for (const std::int64_t v :
+         {std::int64_t{key.device}, key.m, key.n, key.k, std::int64_t{key.transpose_a},
+          std::int64_t{key.transpose_b}, std::int64_t{key.ab_type}, std::int64_t{key.d_type},
+          std::int64_t{key.compute_type}, static_cast<std::int64_t>(key.epilogue),
+          std::int64_t{key.separate_c}, std::int64_t{key.beta_zero}, std::int64_t{key.align_a},
+          std::int64_t{key.align_b}, std::int64_t{key.align_c}, std::int64_t{key.align_d},
+          std::int64_t{key.align_bias}, std::int64_t{key.align_aux}}) {
+      mix(v);
+    }
+    return h;
+  }
+};
+
+// The cached cuBLASLt objects of one key. `found` is false when the heuristic offered no algorithm.
+struct GemmPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;  // cuBLASLt's A, B, C, D
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;
+
+  GemmPlan() = default;
+  GemmPlan(const GemmPlan&) = delete;
+  GemmPlan& operator=(const GemmPlan&) = delete;
+  ~GemmPlan() {
+    if (a != nullptr) (void)cublasLtMatrixLayoutDestroy(a);
+    if (b != nullptr) (void)cublasLtMatrixLayoutDestroy(b);
+    if (c != nullptr) (void)cublasLtMatrixLayoutDestroy(c);
+    if (d != nullptr) (void)cublasLtMatrixLayoutDestroy(d);
+    if (desc != nullptr) (void)cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// One cache per host thread: descriptors get their pointer attributes set per call, which must not
+// race. Keys include the device, so one thread may use several.
+inline std::unordered_map<GemmKey, std::unique_ptr<GemmPlan>, GemmKeyHash>& gemm_plans() {
+  thread_local std::unordered_map<GemmKey, std::unique_ptr<GemmPlan>, GemmKeyHash> plans;
+  return plans;
+}
+
+// cuBLASLt's epilogue for a fused mpx epilogue, or nothing (false) where it has none that fits.
+inline bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noexcept {
+  switch (epilogue) {
+    case Epilogue::Default: out = CUBLASLT_EPILOGUE_DEFAULT; return true;
+    case Epilogue::Bias: out = CUBLASLT_EPILOGUE_BIAS; return true;
+    case Epilogue::ReluBias: out = CUBLASLT_EPILOGUE_RELU_BIAS; return true;
+    case Epilogue::GeluBias: out = CUBLASLT_EPILOGUE_GELU_BIAS; return true;
+    case Epilogue::GeluAuxBias: out = CUBLASLT_EPILOGUE_GELU_AUX_BIAS; return true;
+    case Epilogue::DGelu: out = CUBLASLT_EPILOGUE_DGELU; return true;
+    case Epilogue::DGeluBGrad: out = CUBLASLT_EPILOGUE_DGELU_BGRAD; return true;
+    case Epilogue::BGradA: out = CUBLASLT_EPILOGUE_BGRADB; return true;  // operands are swapped
+    case Epilogue::BGradB: out = CUBLASLT_EPILOGUE_BGRADA; return true;
+    case Epilogue::DRelu:
+    case Epilogue::DReluBGrad: return false;  // cuBLASLt's DRELU reads a bit mask, not the pre-activation
+  }
+  return false;
+}
+
+template <class T>
+void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value,
+                   const char* name) {
+  const cublasStatus_t status = cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value));
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw cuda_error(mpx::detail::concat("cublasLtMatmulDescSetAttribute(", name, ") failed with ",
+                                         cublasLtGetStatusName(status), " (", cublasLtGetStatusString(status),
+                                         ")"));
+  }
+}
+
+// Builds the plan of `key` (descriptors, layouts, heuristic). ld_* are our row-major leading dims.
+inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& g, std::int64_t a_rows,
+                                           std::int64_t a_cols, std::int64_t b_rows, std::int64_t b_cols,
+                                           cudaDataType_t c_type, cudaDataType_t bias_type,
+                                           CudaContext& context) {
+  auto plan = std::make_unique<GemmPlan>();
+  const cudaDataType_t scale_type = key.compute_type == CUBLAS_COMPUTE_64F ? CUDA_R_64F : CUDA_R_32F;
+  MPX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, key.compute_type, scale_type));
+  // cuBLASLt's A is our B, its B is our A.
+  const cublasOperation_t op_a = key.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = key.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a, "TRANSA");
+  set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b, "TRANSB");
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  (void)cublaslt_epilogue(key.epilogue, epilogue);
+  set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue, "EPILOGUE");
+  if (reads_bias(key.epilogue) || writes_bias_grad(key.epilogue)) {
+    set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<std::int32_t>(bias_type),
+                  "BIAS_DATA_TYPE");
+  }
+  if (writes_aux(key.epilogue) || reads_aux(key.epilogue)) {
+    // Our aux is row-major M x N: column-major N x M with leading dimension N.
+    set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(g.n),
+                  "EPILOGUE_AUX_LD");
+    set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                  static_cast<std::int32_t>(key.d_type), "EPILOGUE_AUX_DATA_TYPE");
+  }
+  // Stored (pre-op) matrices, column-major view: our row-major R x C is column-major C x R, ld = C.
+  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, key.ab_type, static_cast<std::uint64_t>(b_cols),
+                                              static_cast<std::uint64_t>(b_rows), b_cols));
+  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, key.ab_type, static_cast<std::uint64_t>(a_cols),
+                                              static_cast<std::uint64_t>(a_rows), a_cols));
+  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, c_type, static_cast<std::uint64_t>(g.n),
+                                              static_cast<std::uint64_t>(g.m), g.n));
+  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, key.d_type, static_cast<std::uint64_t>(g.n),
+                                              static_cast<std::uint64_t>(g.m), g.n));
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  MPX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const auto set_preference = [&](cublasLtMatmulPreferenceAttributes_t attribute, auto value) {
+    const cublasStatus_t status =
+        cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof(value));
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      (void)cublasLtMatmulPreferenceDestroy(preference);
+      MPX_CUBLAS_CHECK(status);
+    }
+  };
+  set_preference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                 static_cast<std::uint64_t>(context.workspace_bytes()));
+  set_preference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, static_cast<std::uint32_t>(key.align_b));
+  set_preference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, static_cast<std::uint32_t>(key.align_a));
+  set_preference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, static_cast<std::uint32_t>(key.align_c));
+  set_preference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<std::uint32_t>(key.align_d));
+
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  // NOT_SUPPORTED (or no result) means no kernel for this combination: the caller falls back.
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      context.cublaslt(), plan->desc, plan->a, plan->b, plan->c, plan->d, preference, 1, &result, &returned);
+  (void)cublasLtMatmulPreferenceDestroy(preference);
+  if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    plan->algo = result.algo;
+    plan->found = true;
+  } else if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED &&
+             status != CUBLAS_STATUS_INVALID_VALUE) {
+    // INVALID_VALUE: a combination cuBLASLt rejects (e.g. a bias gradient type it does not take);
+    // like NOT_SUPPORTED it sends the call to the unfused path. Anything else is a real failure.
+    MPX_CUBLAS_CHECK(status);
+  }
+  return plan;
+}
+
+// The result of one cuBLASLt matmul call (or false when no algorithm exists for it).
+struct MatmulCall {
+  GemmKey key;
+  std::int64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0;
+  cudaDataType_t c_type{}, bias_type{};
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;
+  void* d = nullptr;
+  const void* alpha = nullptr;
+  const void* beta = nullptr;
+  const void* bias = nullptr;  // bias or bias gradient pointer
+  void* aux = nullptr;
+};
+
+inline bool run_matmul(const MatmulCall& call, const GemmShape& g, CudaContext& context) {
+  auto& plans = gemm_plans();
+  auto it = plans.find(call.key);
+  if (it == plans.end()) {
+    it = plans
+             .emplace(call.key, make_plan(call.key, g, call.a_rows, call.a_cols, call.b_rows, call.b_cols,
+                                          call.c_type, call.bias_type, context))
+             .first;
+  }
+  GemmPlan& plan = *it->second;
+  if (!plan.found) return false;
+  if (call.bias != nullptr)
+    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias, "BIAS_POINTER");
+  if (call.aux != nullptr) {
+    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, call.aux, "EPILOGUE_AUX_POINTER");
+  }
+  const cublasStatus_t status = cublasLtMatmul(
+      context.cublaslt(), plan.desc, call.alpha, call.b, plan.a, call.a, plan.b, call.beta, call.c, plan.c,
+      call.d, plan.d, &plan.algo, context.workspace(), context.workspace_bytes(), context.stream());
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw cuda_error(mpx::detail::concat("cublasLtMatmul failed with ", cublasLtGetStatusName(status), " (",
+                                         cublasLtGetStatusString(status), ") for M=", g.m, " N=", g.n,
+                                         " K=", g.k, ", epilogue ", to_string(call.key.epilogue)));
+  }
+  return true;
+}
+
+template <class T>
+void require_device_vector(const char* what, const T* tensor, std::int64_t length, Epilogue epilogue) {
+  if (tensor == nullptr) {
+    throw invalid_argument(mpx::detail::concat("mpx::cuda::gemm: epilogue ", to_string(epilogue), " needs ",
+                                               what, " (length ", length, ") but none was given"));
+  }
+  if (!(tensor->shape() == Shape{length})) {
+    throw shape_error(mpx::detail::concat("mpx::cuda::gemm: ", what, " has shape ", tensor->shape(),
+                                          ", expected [", length, "] for epilogue ", to_string(epilogue)));
+  }
+}
+
+}  // namespace detail
+
+/// @brief Frees this thread's cached cuBLASLt descriptors, layouts and algorithms.
+inline void clear_gemm_cache() noexcept {
+  detail::gemm_plans().clear();
+}
+
+/// @brief Number of cached plans on this thread (each a distinct shape/type/epilogue/alignment).
+[[nodiscard]] inline std::size_t gemm_cache_size() noexcept {
+  return detail::gemm_plans().size();
+}
+
+/// @brief D = epilogue(alpha * op(A) * op(B) + beta * C) on the GPU, with the semantics of
+/// `mpx::cpu::gemm` (gemm_spec.hpp), queued on `context`'s stream (asynchronous).
+///
+/// @tparam Compute the compute precision: A and B hold `storage_t<Compute>` (fp32 storage for TF32,
+///                 which the Tensor Cores round); D holds `storage_t<Compute>` or the accumulate type.
+/// @throws mpx::shape_error / mpx::invalid_argument as `cpu::gemm`; mpx::cuda_error when cuBLASLt fails.
+/// @code
+/// mpx::cuda::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes,
+///                                          .epilogue = mpx::Epilogue::ReluBias}, {.bias = &b});
+/// @endcode
+template <NumericTag Compute, Element TD>
+void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Compute>, Cuda>& b,
+          Tensor<TD, Cuda>& d, const GemmConfig& config,
+          const GemmOperands<TD, gemm_accumulate_t<Compute>>& operands = {},
+          CudaContext& context = cuda_context()) {
+  using Acc = gemm_accumulate_t<Compute>;
+  static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
+                "mpx::cuda::gemm<Compute>: D must hold the compute type or the accumulate type "
+                "(float; double for mpx::Double)");
+  constexpr const char* where = "mpx::cuda::gemm";
+  const GemmShape g = validate_gemm_shapes(where, a.shape(), b.shape(), d.shape(), config);
+  const Epilogue epilogue = config.epilogue;
+  if (operands.c != nullptr) require_shape(where, "C", operands.c->shape(), d.shape());
+  if (reads_bias(epilogue)) detail::require_device_vector("bias", operands.bias, g.n, epilogue);
+  if (writes_aux(epilogue) || reads_aux(epilogue)) {
+    if (operands.aux == nullptr) {
+      throw invalid_argument(mpx::detail::concat(where, ": epilogue ", to_string(epilogue),
+                                                 " needs an aux tensor of shape ", d.shape()));
+    }
+    require_shape(where, "aux", operands.aux->shape(), d.shape());
+  }
+  if (writes_bias_grad(epilogue)) {
+    const std::int64_t length = epilogue == Epilogue::BGradA ? g.m : g.n;
+    detail::require_device_vector("bias_grad", operands.bias_grad, length, epilogue);
+  }
+  if (g.m == 0 || g.n == 0) return;
+
+  const Acc alpha = static_cast<Acc>(config.alpha);
+  const Acc beta = static_cast<Acc>(config.beta);
+  const void* c_pointer = operands.c != nullptr ? operands.c->data() : d.data();
+
+  detail::MatmulCall call;
+  call.key.device = context.device();
+  call.key.m = g.m;
+  call.key.n = g.n;
+  call.key.k = g.k;
+  call.key.transpose_a = config.transpose_a == Transpose::Yes;
+  call.key.transpose_b = config.transpose_b == Transpose::Yes;
+  call.key.ab_type = cuda_traits<Compute>::data_type;
+  call.key.d_type = cuda_traits<tag_of_t<TD>>::data_type;
+  call.key.compute_type = cuda_traits<Compute>::compute_type;
+  call.key.separate_c = operands.c != nullptr;
+  call.key.beta_zero = beta == Acc(0);
+  call.key.align_a = detail::alignment_class(a.data());
+  call.key.align_b = detail::alignment_class(b.data());
+  call.key.align_c = detail::alignment_class(c_pointer);
+  call.key.align_d = detail::alignment_class(d.data());
+  call.a_rows = a.shape()[0];
+  call.a_cols = a.shape()[1];
+  call.b_rows = b.shape()[0];
+  call.b_cols = b.shape()[1];
+  call.c_type = call.key.d_type;
+  call.a = a.data();
+  call.b = b.data();
+  call.c = c_pointer;
+  call.d = d.data();
+  call.alpha = &alpha;
+  call.beta = &beta;
+
+  // A k = 0 product is all zeros; cuBLASLt's handling of k = 0 varies, so it goes the unfused way.
+  cublasLtEpilogue_t fused{};
+  // cuBLASLt requires the GELU aux leading dimension (our N) to be a multiple of 8.
+  const bool aux_ld_ok = !(writes_aux(epilogue) || reads_aux(epilogue)) || g.n % 8 == 0;
+  if (g.k > 0 && aux_ld_ok && detail::cublaslt_epilogue(epilogue, fused)) {
+    detail::MatmulCall fused_call = call;
+    fused_call.key.epilogue = epilogue;
+    if (reads_bias(epilogue)) {
+      fused_call.bias = operands.bias->data();
+      fused_call.bias_type = call.key.d_type;
+      fused_call.key.align_bias = detail::alignment_class(fused_call.bias);
+    } else if (writes_bias_grad(epilogue)) {
+      fused_call.bias = operands.bias_grad->data();
+      fused_call.bias_type = cuda_traits<tag_of_t<Acc>>::data_type;
+      fused_call.key.align_bias = detail::alignment_class(fused_call.bias);
+    }
+    if (operands.aux != nullptr && (writes_aux(epilogue) || reads_aux(epilogue))) {
+      fused_call.aux = operands.aux->data();
+      fused_call.key.align_aux = detail::alignment_class(fused_call.aux);
+    }
+    if (detail::run_matmul(fused_call, g, context)) return;
+  }
+  if (epilogue == Epilogue::Default && g.k > 0) {
+    throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n,
+                                         " K=", g.k, " (A ", a.shape(), ", B ", b.shape(), ")"));
+  }
+
+#if defined(__CUDACC__)
+  using DT = typename cuda_traits<tag_of_t<TD>>::device_type;
+  const Acc zero = 0;
+  const cudaStream_t stream = context.stream();
+  const bool elementwise =
+      epilogue != Epilogue::Default && epilogue != Epilogue::BGradA && epilogue != Epilogue::BGradB;
+  if (!elementwise) {
+    // D = alpha op(A) op(B) + beta C without epilogue, then the operand's bias gradient.
+    if (g.k > 0) {
+      if (!detail::run_matmul(call, g, context)) {
+        throw cuda_error(
+            mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n, " K=", g.k));
+      }
+    } else {
+      auto t = Tensor<Acc, Cuda>(Shape{g.m, g.n});
+      detail::launch_apply_epilogue<Acc, DT>(t.data(), static_cast<const DT*>(c_pointer), beta,
+                                             reinterpret_cast<DT*>(d.data()), nullptr, nullptr, nullptr,
+                                             Epilogue::Default, g.m, g.n, stream);
+    }
+    if (epilogue == Epilogue::BGradA || epilogue == Epilogue::BGradB) {
+      using ST = typename cuda_traits<Compute>::device_type;
+      constexpr bool tf32 = std::is_same_v<Compute, TF32>;
+      const bool a_side = epilogue == Epilogue::BGradA;
+      const bool transposed = a_side ? call.key.transpose_a : call.key.transpose_b;
+      const std::int64_t cols = a_side ? call.a_cols : call.b_cols;
+      // BGradA sums op(A) (M x K) along k; BGradB sums op(B) (K x N) along k.
+      std::int64_t stride_i = 0;
+      std::int64_t stride_j = 0;
+      if (a_side) {
+        stride_i = transposed ? 1 : cols;
+        stride_j = transposed ? cols : 1;
+      } else {
+        stride_i = transposed ? cols : 1;
+        stride_j = transposed ? 1 : cols;
+      }
+      const auto* source = reinterpret_cast<const ST*>(a_side ? a.data() : b.data());
+      detail::launch_reduce_operand<Acc, ST, tf32>(source, operands.bias_grad->data(), a_side ? g.m : g.n,
+                                                   g.k, stride_i, stride_j, stream);
+    }
+    return;
+  }
+  // t = alpha op(A) op(B) in Acc, then epilogue(t + beta C) rounded into D.
+  auto t = Tensor<Acc, Cuda>::uninitialized(Shape{g.m, g.n});
+  if (g.k > 0) {
+    detail::MatmulCall plain = call;
+    plain.key.d_type = cuda_traits<tag_of_t<Acc>>::data_type;
+    plain.key.separate_c = false;
+    plain.key.beta_zero = true;
+    plain.key.align_c = detail::alignment_class(t.data());
+    plain.key.align_d = plain.key.align_c;
+    plain.c_type = plain.key.d_type;
+    plain.c = t.data();
+    plain.d = t.data();
+    plain.beta = &zero;
+    if (!detail::run_matmul(plain, g, context)) {
+      throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for the unfused M=", g.m,
+                                           " N=", g.n, " K=", g.k, " product"));
+    }
+  } else {
+    t.set_zero();
+  }
+  detail::launch_apply_epilogue<Acc, DT>(
+      t.data(), static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
+      operands.bias != nullptr ? reinterpret_cast<const DT*>(operands.bias->data()) : nullptr,
+      operands.aux != nullptr ? reinterpret_cast<DT*>(operands.aux->data()) : nullptr,
+      writes_bias_grad(epilogue) ? operands.bias_grad->data() : nullptr, epilogue, g.m, g.n, stream);
+#else
+  throw error(
+      mpx::detail::concat(where, ": epilogue ", to_string(epilogue), " for M=", g.m, " N=", g.n, " K=", g.k,
+                          " needs the unfused path (no fused cuBLASLt kernel), which is CUDA code: compile ",
+                          "this translation unit with nvcc"));
+#endif
+}
+
+}  // namespace mpx::cuda

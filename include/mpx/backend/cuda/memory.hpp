@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `DeviceMemory<Cuda>` (stream-ordered allocation from the device's memory pool, counted in
+/// `memory_stats<Cuda>()`) and the host <-> device copies of tensors.
+
+#include "mpx/config.hpp"
+#if !MPX_HAS_CUDA
+#error "mpx/backend/cuda/memory.hpp needs the CUDA backend: link mpx::cuda (which defines MPX_HAS_CUDA=1)"
+#endif  // !MPX_HAS_CUDA
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_runtime_api.h>
+
+#include "mpx/backend/cuda/check.hpp"
+#include "mpx/backend/cuda/context.hpp"
+#include "mpx/error.hpp"
+#include "mpx/numeric/traits.hpp"
+#include "mpx/tensor/device.hpp"
+#include "mpx/tensor/host_memory.hpp"
+#include "mpx/tensor/memory_stats.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx {
+
+/// @brief Device memory through `cudaMallocAsync` on `cuda_context()`'s stream, from the device's
+/// default pool (which `CudaContext` sets to keep freed memory). All operations are ordered on that
+/// stream; `zero` and `copy` do not wait for completion.
+template <>
+struct DeviceMemory<Cuda> {
+  /// cudaMallocAsync returns at least 256-byte aligned memory; cuBLASLt's fastest kernels need 16.
+  static constexpr std::size_t alignment = 256;
+
+  /// @brief Uninitialised device bytes; throws `mpx::out_of_memory` naming the requested bytes and
+  /// the device's free bytes (`cudaMemGetInfo`), `mpx::error` without a device.
+  [[nodiscard]] static void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    CudaContext& context = cuda_context();
+    void* pointer = nullptr;
+    const cudaError_t status = cudaMallocAsync(&pointer, bytes, context.stream());
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // not sticky: clear it so the next call does not see it
+      std::size_t free_bytes = 0;
+      std::size_t total_bytes = 0;
+      (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+      throw out_of_memory(detail::concat(
+          "mpx: CUDA allocation of ", bytes, " bytes failed on device ", context.device(), " (", free_bytes,
+          " of ", total_bytes, " bytes free, ", memory_stats<Cuda>().live_bytes(), " held by mpx tensors)"));
+    }
+    detail::check_cuda(status, "cudaMallocAsync(&pointer, bytes, stream)", __FILE__, __LINE__);
+    memory_stats<Cuda>().on_allocate(static_cast<std::int64_t>(bytes));
+    return pointer;
+  }
+
+  /// @brief Returns memory to the pool, ordered after the work already queued on the stream.
+  static void deallocate(void* pointer, std::size_t bytes) noexcept {
+    if (pointer == nullptr) return;
+    (void)cudaFreeAsync(pointer, cuda_context().stream());
+    memory_stats<Cuda>().on_free(static_cast<std::int64_t>(bytes));
+  }
+
+  /// @brief Sets `bytes` bytes to zero (asynchronously). A CUDA failure here throws, which ends the
+  /// program when reached through a `noexcept` caller such as `Tensor::set_zero`.
+  static void zero(void* pointer, std::size_t bytes) {
+    if (bytes != 0) MPX_CUDA_CHECK(cudaMemsetAsync(pointer, 0, bytes, cuda_context().stream()));
+  }
+
+  /// @brief Device-to-device copy (asynchronously).
+  static void copy(void* destination, const void* source, std::size_t bytes) {
+    if (bytes != 0) {
+      MPX_CUDA_CHECK(
+          cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, cuda_context().stream()));
+    }
+  }
+};
+
+/// @brief A device copy of a host tensor (same shape and bits). Returns before the copy has finished;
+/// `host` may be destroyed at once (pageable copies are staged before the call returns).
+template <Element T>
+[[nodiscard]] Tensor<T, Cuda> to_device(const Tensor<T, Host>& host) {
+  auto device = Tensor<T, Cuda>::uninitialized(host.shape());
+  if (!host.empty()) {
+    MPX_CUDA_CHECK(cudaMemcpyAsync(device.data(), host.data(), host.size_bytes(), cudaMemcpyHostToDevice,
+                                   cuda_context().stream()));
+  }
+  return device;
+}
+
+/// @brief A host copy of a device tensor; waits for the stream, so it is a synchronisation point.
+template <Element T>
+[[nodiscard]] Tensor<T, Host> to_host(const Tensor<T, Cuda>& device) {
+  auto host = Tensor<T, Host>::uninitialized(device.shape());
+  if (!device.empty()) {
+    CudaContext& context = cuda_context();
+    MPX_CUDA_CHECK(cudaMemcpyAsync(host.data(), device.data(), device.size_bytes(), cudaMemcpyDeviceToHost,
+                                   context.stream()));
+    context.synchronize();
+  }
+  return host;
+}
+
+/// @brief Copies `source` into `destination` (same shape required) between any two devices; waits
+/// for the stream when the destination is on the host.
+template <Element T, class To, class From>
+void copy(Tensor<T, To>& destination, const Tensor<T, From>& source) {
+  require_shape("mpx::copy", "destination", destination.shape(), source.shape());
+  if (source.empty()) return;
+  if constexpr (std::is_same_v<To, Host> && std::is_same_v<From, Host>) {
+    DeviceMemory<Host>::copy(destination.data(), source.data(), source.size_bytes());
+  } else {
+    constexpr cudaMemcpyKind kind = std::is_same_v<To, Host>     ? cudaMemcpyDeviceToHost
+                                    : std::is_same_v<From, Host> ? cudaMemcpyHostToDevice
+                                                                 : cudaMemcpyDeviceToDevice;
+    CudaContext& context = cuda_context();
+    MPX_CUDA_CHECK(
+        cudaMemcpyAsync(destination.data(), source.data(), source.size_bytes(), kind, context.stream()));
+    if constexpr (std::is_same_v<To, Host>) context.synchronize();
+  }
+}
+
+}  // namespace mpx
