@@ -149,6 +149,46 @@ inline GemmShape validate_gemm_shapes(const char* where, const Shape& a, const S
   return g;
 }
 
+namespace detail {
+// An epilogue's vector operand: present, and of the given length.
+template <class T>
+void require_epilogue_vector(const char* where, const char* what, const T* tensor, std::int64_t length,
+                             Epilogue epilogue) {
+  if (tensor == nullptr) {
+    throw invalid_argument(concat(where, ": epilogue ", to_string(epilogue), " needs ", what, " (length ",
+                                  length, ") but none was given"));
+  }
+  if (!(tensor->shape() == Shape{length})) {
+    throw shape_error(concat(where, ": ", what, " has shape ", tensor->shape(), ", expected [", length,
+                             "] for epilogue ", to_string(epilogue)));
+  }
+}
+}  // namespace detail
+
+/// @brief `validate_gemm_shapes`, then the operands the epilogue needs (C, bias, aux, bias gradient):
+/// present and of the right shapes. Throws `mpx::shape_error` or `mpx::invalid_argument` naming
+/// `where`; both backends call it, so they refuse the same calls with the same messages.
+template <Element TD, class Acc, class Device>
+GemmShape validate_gemm(const char* where, const Shape& a, const Shape& b, const Shape& d,
+                        const GemmConfig& config, const GemmOperands<TD, Acc, Device>& operands) {
+  const GemmShape g = validate_gemm_shapes(where, a, b, d, config);
+  const Epilogue epilogue = config.epilogue;
+  if (operands.c != nullptr) require_shape(where, "C", operands.c->shape(), d);
+  if (reads_bias(epilogue)) detail::require_epilogue_vector(where, "bias", operands.bias, g.n, epilogue);
+  if (writes_aux(epilogue) || reads_aux(epilogue)) {
+    if (operands.aux == nullptr) {
+      throw invalid_argument(
+          detail::concat(where, ": epilogue ", to_string(epilogue), " needs an aux tensor of shape ", d));
+    }
+    require_shape(where, "aux", operands.aux->shape(), d);
+  }
+  if (writes_bias_grad(epilogue)) {
+    const std::int64_t length = epilogue == Epilogue::BGradA ? g.m : g.n;
+    detail::require_epilogue_vector(where, "bias_grad", operands.bias_grad, length, epilogue);
+  }
+  return g;
+}
+
 /// @brief GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as cuBLASLt's epilogue.
 template <class T>
 MPX_HOST_DEVICE inline T gelu_tanh(T x) {

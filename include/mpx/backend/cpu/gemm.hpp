@@ -273,19 +273,6 @@ class Operand {
   Map map_;
 };
 
-// Checks an epilogue's vector operand: present, and of the given length.
-template <class T>
-void require_vector(const char* what, const T* tensor, std::int64_t length, Epilogue epilogue) {
-  if (tensor == nullptr) {
-    throw invalid_argument(mpx::detail::concat("mpx::cpu::gemm: epilogue ", to_string(epilogue), " needs ",
-                                               what, " (length ", length, ") but none was given"));
-  }
-  if (!(tensor->shape() == Shape{length})) {
-    throw shape_error(mpx::detail::concat("mpx::cpu::gemm: ", what, " has shape ", tensor->shape(),
-                                          ", expected [", length, "] for epilogue ", to_string(epilogue)));
-  }
-}
-
 }  // namespace detail
 
 /// @brief Frees the scratch memory `gemm` keeps per calling thread between calls (up to the largest
@@ -315,26 +302,10 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
                 "mpx::cpu::gemm<Compute>: D must hold the compute type or the accumulate type "
                 "(float; double for mpx::Double)");
   constexpr const char* where = "mpx::cpu::gemm";
-  const GemmShape g = validate_gemm_shapes(where, a.shape(), b.shape(), d.shape(), config);
+  const GemmShape g = validate_gemm(where, a.shape(), b.shape(), d.shape(), config, operands);
   const Epilogue epilogue = config.epilogue;
   const Acc alpha = static_cast<Acc>(config.alpha);
   const Acc beta = static_cast<Acc>(config.beta);
-
-  if (operands.c != nullptr) require_shape(where, "C", operands.c->shape(), d.shape());
-  if (reads_bias(epilogue)) {
-    detail::require_vector("bias", operands.bias, g.n, epilogue);
-  }
-  if (writes_aux(epilogue) || reads_aux(epilogue)) {
-    if (operands.aux == nullptr) {
-      throw invalid_argument(mpx::detail::concat(where, ": epilogue ", to_string(epilogue),
-                                                 " needs an aux tensor of shape ", d.shape()));
-    }
-    require_shape(where, "aux", operands.aux->shape(), d.shape());
-  }
-  if (writes_bias_grad(epilogue)) {
-    const std::int64_t length = epilogue == Epilogue::BGradA ? g.m : g.n;
-    detail::require_vector("bias_grad", operands.bias_grad, length, epilogue);
-  }
 
   // D is written while A and B are read (and aux, bias_grad are written): they must not share memory.
   // C may be D itself (cuBLASLt's in-place accumulation).

@@ -265,18 +265,6 @@ inline bool run_matmul(const MatmulCall& call, const GemmShape& g, CudaContext& 
   return true;
 }
 
-template <class T>
-void require_device_vector(const char* what, const T* tensor, std::int64_t length, Epilogue epilogue) {
-  if (tensor == nullptr) {
-    throw invalid_argument(mpx::detail::concat("mpx::cuda::gemm: epilogue ", to_string(epilogue), " needs ",
-                                               what, " (length ", length, ") but none was given"));
-  }
-  if (!(tensor->shape() == Shape{length})) {
-    throw shape_error(mpx::detail::concat("mpx::cuda::gemm: ", what, " has shape ", tensor->shape(),
-                                          ", expected [", length, "] for epilogue ", to_string(epilogue)));
-  }
-}
-
 }  // namespace detail
 
 /// @brief Frees this thread's cached cuBLASLt descriptors, layouts and algorithms.
@@ -309,21 +297,8 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
                 "mpx::cuda::gemm<Compute>: D must hold the compute type or the accumulate type "
                 "(float; double for mpx::Double)");
   constexpr const char* where = "mpx::cuda::gemm";
-  const GemmShape g = validate_gemm_shapes(where, a.shape(), b.shape(), d.shape(), config);
+  const GemmShape g = validate_gemm(where, a.shape(), b.shape(), d.shape(), config, operands);
   const Epilogue epilogue = config.epilogue;
-  if (operands.c != nullptr) require_shape(where, "C", operands.c->shape(), d.shape());
-  if (reads_bias(epilogue)) detail::require_device_vector("bias", operands.bias, g.n, epilogue);
-  if (writes_aux(epilogue) || reads_aux(epilogue)) {
-    if (operands.aux == nullptr) {
-      throw invalid_argument(mpx::detail::concat(where, ": epilogue ", to_string(epilogue),
-                                                 " needs an aux tensor of shape ", d.shape()));
-    }
-    require_shape(where, "aux", operands.aux->shape(), d.shape());
-  }
-  if (writes_bias_grad(epilogue)) {
-    const std::int64_t length = epilogue == Epilogue::BGradA ? g.m : g.n;
-    detail::require_device_vector("bias_grad", operands.bias_grad, length, epilogue);
-  }
   if (g.m == 0 || g.n == 0) return;
 
   const Acc alpha = static_cast<Acc>(config.alpha);
