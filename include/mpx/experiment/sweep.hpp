@@ -37,15 +37,14 @@ namespace mpx::experiment {
 
 /// @brief The loss scaling a plan needs unless told otherwise: dynamic if any layer computes in fp16.
 template <LayerPrecisionPlan Layers>
-using plan_default_scaler_t = std::conditional_t<Layers::has_half_compute, DynamicLossScaling, NoLossScaling>;
+using plan_default_scaler_t = default_scaler_for_t<Layers::has_half_compute>;
 
 /// @brief One configuration of a sweep: the layers' precisions and the loss-scaling policy.
 /// @tparam Layers  a `LayerPrecisions` plan.
 /// @tparam Scaling a loss-scaling policy; by default dynamic when any layer computes in fp16.
 template <LayerPrecisionPlan Layers, LossScalingPolicy Scaling = plan_default_scaler_t<Layers>>
 struct Config {
-  static_assert(!Layers::has_half_compute || Scaling::scales_loss ||
-                    mpx::detail::allows_fp16_underflow<Scaling>,
+  static_assert(mpx::detail::scaler_suits_half<Layers::has_half_compute, Scaling>,
                 "mpx::experiment::Config: a plan with fp16 layers needs loss scaling; use "
                 "mpx::DynamicLossScaling (the default) or opt in with "
                 "mpx::AllowFp16Underflow<mpx::NoLossScaling>");

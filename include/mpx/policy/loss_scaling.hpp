@@ -137,18 +137,27 @@ template <class S>
 inline constexpr bool allows_fp16_underflow<AllowFp16Underflow<S>> = true;
 }  // namespace detail
 
-/// @brief The scaler a precision gets unless told otherwise: dynamic for fp16 compute (as PyTorch AMP
-/// always pairs fp16 with GradScaler), none for every format with fp32's exponent range.
+/// @brief The scaler something gets unless told otherwise: dynamic when it computes in fp16 (as
+/// PyTorch AMP always pairs fp16 with GradScaler), none when every format has fp32's exponent range.
+/// Precisions, models and sweep plans all choose through it.
+template <bool ComputesInHalf>
+using default_scaler_for_t = std::conditional_t<ComputesInHalf, DynamicLossScaling, NoLossScaling>;
+
+/// @brief The scaler precision `P` gets unless told otherwise (see `default_scaler_for_t`).
 template <PrecisionPolicy P>
-using default_scaler_t =
-    std::conditional_t<std::is_same_v<typename P::compute_type, Half>, DynamicLossScaling, NoLossScaling>;
+using default_scaler_t = default_scaler_for_t<std::is_same_v<typename P::compute_type, Half>>;
 
 namespace detail {
+// The one soundness rule: scaler S suits what computes in fp16 only if it scales or opts in to
+// underflow. Precisions, models (Trainer) and sweep plans all check through it.
+template <bool ComputesInHalf, class S>
+inline constexpr bool scaler_suits_half = !ComputesInHalf || S::scales_loss || allows_fp16_underflow<S>;
+
 // `if constexpr`, not `&&`: a non-scaler `S` must give false rather than a hard error on `S::scales_loss`.
 template <class P, class S>
 consteval bool scaler_suits() {
   if constexpr (LossScalingPolicy<S>) {
-    return S::scales_loss || !std::is_same_v<typename P::compute_type, Half> || allows_fp16_underflow<S>;
+    return scaler_suits_half<std::is_same_v<typename P::compute_type, Half>, S>;
   } else {
     return false;
   }

@@ -64,7 +64,7 @@ struct StepMemory {
 /// @brief The scaler a model needs unless told otherwise: dynamic if any of its layers computes in
 /// fp16, none otherwise.
 template <class Model>
-using model_default_scaler_t = std::conditional_t<Model::has_half_compute, DynamicLossScaling, NoLossScaling>;
+using model_default_scaler_t = default_scaler_for_t<Model::has_half_compute>;
 
 /// @brief Runs training steps of `Model` under `Loss` with `Optimizer` and loss-scaling policy
 /// `Scaling`.
@@ -83,7 +83,7 @@ class Trainer {
   static_assert(LossScalingPolicy<Scaling>,
                 "mpx::Trainer: Scaling must be mpx::DynamicLossScaling, mpx::StaticLossScaling or "
                 "mpx::NoLossScaling");
-  static_assert(!Model::has_half_compute || Scaling::scales_loss || detail::allows_fp16_underflow<Scaling>,
+  static_assert(detail::scaler_suits_half<Model::has_half_compute, Scaling>,
                 "mpx::Trainer: this model has fp16 layers but no loss scaling: fp16 rounds gradients "
                 "below 2^-25 to zero (its smallest subnormal is 2^-24), and many gradients are that "
                 "small. Use "
