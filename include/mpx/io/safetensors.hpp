@@ -32,13 +32,10 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "mpx/error.hpp"
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/json.hpp"
+#include "mpx/io/read_file.hpp"
 
 namespace mpx::io {
 
@@ -446,34 +443,7 @@ inline void append_json_string(std::string& out, std::string_view text) {
 /// checking it with fstat), plus the parsed header.
 /// @throws mpx::io_error naming the path, the byte offset and the offending value.
 [[nodiscard]] inline SafetensorsFile load_safetensors(const std::filesystem::path& path) {
-  using mpx::detail::concat;
-  const auto fail = [&](const char* what, int error_number) {
-    throw io_error(concat("mpx::io::load_safetensors: \"", path.string(), "\": ", what, ": ",
-                          std::strerror(error_number)));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open", errno);
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat status {};
-  if (::fstat(fd, &status) != 0) fail("cannot stat", errno);
-  if (!S_ISREG(status.st_mode)) fail("not a regular file", EINVAL);
-  std::vector<std::byte> contents(static_cast<std::size_t>(status.st_size));
-  for (std::size_t done = 0; done < contents.size();) {
-    const ::ssize_t n = ::read(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("cannot read", errno);
-    }
-    if (n == 0) {  // the file shrank after fstat
-      contents.resize(done);
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return parse_safetensors(std::move(contents), path.string());
+  return parse_safetensors(read_file_bytes(path), path.string());
 }
 
 /// @brief The bytes of a safetensors file holding `tensors` (in the order given) and `metadata`.
