@@ -9,29 +9,10 @@
 #include <cstdint>
 
 #include "mpx/error.hpp"
+#include "mpx/policy/loss_scale_update.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 
 namespace mpx {
-
-/// @brief Everything a scaler needs to resume: GradScaler's five fields plus mpx's counters.
-struct LossScalerState {
-  /// @brief Current loss scale.
-  float scale = 1.0f;
-  /// @brief Scale multiplier after `growth_interval` clean steps.
-  float growth_factor = 2.0f;
-  /// @brief Scale multiplier after an overflow.
-  float backoff_factor = 0.5f;
-  /// @brief Clean steps before the scale grows.
-  std::int64_t growth_interval = 2000;
-  std::int64_t growth_tracker = 0;      ///< clean steps since the last growth or overflow
-  std::int64_t hysteresis_tracker = 0;  ///< consecutive overflows not yet acted on (opt-in hysteresis)
-  std::int64_t steps_taken = 0;         ///< optimizer steps applied
-  std::int64_t steps_skipped = 0;       ///< steps skipped because a gradient was inf or NaN
-  std::int64_t backoffs = 0;            ///< times the scale was reduced
-
-  /// @brief Field-by-field equality.
-  friend bool operator==(const LossScalerState&, const LossScalerState&) = default;
-};
 
 /// @brief Holds the loss scale and updates it after each step.
 ///
@@ -83,31 +64,7 @@ class LossScaler {
 
   /// @brief Records the outcome of a step and updates the scale.
   /// @param found_inf whether any gradient of the step was inf or NaN (the step was skipped).
-  void update(bool found_inf) noexcept {
-    if (found_inf) {
-      ++state_.steps_skipped;
-    } else {
-      ++state_.steps_taken;
-    }
-    if constexpr (Policy::is_dynamic) {
-      if (found_inf) {
-        state_.growth_tracker = 0;
-        if (++state_.hysteresis_tracker >= options_.hysteresis) {
-          state_.hysteresis_tracker = 0;
-          state_.scale = state_.scale * state_.backoff_factor;
-          if (state_.scale < options_.min_scale) state_.scale = options_.min_scale;
-          ++state_.backoffs;
-        }
-        return;
-      }
-      state_.hysteresis_tracker = 0;  // overflows must be consecutive to count toward hysteresis
-      if (++state_.growth_tracker == state_.growth_interval) {
-        const float grown = state_.scale * state_.growth_factor;
-        if (std::isfinite(grown)) state_.scale = grown < options_.max_scale ? grown : options_.max_scale;
-        state_.growth_tracker = 0;
-      }
-    }
-  }
+  void update(bool found_inf) noexcept { update_loss_scale<Policy>(state_, options_, found_inf); }
 
   /// @brief The resumable state (for checkpoints).
   [[nodiscard]] const LossScalerState& state() const noexcept { return state_; }

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `LossScalerState` and `update_loss_scale`: GradScaler's update rule as one function that
+/// runs on the host (`LossScaler`) and, unchanged, in the CUDA step's one-thread scaler kernel.
+
+#include <cstdint>
+
+#include "mpx/config.hpp"
+#include "mpx/policy/loss_scaling.hpp"
+
+namespace mpx {
+
+/// @brief Everything a scaler needs to resume: GradScaler's five fields plus mpx's counters.
+/// Trivially copyable: the CUDA training step keeps it in device memory.
+struct LossScalerState {
+  /// @brief Current loss scale.
+  float scale = 1.0f;
+  /// @brief Scale multiplier after `growth_interval` clean steps.
+  float growth_factor = 2.0f;
+  /// @brief Scale multiplier after an overflow.
+  float backoff_factor = 0.5f;
+  /// @brief Clean steps before the scale grows.
+  std::int64_t growth_interval = 2000;
+  std::int64_t growth_tracker = 0;      ///< clean steps since the last growth or overflow
+  std::int64_t hysteresis_tracker = 0;  ///< consecutive overflows not yet acted on (opt-in hysteresis)
+  std::int64_t steps_taken = 0;         ///< optimizer steps applied
+  std::int64_t steps_skipped = 0;       ///< steps skipped because a gradient was inf or NaN
+  std::int64_t backoffs = 0;            ///< times the scale was reduced
+
+  /// @brief Field-by-field equality.
+  friend bool operator==(const LossScalerState&, const LossScalerState&) = default;
+};
+
+/// @brief Records the outcome of one step in `state` and, for `DynamicLossScaling`, updates the scale
+/// exactly as `torch._amp_update_scale_` does, in fp32: on an overflow `scale *= backoff_factor` and
+/// the growth tracker resets; after a clean step the tracker counts up and, on reaching
+/// `growth_interval`, `scale *= growth_factor` unless that product is not finite, and the tracker
+/// resets either way. The opt-in extensions act only when set: the scale is clamped to
+/// [min_scale, max_scale], and with `hysteresis = N` the scale backs off only on the N-th consecutive
+/// overflow. Other policies only count.
+/// @param found_inf whether any gradient of the step was inf or NaN (the step was skipped).
+template <LossScalingPolicy Policy>
+MPX_HOST_DEVICE inline void update_loss_scale(LossScalerState& state, const typename Policy::Options& options,
+                                              bool found_inf) noexcept {
+  if (found_inf) {
+    ++state.steps_skipped;
+  } else {
+    ++state.steps_taken;
+  }
+  if constexpr (Policy::is_dynamic) {
+    if (found_inf) {
+      state.growth_tracker = 0;
+      if (++state.hysteresis_tracker >= options.hysteresis) {
+        state.hysteresis_tracker = 0;
+        state.scale = state.scale * state.backoff_factor;
+        if (state.scale < options.min_scale) state.scale = options.min_scale;
+        ++state.backoffs;
+      }
+      return;
+    }
+    state.hysteresis_tracker = 0;  // overflows must be consecutive to count toward hysteresis
+    if (++state.growth_tracker == state.growth_interval) {
+      const float grown = state.scale * state.growth_factor;
+      // Finite test without <cmath>, so the same code compiles for the device: inf - inf and
+      // NaN - NaN are NaN, and NaN compares unequal to itself.
+      const bool grown_finite = (grown - grown) == (grown - grown);
+      if (grown_finite) state.scale = grown < options.max_scale ? grown : options.max_scale;
+      state.growth_tracker = 0;
+    }
+  }
+}
+
+}  // namespace mpx
