@@ -18,4 +18,12 @@ namespace mpx {
 template <class Device>
 struct Backend;
 
+/// @brief What a device keeps for a `Trainer` beyond the trainer's own members: nothing on the host,
+/// where each step's loss, finite check and scaler update are host values; on CUDA the step's scalars
+/// in device memory, the gradient reduction's workspace and the captured step graph
+/// (backend/cuda/training_state.cuh).
+/// @tparam Grad the gradients' element type.
+template <class Device, class Grad>
+struct TrainingState {};
+
 }  // namespace mpx

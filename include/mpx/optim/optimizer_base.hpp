@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "mpx/backend/optimizer_settings.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
 
@@ -48,13 +49,14 @@ class OptimizerBase {
   /// master type, as the parameter's precision policy says. Stochastic rounding draws its bits at
   /// (rounding_seed, stream, element); the stream has its top bit set, so it never meets the streams
   /// the data loader and the initialisers draw from (epochs and layer indices), and holds the update
-  /// number and the parameter index, so no two (update, parameter) pairs share bits.
+  /// number and the parameter index, so no two (update, parameter) pairs share bits. A device step
+  /// passes update 0: its kernels add the update number they read from device memory.
   template <class Parameter>
   [[nodiscard]] auto update_rounding(std::int64_t update, int index) const {
     using Rounding = typename Parameter::precision::update_rounding;
     if constexpr (std::is_same_v<Rounding, RoundStochastic>) {
       constexpr std::uint64_t optimizer_domain = std::uint64_t{1} << 63;
-      const std::uint64_t stream = optimizer_domain | (static_cast<std::uint64_t>(update) << 24) |
+      const std::uint64_t stream = optimizer_domain | (static_cast<std::uint64_t>(update) << stochastic_rounding_update_shift) |
                                    (static_cast<std::uint64_t>(index) & 0xFFFFFFu);
       return RoundStochastic{options_.rounding_seed, stream};
     } else {
