@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
@@ -64,7 +65,8 @@ __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64
 ///                 double; an empty prediction adds 0, as the CPU version returns.
 template <Element T, Element U>
 void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, LossSeed seed,
-              Tensor<T, Cuda>* dprediction, Tensor<math_t<tag_of_t<T>>, Cuda>& partials, double* loss_sum) {
+              std::type_identity_t<Tensor<T, Cuda>>* dprediction, Tensor<math_t<tag_of_t<T>>, Cuda>& partials,
+              double* loss_sum) {
   constexpr const char* where = "mpx::cuda::mse_loss";
   require_shape(where, "target", target.shape(), prediction.shape());
   if (dprediction != nullptr) require_shape(where, "dprediction", dprediction->shape(), prediction.shape());
@@ -86,7 +88,7 @@ void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, 
 /// writes dprediction = grad_seed * 2 (prediction - target) / count when it is not null.
 template <Element T, Element U>
 math_t<tag_of_t<T>> mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target,
-                             float grad_seed, Tensor<T, Cuda>* dprediction) {
+                             float grad_seed, std::type_identity_t<Tensor<T, Cuda>>* dprediction) {
   using Math = math_t<tag_of_t<T>>;
   auto partials = Tensor<Math, Cuda>::uninitialized(Shape{mse_loss_partials});
   DeviceArray<double> loss_sum(1);

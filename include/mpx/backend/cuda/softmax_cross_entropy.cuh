@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <type_traits>
 
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
@@ -173,7 +174,7 @@ class DeviceLabels {
 /// `mpx::invalid_argument` on the host, as the CPU version, for shapes and smoothing.
 template <Element T>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
-                           LossSeed seed, Tensor<T, Cuda>* dlogits,
+                           LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
                            Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
   using Math = math_t<tag_of_t<T>>;
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
@@ -221,7 +222,8 @@ void count_correct(const Tensor<T, Cuda>& logits, const std::int32_t* labels, st
 /// checked without a copy, and an invalid one makes the result NaN (see the device path).
 template <Element T>
 math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
-                                          float smoothing, float grad_seed, Tensor<T, Cuda>* dlogits) {
+                                          float smoothing, float grad_seed,
+                                          std::type_identity_t<Tensor<T, Cuda>>* dlogits) {
   using Math = math_t<tag_of_t<T>>;
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
   detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
