@@ -62,6 +62,7 @@ __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64
 /// @param partials [mse_loss_partials] scratch in the math type. The mean is reduced in a fixed order
 ///                 (per-block sums, then one block over them) in the math type, then converted to
 ///                 double; an empty prediction adds 0, as the CPU version returns.
+/// @param loss_sum device memory, or null to compute only the gradient.
 template <Element T, Element U>
 void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, LossSeed seed,
               std::type_identity_t<Tensor<T, Cuda>>* dprediction, Tensor<math_t<tag_of_t<T>>, Cuda>& partials,
@@ -73,14 +74,16 @@ void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, 
   const std::int64_t count = prediction.numel();
   const std::int64_t blocks = std::clamp<std::int64_t>(
       (count + detail::elementwise_threads - 1) / detail::elementwise_threads, 1, mse_loss_partials);
-  detail::
-      mse_loss_kernel<<<static_cast<unsigned>(blocks), detail::elementwise_threads, 0, detail::stream()>>>(
-          prediction.data(), target.data(), count, seed,
-          dprediction != nullptr ? dprediction->data() : nullptr, partials.data());
+  const auto grid = static_cast<unsigned>(blocks);
+  detail::mse_loss_kernel<<<grid, detail::elementwise_threads, 0, detail::stream()>>>(
+      prediction.data(), target.data(), count, seed, dprediction != nullptr ? dprediction->data() : nullptr,
+      partials.data());
   MPX_CUDA_CHECK_LAUNCH("mse_loss_kernel");
-  detail::add_mean_kernel<<<1, detail::final_reduce_threads, 0, detail::stream()>>>(partials.data(), blocks,
-                                                                                    count, true, loss_sum);
-  MPX_CUDA_CHECK_LAUNCH("add_mean_kernel");
+  if (loss_sum != nullptr) {
+    detail::add_mean_kernel<<<1, detail::final_reduce_threads, 0, detail::stream()>>>(partials.data(), blocks,
+                                                                                      count, true, loss_sum);
+    MPX_CUDA_CHECK_LAUNCH("add_mean_kernel");
+  }
 }
 
 /// @brief mpx::cpu::mse_loss's signature on the GPU: returns the mean loss (one synchronisation) and

@@ -85,20 +85,21 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t
   }
 }
 
-// One thread per row: the CPU's argmax (first maximum wins, compared in float), then the block's
-// count added to *correct with one integer atomic (integer sums do not depend on order).
+// One thread per row (grid-stride): the CPU's argmax (first maximum wins, compared in float), then
+// the block's count added to *correct with one integer atomic (integer sums do not depend on order).
 template <class T>
 __global__ void count_correct_kernel(const T* logits, const std::int32_t* labels, std::int64_t batch,
                                      std::int64_t classes, std::int64_t* correct) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   long long hit = 0;
-  if (row < batch) {
+  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; row < batch;
+       row += stride) {
     const T* z = logits + row * classes;
     std::int64_t best = 0;
     for (std::int64_t c = 1; c < classes; ++c) {
       if (static_cast<float>(z[c]) > static_cast<float>(z[best])) best = c;
     }
-    hit = best == labels[row] ? 1 : 0;
+    if (best == labels[row]) ++hit;
   }
   const long long hits = block_reduce(hit, Plus{});
   if (threadIdx.x == 0 && hits != 0) {
@@ -164,7 +165,7 @@ class DeviceLabels {
 ///                   seed * (softmax - target) / batch.
 /// @param dlogits    if not null, receives the gradient (same shape and type as logits).
 /// @param row_losses [batch] scratch in the math type: each row's loss (left there after the call).
-/// @param loss_sum   device memory; the mean loss over the batch is added to it, reduced in a fixed
+/// @param loss_sum   device memory (or null: no loss); the batch mean is added to it, reduced in a fixed
 ///                   order in the math type and then converted to double.
 ///
 /// A label outside [0, classes) cannot be reported from the device: that row's loss and gradient
@@ -191,9 +192,11 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* la
         dlogits != nullptr ? dlogits->data() : nullptr, row_losses.data());
     MPX_CUDA_CHECK_LAUNCH("softmax_cross_entropy_kernel");
   }
-  detail::add_mean_kernel<<<1, detail::final_reduce_threads, 0, detail::stream()>>>(row_losses.data(), batch,
-                                                                                    batch, false, loss_sum);
-  MPX_CUDA_CHECK_LAUNCH("add_mean_kernel");
+  if (loss_sum != nullptr) {
+    detail::add_mean_kernel<<<1, detail::final_reduce_threads, 0, detail::stream()>>>(
+        row_losses.data(), batch, batch, false, loss_sum);
+    MPX_CUDA_CHECK_LAUNCH("add_mean_kernel");
+  }
 }
 
 /// @brief Adds to `*correct` (device memory) the number of rows whose largest logit (the first one,
