@@ -59,20 +59,22 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t
   }
 
   // fmax as the CPU: a NaN logit does not become the maximum, but its exponential below is NaN.
-  Math local = -std::numeric_limits<Math>::infinity();
-  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-    local = fmax(local, static_cast<Math>(z[c]));
-  const Math max_logit = block_reduce(local, Fmax{});
-  local = 0;
-  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-    local += std::exp(static_cast<Math>(z[c]) - max_logit);
-  const Math log_sum_exp = max_logit + std::log(block_reduce(local, Plus{}));
-  // loss = log_sum_exp - on_target z[label] - sum over c != label of off_target z[c].
-  local = 0;
+  // The smoothing term, loss = log_sum_exp - on_target z[label] - sum over c != label of
+  // off_target z[c], needs no maximum, so it is summed in the same pass.
+  Math local_max = -std::numeric_limits<Math>::infinity();
+  Math local_off = 0;
   for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-    if (c != label) local += off_target * static_cast<Math>(z[c]);
+    const Math value = static_cast<Math>(z[c]);
+    local_max = fmax(local_max, value);
+    if (c != label) local_off += off_target * value;
   }
-  const Math off_sum = block_reduce(local, Plus{});
+  const Math max_logit = block_reduce(local_max, Fmax{});
+  const Math off_sum = block_reduce(local_off, Plus{});
+  Math local_sum = 0;
+  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    local_sum += std::exp(static_cast<Math>(z[c]) - max_logit);
+  }
+  const Math log_sum_exp = max_logit + std::log(block_reduce(local_sum, Plus{}));
   if (threadIdx.x == 0) row_losses[row] = (log_sum_exp - on_target * static_cast<Math>(z[label])) - off_sum;
 
   if (dz != nullptr) {
