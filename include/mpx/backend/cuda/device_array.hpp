@@ -72,8 +72,8 @@ class DeviceArray {
   /// @brief Copies `values` (same size) into the array, asynchronously on the context's stream.
   void upload(std::span<const T> values) {
     if (values.size() != count_) {
-      throw shape_error(detail::concat("mpx::cuda::DeviceArray::upload: ", values.size(),
-                                       " values for an array of ", count_));
+      throw shape_error(mpx::detail::concat("mpx::cuda::DeviceArray::upload: ", values.size(),
+                                            " values for an array of ", count_));
     }
     if (count_ != 0) {
       MPX_CUDA_CHECK(cudaMemcpyAsync(data_, values.data(), count_ * sizeof(T), cudaMemcpyHostToDevice,
