@@ -142,9 +142,8 @@ class Trainer {
   /// into a buffer the trainer keeps (which counts as activation memory).
   StepResult step(const Tensor<float, Device>& inputs,
                   target_type targets) requires(!std::is_same_v<input_element, float>) {
-    ensure_input_shape(inputs.shape());
-    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
-    return step(input_, targets);
+    enqueue_step(inputs, targets);
+    return last_result();
   }
 
   /// @brief One step whose gradient is the mean over several micro-batches (gradient accumulation).
@@ -158,6 +157,14 @@ class Trainer {
   void enqueue_step(const Tensor<input_element, Device>& inputs, target_type targets) {
     const Batch batch{inputs, targets};
     enqueue_step(std::span<const Batch>(&batch, 1));
+  }
+
+  /// @brief Queues one step on an fp32 batch for a model whose input is another type (see `step`).
+  void enqueue_step(const Tensor<float, Device>& inputs,
+                    target_type targets) requires(!std::is_same_v<input_element, float>) {
+    ensure_input_shape(inputs.shape());
+    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
+    enqueue_step(input_, targets);
   }
 
   /// @brief Queues one step over several micro-batches (see the single-batch overload).

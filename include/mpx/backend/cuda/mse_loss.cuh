@@ -59,6 +59,10 @@ __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64
 /// seed * 2 (prediction - target) / count, with the seed read on the device (see LossSeed). No
 /// synchronisation.
 ///
+/// @param prediction  the model's output in the compute type.
+/// @param target      one value per prediction.
+/// @param seed        the gradient's seed (the loss scale over the micro-batches), read on the device.
+/// @param dprediction if not null, receives the gradient (same shape and type as prediction).
 /// @param partials [mse_loss_partials] scratch in the math type. The mean is reduced in a fixed order
 ///                 (per-block sums, then one block over them) in the math type, then converted to
 ///                 double; an empty prediction adds 0, as the CPU version returns.

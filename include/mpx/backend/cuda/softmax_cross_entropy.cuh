@@ -201,6 +201,27 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* la
   }
 }
 
+/// @brief The training step's softmax cross-entropy with the labels as the loss's `target_type`
+/// (a span), which must view device memory (a `DeviceArray<std::int32_t>::device_span()`, say): the
+/// step never waits, so it cannot copy host labels, and a CUDA graph replays from fixed addresses.
+/// Otherwise as the pointer overload. Throws `mpx::shape_error` for a label count that is not the
+/// batch and `mpx::invalid_argument` for host labels.
+template <Element T>
+void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels, float smoothing,
+                           LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
+  constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
+  detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
+                                      dlogits);
+  if (!labels.empty() && !is_device_pointer(labels.data())) {
+    throw invalid_argument(mpx::detail::concat(
+        where, ": the ", labels.size(),
+        " labels are in host memory, but a CUDA training step reads them from device memory; copy them "
+        "once with mpx::cuda::DeviceArray<std::int32_t> and pass its device_span()"));
+  }
+  softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum);
+}
+
 /// @brief Adds to `*correct` (device memory) the number of rows whose largest logit (the first one,
 /// compared in float, as on the CPU) is at the label's index; `labels` is device memory. No
 /// synchronisation.
