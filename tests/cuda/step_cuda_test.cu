@@ -207,7 +207,7 @@ struct StepCase {
   float clip_coefficient;
 };
 const std::vector<StepCase> step_cases = {
-    {0.03, 0, false, 1.0f}, {0.007, 1, true, 0.37f}, {0.02, 4, false, 1.0f}};
+    {0.03, 0, false, 1.0f}, {0.007, 1, true, 0.37f}, {0.02, 4, false, 1.0f}, {0.001, 123456, true, 0.81f}};
 
 StepScalars scalars_for(const StepCase& c) {
   StepScalars s{};
@@ -357,6 +357,17 @@ TEST_CASE("cuda::unscale_and_inspect adds to the step's sum and keeps an earlier
                           mpx::cpu::unscale_and_inspect<false>(b_host, 1.0f).sum_of_squares;
   CHECK(after_first > 0.0);
   CHECK(std::fabs(both - expected) <= 1e-12 * expected);
+
+  auto with_inf = random_host<float>(10, rng);
+  with_inf[3] = -std::numeric_limits<float>::infinity();
+  auto c = mpx::to_device(with_inf);
+  mpx::Tensor<float, Cuda>* third[] = {&c};
+  mpx::cuda::begin_step(scalars.data());
+  mpx::cuda::unscale_and_inspect<true, float>(third, scalars.data(), workspace);
+  mpx::cuda::unscale_and_inspect<true, float>(second, scalars.data(), workspace);
+  CHECK(host_scalars(scalars).gradients_nonfinite == 1);
+  mpx::cuda::begin_step(scalars.data());  // the next step starts clean
+  CHECK(host_scalars(scalars).gradients_nonfinite == 0);
 }
 
 TEST_CASE("cuda::unscale_and_inspect and scale_in_place with the CPU signatures match the CPU",

@@ -54,10 +54,19 @@ class GradientWorkspace {
     return total;
   }
 
-  /// @brief Makes room for `chunks` partial sums (allocates only when growing).
-  void reserve(std::int64_t chunks) {
-    if (chunks > static_cast<std::int64_t>(partials_.size()))
-      partials_ = DeviceArray<double>(static_cast<std::size_t>(chunks));
+  /// @brief Makes room for `count` partial sums (allocates only when growing). Growing while the
+  /// context's stream is being captured throws `mpx::error`: the graph would own the new memory.
+  void reserve(std::int64_t count) {
+    if (count <= static_cast<std::int64_t>(partials_.size())) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    MPX_CUDA_CHECK(cudaStreamIsCapturing(cuda_context().stream(), &capture));
+    if (capture != cudaStreamCaptureStatusNone) {
+      throw error(mpx::detail::concat(
+          "mpx::cuda::GradientWorkspace: ", count, " partial sums needed, room for ", partials_.size(),
+          " while a CUDA graph is being captured; run one step (or reserve_for the "
+          "gradients) before capturing"));
+    }
+    partials_ = DeviceArray<double>(static_cast<std::size_t>(count));
   }
 
   /// @brief Makes room for one pass over `gradients`.
@@ -265,10 +274,6 @@ __global__ void finish_gradients_kernel(Scalars* scalars, double max_grad_norm) 
   }
 }
 
-inline void require_scalars(const char* where, const StepScalars* scalars) {
-  if (scalars == nullptr) throw invalid_argument(mpx::detail::concat(where, ": the step scalars are null"));
-}
-
 }  // namespace detail
 
 /// @brief One pass over all `gradients` of a training step: multiplies each by
@@ -281,7 +286,7 @@ inline void require_scalars(const char* where, const StepScalars* scalars) {
 template <bool Scale, Element G>
 void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, StepScalars* scalars,
                          GradientWorkspace& workspace) {
-  detail::require_scalars("mpx::cuda::unscale_and_inspect", scalars);
+  detail::require_step_scalars("mpx::cuda::unscale_and_inspect", scalars);
   for (const Tensor<G, Cuda>* g : gradients) {
     if (g == nullptr) throw invalid_argument("mpx::cuda::unscale_and_inspect: a gradient is null");
   }
@@ -322,7 +327,7 @@ void scale_in_place(Tensor<G, Cuda>& grad, G factor) {
 /// `clip_coefficient = float(coefficient)` (the optimizer kernels multiply gradients by it).
 /// One thread; no synchronisation.
 inline void finish_gradients(StepScalars* scalars, double max_grad_norm) {
-  detail::require_scalars("mpx::cuda::finish_gradients", scalars);
+  detail::require_step_scalars("mpx::cuda::finish_gradients", scalars);
   detail::finish_gradients_kernel<<<1, 1, 0, detail::stream()>>>(scalars, max_grad_norm);
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::finish_gradients_kernel");
 }

@@ -162,9 +162,6 @@ void launch_adamw(Tensor<M, Cuda>& master, Tensor<C, Cuda>* compute, const Tenso
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::adamw_update_kernel");
 }
 
-inline void require_step_scalars(const char* where, const StepScalars* scalars) {
-  if (scalars == nullptr) throw invalid_argument(mpx::detail::concat(where, ": the step scalars are null"));
-}
 
 }  // namespace detail
 

@@ -18,7 +18,6 @@
 
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/step_state.hpp"
-#include "mpx/error.hpp"
 #include "mpx/policy/loss_scale_update.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 
@@ -53,9 +52,6 @@ __global__ void set_learning_rate_kernel(Scalars* scalars, double lr) {
   scalars->lr = lr;
 }
 
-inline void require_scalars_pointer(const char* where, const StepScalars* scalars) {
-  if (scalars == nullptr) throw invalid_argument(mpx::detail::concat(where, ": the step scalars are null"));
-}
 
 }  // namespace detail
 
@@ -63,7 +59,7 @@ inline void require_scalars_pointer(const char* where, const StepScalars* scalar
 /// `loss_sum` and `sum_of_squares`, clears the non-finite, skip and clipped flags, sets
 /// `clip_coefficient = 1` and counts the step (`step += 1`). One thread; no synchronisation.
 inline void begin_step(StepScalars* scalars) {
-  detail::require_scalars_pointer("mpx::cuda::begin_step", scalars);
+  detail::require_step_scalars("mpx::cuda::begin_step", scalars);
   detail::begin_step_kernel<<<1, 1, 0, detail::stream()>>>(scalars);
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::begin_step_kernel");
 }
@@ -73,7 +69,7 @@ inline void begin_step(StepScalars* scalars) {
 /// (`optimizer_step += 1`) unless the step was skipped. One thread; no synchronisation.
 template <LossScalingPolicy Policy>
 void end_step(StepScalars* scalars, const typename Policy::Options& options) {
-  detail::require_scalars_pointer("mpx::cuda::end_step", scalars);
+  detail::require_step_scalars("mpx::cuda::end_step", scalars);
   detail::end_step_kernel<Policy><<<1, 1, 0, detail::stream()>>>(scalars, options);
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::end_step_kernel");
 }
@@ -83,7 +79,7 @@ void end_step(StepScalars* scalars, const typename Policy::Options& options) {
 /// outside a captured step (before replaying its graph), it changes the rate the replays read, since
 /// the optimizer kernels read `lr` from device memory. No synchronisation.
 inline void set_learning_rate(StepScalars* scalars, double lr) {
-  detail::require_scalars_pointer("mpx::cuda::set_learning_rate", scalars);
+  detail::require_step_scalars("mpx::cuda::set_learning_rate", scalars);
   detail::set_learning_rate_kernel<<<1, 1, 0, detail::stream()>>>(scalars, lr);
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::set_learning_rate_kernel");
 }
