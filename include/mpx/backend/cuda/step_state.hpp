@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "mpx/error.hpp"
 #include "mpx/policy/loss_scale_update.hpp"
 
 namespace mpx::cuda {
@@ -33,5 +34,13 @@ struct StepScalars {
   int skip = 0;                    ///< the optimizer must not update: inputs, loss or gradients not finite
   int clipped = 0;                 ///< clipping scaled the gradients down
 };
+
+namespace detail {
+// The step kernels' launchers take the scalars by pointer; a null one is a caller's bug that would
+// otherwise surface as an illegal address at the next synchronisation, far from its cause.
+inline void require_step_scalars(const char* where, const StepScalars* scalars) {
+  if (scalars == nullptr) throw invalid_argument(mpx::detail::concat(where, ": the step scalars are null"));
+}
+}  // namespace detail
 
 }  // namespace mpx::cuda
