@@ -21,7 +21,8 @@ void train(const mpx::data::FashionMnist& data, int epochs) {
   mpx::nn::SoftmaxCrossEntropy<P, Device> loss;
   mpx::optim::AdamW optimizer(model, {.lr = 1e-3, .weight_decay = 1e-4});
   mpx::Trainer trainer(model, loss, optimizer);
-  mpx::data::Batcher batcher(data.train, {.batch_size = 128, .seed = 42, .last_batch = mpx::data::LastBatch::Drop});
+  mpx::data::Batcher batcher(data.train,
+                             {.batch_size = 128, .seed = 42, .last_batch = mpx::data::LastBatch::Drop});
   mpx::Tensor<mpx::compute_t<P>> images;  // one host batch, already in the model's input type
   std::vector<std::int32_t> labels;
   for (int epoch = 0; epoch < epochs; ++epoch) {
@@ -36,8 +37,8 @@ void train(const mpx::data::FashionMnist& data, int epochs) {
       }
       if (step % 100 == 0) {
         const mpx::StepResult r = trainer.last_result();  // waits for the GPU
-        std::printf("epoch %d step %4lld  loss %.4f  scale %g\n", epoch + 1, static_cast<long long>(step), r.loss,
-                    double(r.loss_scale));
+        std::printf("epoch %d step %4lld  loss %.4f  scale %g\n", epoch + 1, static_cast<long long>(step),
+                    r.loss, double(r.loss_scale));
       }
     }
   }
@@ -46,7 +47,8 @@ void train(const mpx::data::FashionMnist& data, int epochs) {
   mpx::data::Batcher test(data.test, {.batch_size = 1000, .shuffle = false});
   while (test.next(images, labels)) {
     if constexpr (std::is_same_v<Device, mpx::Cuda>) {
-      correct += mpx::Backend<mpx::Cuda>::count_correct(model.forward(mpx::to_device(images)), labels);
+      const auto device_images = mpx::to_device(images);
+      correct += mpx::Backend<mpx::Cuda>::count_correct(model.forward(device_images), labels);
     } else {
       correct += mpx::Backend<mpx::Host>::count_correct(model.forward(images), labels);
     }

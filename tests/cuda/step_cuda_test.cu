@@ -204,10 +204,10 @@ struct StepCase {
   double lr;
   std::int64_t optimizer_step;
   bool clipped;
-  float clip_coefficient;
+  double clip_coefficient;
 };
 const std::vector<StepCase> step_cases = {
-    {0.03, 0, false, 1.0f}, {0.007, 1, true, 0.37f}, {0.02, 4, false, 1.0f}, {0.001, 123456, true, 0.81f}};
+    {0.03, 0, false, 1.0}, {0.007, 1, true, 0.37}, {0.02, 4, false, 1.0}, {0.001, 123456, true, 0.81}};
 
 StepScalars scalars_for(const StepCase& c) {
   StepScalars s{};
@@ -426,7 +426,7 @@ TEST_CASE("cuda::finish_gradients skips and clips as the CPU trainer does", "[cu
     start.inputs_nonfinite = c.inputs_nonfinite;
     start.loss_sum = c.loss_sum;
     start.sum_of_squares = c.sum_of_squares;
-    start.clip_coefficient = 1.0f;
+    start.clip_coefficient = 1.0;
     auto scalars = device_scalars(start);
     mpx::cuda::finish_gradients(scalars.data(), c.max_norm);
     const StepScalars found = host_scalars(scalars);
@@ -438,7 +438,7 @@ TEST_CASE("cuda::finish_gradients skips and clips as the CPU trainer does", "[cu
     const bool clipped = finite && c.max_norm > 0.0 && coefficient < 1.0;
     CHECK(found.skip == (finite ? 0 : 1));
     CHECK(found.clipped == (clipped ? 1 : 0));
-    CHECK(found.clip_coefficient == (clipped ? static_cast<float>(coefficient) : 1.0f));
+    CHECK(found.clip_coefficient == (clipped ? coefficient : 1.0));
   }
 }
 

@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include <mpx/cuda.hpp>
+#include <mpx/experiment/models.hpp>
 
 namespace {
 
@@ -47,7 +48,8 @@ Batches gaussian_blobs(int count) {
       const std::int32_t c = label(random);
       y[static_cast<std::size_t>(row)] = c;
       for (std::int64_t f = 0; f < input_features; ++f) {
-        x[row * input_features + f] = centres[static_cast<std::size_t>(c * input_features + f)] + normal(random);
+        x[row * input_features + f] =
+            centres[static_cast<std::size_t>(c * input_features + f)] + normal(random);
       }
     }
     data.inputs.push_back(std::move(x));
@@ -72,7 +74,8 @@ const Batches& training_batches() {
         const auto& labels = fashion.train.labels();
         data.labels.emplace_back(labels.begin() + first, labels.begin() + first + batch_size);
       }
-      std::printf("trainer_cuda_test: Fashion-MNIST from %s\n", mpx::data::default_fashion_mnist_dir().c_str());
+      std::printf("trainer_cuda_test: Fashion-MNIST from %s\n",
+                  mpx::data::default_fashion_mnist_dir().c_str());
       return data;
     } catch (const mpx::io_error& e) {
       std::printf("trainer_cuda_test: Fashion-MNIST not available (%s); using Gaussian blobs\n", e.what());
@@ -148,7 +151,8 @@ void compare_200_steps() {
     REQUIRE(device_result.stepped == host_result.stepped);
     REQUIRE(device_result.loss_scale == host_result.loss_scale);
     REQUIRE(std::isfinite(device_result.loss));
-    const double difference = std::abs(device_result.loss - host_result.loss) / std::max(1.0, host_result.loss);
+    const double difference =
+        std::abs(device_result.loss - host_result.loss) / std::max(1.0, host_result.loss);
     if (difference > worst) {
       worst = difference;
       worst_step = s + 1;
@@ -176,7 +180,8 @@ TEST_CASE("the loss-scale trajectory on the GPU equals the CPU's under injected 
     poisoned.labels.push_back(data.labels[s]);
   }
   // Overflow runs of one, two and three steps, so growth, backoff and the tracker reset all occur.
-  for (const int s : {5, 17, 18, 30, 31, 32, 50}) poisoned.inputs[s][3] = std::numeric_limits<float>::infinity();
+  for (const int s : {5, 17, 18, 30, 31, 32, 50})
+    poisoned.inputs[s][3] = std::numeric_limits<float>::infinity();
   const DeviceBatches device_data = to_device(poisoned);
   typename mpx::Trainer<typename Setup<P, mpx::Host>::Model, typename Setup<P, mpx::Host>::Loss,
                         typename Setup<P, mpx::Host>::Optimizer>::Options host_options;
@@ -215,8 +220,8 @@ TEST_CASE("queued steps need no sync and give the same result as stepping one at
   CHECK(master_weights(queued.model) == master_weights(one_by_one.model));
 }
 
-TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit for bit", "[cuda][trainer][graph]",
-                   mpx::fp32, mpx::fp16_mixed, mpx::bf16_pure) {
+TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit for bit",
+                   "[cuda][trainer][graph]", mpx::fp32, mpx::fp16_mixed, mpx::bf16_pure) {
   using P = TestType;
   const Batches& data = training_batches();
   const DeviceBatches device_data = to_device(data);
@@ -234,8 +239,9 @@ TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit 
     }
     (void)eager.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
     mpx::copy(inputs, device_data.inputs[s]);
-    MPX_CUDA_CHECK(cudaMemcpyAsync(labels.data(), device_data.labels[s].data(), labels.size() * sizeof(std::int32_t),
-                                   cudaMemcpyDeviceToDevice, mpx::cuda_context().stream()));
+    MPX_CUDA_CHECK(cudaMemcpyAsync(labels.data(), device_data.labels[s].data(),
+                                   labels.size() * sizeof(std::int32_t), cudaMemcpyDeviceToDevice,
+                                   mpx::cuda_context().stream()));
     graphed.trainer.replay_step();
   }
   const auto replayed = graphed.trainer.last_result();
@@ -253,4 +259,47 @@ TEST_CASE("a CUDA step given host labels says how to fix it", "[cuda][trainer]")
   const auto inputs = mpx::to_device(data.inputs[0]);
   CHECK_THROWS_WITH(gpu.trainer.enqueue_step(inputs, data.labels[0]),
                     Catch::Matchers::Contains("device memory") && Catch::Matchers::Contains("DeviceArray"));
+}
+
+TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", "[cuda][trainer]") {
+  using P = mpx::bf16_mixed;
+  using namespace mpx::nn;
+  const auto make_model = [](auto device) {
+    using Device = decltype(device);
+    Sequential model{Linear<P, Activation::GELU, Device>(16, 64), LayerNorm<P, Device>(64),
+                     Linear<mpx::fp32, Activation::None, Device>(64, 4)};
+    model.initialize(init_seed);
+    return model;
+  };
+  auto cpu_model = make_model(mpx::Host{});
+  auto gpu_model = make_model(mpx::Cuda{});
+  MSELoss<mpx::fp32> cpu_loss;
+  MSELoss<mpx::fp32, mpx::Cuda> gpu_loss;
+  mpx::optim::AdamW cpu_optimizer(cpu_model, {.lr = 3e-3});
+  mpx::optim::AdamW gpu_optimizer(gpu_model, {.lr = 3e-3});
+  mpx::Trainer cpu(cpu_model, cpu_loss, cpu_optimizer, {.max_grad_norm = 0.5});
+  mpx::Trainer gpu(gpu_model, gpu_loss, gpu_optimizer, {.max_grad_norm = 0.5});
+
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal;
+  mpx::Tensor<float> x(mpx::Shape{64, 16});
+  mpx::Tensor<float> y(mpx::Shape{64, 4});
+  int clipped = 0;
+  for (int s = 0; s < 50; ++s) {
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = normal(random);
+    for (std::int64_t r = 0; r < 64; ++r) {
+      for (std::int64_t c = 0; c < 4; ++c) y[r * 4 + c] = std::sin(x[r * 16 + c]) + 0.5f * x[r * 16 + c + 4];
+    }
+    const auto host_result = cpu.step(x, y);
+    const auto device_result = gpu.step(mpx::to_device(x), mpx::to_device(y));
+    INFO("step " << s + 1);
+    REQUIRE(device_result.stepped == host_result.stepped);
+    REQUIRE(device_result.clipped == host_result.clipped);
+    CHECK(std::abs(device_result.loss - host_result.loss) <= 3e-2 * std::max(1.0, host_result.loss));
+    CHECK(std::abs(device_result.grad_norm - host_result.grad_norm) <=
+          3e-2 * std::max(1.0, host_result.grad_norm));
+    clipped += host_result.clipped ? 1 : 0;
+  }
+  CHECK(clipped > 0);  // the bound is low enough that clipping happens
+  CHECK(gpu_optimizer.steps() == cpu_optimizer.steps());
 }

@@ -11,12 +11,6 @@ namespace mpx {
 // Hyper-parameters are doubles, as Python floats are in PyTorch: derived scalars (1 - beta, bias
 // corrections, lr / bias_correction) are computed in double and rounded once into the update's type.
 
-/// @brief Where the update number sits in the stream of an optimizer's stochastic rounding:
-/// stream = 2^63 | update << 24 | parameter index. A device step leaves the update number 0 on the
-/// host and its kernels add `(updates applied + 1) << 24` from device memory, so a replayed CUDA graph
-/// draws fresh bits at every update.
-inline constexpr unsigned stochastic_rounding_update_shift = 24;
-
 /// @brief SGD hyper-parameters, with PyTorch's meanings and defaults (PyTorch has no default lr).
 struct SgdSettings {
   /// @brief Learning rate.

@@ -58,7 +58,7 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
 
  private:
   // Host steps (control is null) pass t from the host; device steps pass the scalars the kernels read
-  // it from, and an update number of 0 that the kernel completes (see OptimizerBase::update_rounding).
+  // it from (see OptimizerBase::device_update_rounding).
   template <class Control>
   void update(const Control* control) {
     int index = 0;
@@ -69,9 +69,9 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
         Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1),
                                       steps_ + 1, options_, rounding);
       } else {
-        const auto rounding = this->template update_rounding<Param>(0, index++);
-        Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1), options_,
-                                      rounding, control);
+        const auto rounding = this->template device_update_rounding<Param>(index++);
+        Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1),
+                                      options_, rounding, control);
       }
     });
   }

@@ -56,8 +56,7 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
 
  private:
   // Host steps (control is null) pass the update count and first-step flag from the host; device
-  // steps pass the scalars the kernels read them from, and an update number of 0 that the kernel
-  // completes from the device's count (see OptimizerBase::update_rounding).
+  // steps pass the scalars the kernels read them from (see OptimizerBase::device_update_rounding).
   template <class Control>
   void update(const Control* control) {
     int index = 0;
@@ -69,7 +68,7 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
         Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, steps_ == 0, options_,
                                     rounding);
       } else {
-        const auto rounding = this->template update_rounding<Param>(0, index++);
+        const auto rounding = this->template device_update_rounding<Param>(index++);
         Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, options_, rounding,
                                     control);
       }

@@ -24,11 +24,12 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "mpx/backend/backend.hpp"
-#include "mpx/backend/clipping.hpp"
 #include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/optimizer_math.hpp"
 #include "mpx/error.hpp"
 #include "mpx/log.hpp"
 #include "mpx/policy/loss_scaling.hpp"
@@ -191,11 +192,23 @@ class Trainer {
   /// when none has run, so that every buffer exists before capture. The captured step is not run.
   void capture_step(const Tensor<input_element, Device>& inputs, target_type targets) requires on_device {
     if (steps_ == 0) enqueue_step(inputs, targets);
-    const Batch batch{inputs, targets};
-    const std::span<const Batch> micro_batches(&batch, 1);
-    push_host_changes();  // outside the graph: it depends on host values at each replay
-    device_.capture([&] { queue_device_step(micro_batches); });
-    captured_micro_batches_ = 1;
+    capture([&] {
+      const Batch batch{inputs, targets};
+      queue_device_step(std::span<const Batch>(&batch, 1));
+    });
+  }
+
+  /// @brief Captures a step on an fp32 batch for a model whose input is another type: the rounding
+  /// into the model's input type is part of the graph.
+  void capture_step(const Tensor<float, Device>& inputs,
+                    target_type targets) requires(on_device && !std::is_same_v<input_element, float>) {
+    if (steps_ == 0) enqueue_step(inputs, targets);
+    ensure_input_shape(inputs.shape());  // allocations stay outside the graph
+    capture([&] {
+      Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
+      const Batch batch{input_, targets};
+      queue_device_step(std::span<const Batch>(&batch, 1));
+    });
   }
 
   /// @brief Replays the step captured by `capture_step()` (one graph launch; the learning rate and
@@ -329,6 +342,16 @@ class Trainer {
     // A scale below 1 is reported when it gets there; the skipped steps that follow report themselves.
     if (!finite || (result.scale_below_one && result.loss_scale >= 1.0f)) report(result, gradients_finite);
     return result;
+  }
+
+  // Records the device step `queue` queues into the trainer's graph. What depends on host values at
+  // each replay (the learning rate, a loaded state) is pushed before, never captured.
+  template <class Queue>
+  void capture(Queue&& queue) {
+    push_host_changes();
+    captured_micro_batches_ = 0;  // a failed capture leaves nothing to replay
+    device_.capture(std::forward<Queue>(queue));
+    captured_micro_batches_ = 1;
   }
 
   // The CUDA step: the host step's sequence, with every decision taken on the device from the

@@ -13,7 +13,8 @@
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
-#error "mpx/backend/cuda/gradient.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#error \
+    "mpx/backend/cuda/gradient.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
 #endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
 #include <algorithm>
@@ -269,7 +270,7 @@ __global__ void finish_gradients_kernel(Scalars* scalars, double max_grad_norm) 
     const double coefficient = clip_coefficient(max_grad_norm, mpx::detail::sqrt_rn(scalars->sum_of_squares));
     if (coefficient < 1.0) {
       scalars->clipped = 1;
-      scalars->clip_coefficient = static_cast<float>(coefficient);
+      scalars->clip_coefficient = coefficient;
     }
   }
 }
@@ -324,7 +325,8 @@ void scale_in_place(Tensor<G, Cuda>& grad, G factor) {
 /// trainer does: `skip` when a gradient, an input or the loss sum is not finite; otherwise, when
 /// `max_grad_norm > 0`, the clipping coefficient `clip_coefficient(max_grad_norm, sqrt(sum_of_squares))`
 /// (PyTorch's clip_grad_norm_) and, when it is below 1, `clipped = 1` and
-/// `clip_coefficient = float(coefficient)` (the optimizer kernels multiply gradients by it).
+/// `clip_coefficient = coefficient` (the optimizer kernels multiply gradients by it, rounded into the
+/// gradients' type as the CPU trainer does).
 /// One thread; no synchronisation.
 inline void finish_gradients(StepScalars* scalars, double max_grad_norm) {
   detail::require_step_scalars("mpx::cuda::finish_gradients", scalars);

@@ -13,7 +13,8 @@
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
-#error "mpx/backend/cuda/optimizer.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#error \
+    "mpx/backend/cuda/optimizer.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
 #endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
 #include <concepts>
@@ -161,7 +162,6 @@ void launch_adamw(Tensor<M, Cuda>& master, Tensor<C, Cuda>* compute, const Tenso
       exp_avg_sq.data(), count, s, host, rounding, scalars);
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::adamw_update_kernel");
 }
-
 
 }  // namespace detail
 

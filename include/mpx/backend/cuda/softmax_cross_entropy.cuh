@@ -12,7 +12,8 @@
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
-#error "mpx/backend/cuda/softmax_cross_entropy.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#error \
+    "mpx/backend/cuda/softmax_cross_entropy.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
 #endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
 #include <cmath>
@@ -207,8 +208,8 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* la
 /// Otherwise as the pointer overload. Throws `mpx::shape_error` for a label count that is not the
 /// batch and `mpx::invalid_argument` for host labels.
 template <Element T>
-void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels, float smoothing,
-                           LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
+                           float smoothing, LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
                            Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
   detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,

@@ -14,7 +14,8 @@
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
-#error "mpx/backend/cuda/training_state.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#error \
+    "mpx/backend/cuda/training_state.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
 #endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
 #include <cstdint>
@@ -93,8 +94,8 @@ class TrainingState<Cuda, Grad> {
                        std::int64_t steps) {
     const HostView view{scaler, optimizer_steps, lr, steps};
     if (device_view_ && *device_view_ == view) return;
-    cuda::detail::store_host_state<<<1, 1, 0, cuda::detail::stream()>>>(scalars(), scaler, optimizer_steps, lr,
-                                                                         steps);
+    cuda::detail::store_host_state<<<1, 1, 0, cuda::detail::stream()>>>(scalars(), scaler, optimizer_steps,
+                                                                        lr, steps);
     MPX_CUDA_CHECK_LAUNCH("mpx::cuda::detail::store_host_state");
     device_view_ = view;
   }

@@ -13,7 +13,8 @@
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
-#error "mpx/backend/cuda/training_step.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#error \
+    "mpx/backend/cuda/training_step.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
 #endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
 #include "mpx/backend/cuda/launch.cuh"
@@ -36,7 +37,7 @@ __global__ void begin_step_kernel(Scalars* scalars) {
   scalars->inputs_nonfinite = 0;
   scalars->skip = 0;
   scalars->clipped = 0;
-  scalars->clip_coefficient = 1.0f;
+  scalars->clip_coefficient = 1.0;
   ++scalars->step;
 }
 
@@ -51,7 +52,6 @@ template <class Scalars>
 __global__ void set_learning_rate_kernel(Scalars* scalars, double lr) {
   scalars->lr = lr;
 }
-
 
 }  // namespace detail
 
