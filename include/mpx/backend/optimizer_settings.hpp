@@ -24,6 +24,9 @@ struct SgdSettings {
   bool nesterov = false;
   /// Seed of the stochastic rounding of updates into fp16/bf16 master weights (pure precisions).
   std::uint64_t rounding_seed = 0;
+
+  /// @brief Field-by-field equality.
+  friend bool operator==(const SgdSettings&, const SgdSettings&) = default;
 };
 
 /// @brief AdamW hyper-parameters, with PyTorch's meanings and defaults (PyTorch's `betas` are
@@ -40,6 +43,9 @@ struct AdamWSettings {
   double weight_decay = 1e-2;  ///< decoupled: the weight is multiplied by 1 - lr * weight_decay
   /// Seed of the stochastic rounding of updates into fp16/bf16 master weights (pure precisions).
   std::uint64_t rounding_seed = 0;
+
+  /// @brief Field-by-field equality.
+  friend bool operator==(const AdamWSettings&, const AdamWSettings&) = default;
 };
 
 }  // namespace mpx

@@ -187,12 +187,18 @@ class Trainer {
   }
 
   /// @brief Captures one training step on `inputs` and `targets` into a CUDA graph, for
-  /// `replay_step()`: static shapes, and the inputs and targets are read from the same device
-  /// buffers at each replay (refill them in place on the context's stream). Runs an eager step first
-  /// when none has run, so that every buffer exists before capture. The captured step is not run.
+  /// `replay_step()`: the inputs and targets are read from the same device buffers at each replay
+  /// (refill them in place on the context's stream). Runs an eager step on them first unless the
+  /// last step had the same input shape, so that every buffer exists before capture (an allocation
+  /// during capture throws). The captured step is not run.
+  ///
+  /// The graph replays into the buffers the model holds now: a step with another input shape drops
+  /// it (`replay_step` then throws until the next capture), and so must the caller's own use of the
+  /// model with other shapes (an evaluation with another batch size reallocates the layers'
+  /// outputs): evaluate with the training batch size, or capture again afterwards.
   void capture_step(const Tensor<input_element, Device>& inputs, target_type targets) requires on_device {
-    if (steps_ == 0) enqueue_step(inputs, targets);
-    capture([&] {
+    if (eager_input_shape_ != inputs.shape()) enqueue_step(inputs, targets);
+    capture(inputs.shape(), [&] {
       const Batch batch{inputs, targets};
       queue_device_step(std::span<const Batch>(&batch, 1));
     });
@@ -202,9 +208,8 @@ class Trainer {
   /// into the model's input type is part of the graph.
   void capture_step(const Tensor<float, Device>& inputs,
                     target_type targets) requires(on_device && !std::is_same_v<input_element, float>) {
-    if (steps_ == 0) enqueue_step(inputs, targets);
-    ensure_input_shape(inputs.shape());  // allocations stay outside the graph
-    capture([&] {
+    if (eager_input_shape_ != inputs.shape()) enqueue_step(inputs, targets);
+    capture(inputs.shape(), [&] {
       Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
       const Batch batch{input_, targets};
       queue_device_step(std::span<const Batch>(&batch, 1));
@@ -212,15 +217,27 @@ class Trainer {
   }
 
   /// @brief Replays the step captured by `capture_step()` (one graph launch; the learning rate and
-  /// any state loaded on the host since are pushed to the device first).
+  /// any scaler state or update count loaded on the host since are pushed to the device first).
+  /// Throws if nothing is captured, or if optimizer settings other than the learning rate changed
+  /// since the capture (the graph holds them; capture again).
   void replay_step() requires on_device {
-    if (captured_micro_batches_ == 0) {
-      throw invalid_argument("mpx::Trainer::replay_step: no step captured; call capture_step first");
+    if (!captured_options_) {
+      throw invalid_argument(
+          "mpx::Trainer::replay_step: no step captured (or the last step had another input shape); call "
+          "capture_step first");
+    }
+    auto current = optimizer_.options();
+    current.lr = captured_options_->lr;
+    if (!(current == *captured_options_)) {
+      throw invalid_argument(
+          "mpx::Trainer::replay_step: optimizer settings other than lr (momentum, weight decay, betas, "
+          "the rounding seed, ...) changed since capture_step; the graph holds the old ones, capture again");
     }
     push_host_changes();
     device_.replay();
-    micro_batches_in_last_step_ = captured_micro_batches_;
+    micro_batches_in_last_step_ = 1;
     ++steps_;
+    device_.step_queued();
   }
 
   /// @brief The loss scaler (its state is part of a checkpoint). On CUDA this is the host's copy as of
@@ -266,10 +283,20 @@ class Trainer {
 
   void run_step(std::span<const Batch> micro_batches) {
     if constexpr (on_device) {
-      push_host_changes();
-      queue_device_step(micro_batches);
+      try {
+        push_host_changes();
+        queue_device_step(micro_batches);
+      } catch (...) {
+        device_.forget();  // the device may have counted part of the step: resend everything next time
+        throw;
+      }
       micro_batches_in_last_step_ = static_cast<std::int64_t>(micro_batches.size());
       ++steps_;  // only once the step is queued: a step that threw is not counted
+      device_.step_queued();
+      // Buffers follow the first micro-batch's shape; another shape than the captured one reallocated
+      // what the graph writes into.
+      eager_input_shape_ = micro_batches.front().inputs.shape();
+      if (captured_input_shape_ != eager_input_shape_) captured_options_.reset();
     } else {
       last_ = host_step(micro_batches);
     }
@@ -347,11 +374,12 @@ class Trainer {
   // Records the device step `queue` queues into the trainer's graph. What depends on host values at
   // each replay (the learning rate, a loaded state) is pushed before, never captured.
   template <class Queue>
-  void capture(Queue&& queue) {
+  void capture(const Shape& input_shape, Queue&& queue) {
     push_host_changes();
-    captured_micro_batches_ = 0;  // a failed capture leaves nothing to replay
+    captured_options_.reset();  // a failed capture leaves nothing to replay
     device_.capture(std::forward<Queue>(queue));
-    captured_micro_batches_ = 1;
+    captured_options_ = optimizer_.options();
+    captured_input_shape_ = input_shape;
   }
 
   // The CUDA step: the host step's sequence, with every decision taken on the device from the
@@ -380,19 +408,20 @@ class Trainer {
   // scaler state or update count loaded from a checkpoint) with one small kernel, ordered before the
   // next step on the stream.
   void push_host_changes() {
-    device_.push_if_changed(scaler_.state(), optimizer_.steps(), optimizer_.options().lr, steps_);
+    device_.push_if_changed({scaler_.state(), optimizer_.steps(), optimizer_.options().lr, steps_});
   }
 
   // Reads the last step's scalars back, refreshes the host's copies of the scaler state and the
   // update count, and reports the step as the host path does, plus any steps skipped unseen since the
   // previous read.
   void pull_device_result() {
-    if (steps_ == 0) return;
+    if (!device_.has_scalars()) return;  // nothing ran on the device yet (also after set_steps)
     const std::int64_t skipped_before = scaler_.state().steps_skipped;
-    const auto scalars = device_.pull();
-    scaler_.load_state(scalars.scaler);
-    optimizer_.set_steps(scalars.optimizer_step);
-    device_.record_host_view(scaler_.state(), optimizer_.steps(), optimizer_.options().lr, steps_);
+    typename TrainingState<Device, Grad>::HostCopies host{scaler_.state(), optimizer_.steps(),
+                                                          optimizer_.options().lr, steps_};
+    const auto scalars = device_.pull(host);
+    scaler_.load_state(host.scaler);
+    optimizer_.set_steps(host.optimizer_steps);
     StepResult result;
     result.step = scalars.step;
     result.loss_scale = scalars.loss_scale;
@@ -476,7 +505,10 @@ class Trainer {
   [[no_unique_address]] TrainingState<Device, Grad> device_;
   std::vector<Tensor<Grad, Device>*> gradients_;
   std::int64_t micro_batches_in_last_step_ = 1;
-  std::int64_t captured_micro_batches_ = 0;
+  Shape eager_input_shape_;     // of the last step queued eagerly (rank 0: none yet)
+  Shape captured_input_shape_;  // of the captured step
+  // The optimizer settings the captured graph holds; empty when there is no graph to replay.
+  std::optional<typename Optimizer::Options> captured_options_;
 };
 
 }  // namespace mpx

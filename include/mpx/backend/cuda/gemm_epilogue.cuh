@@ -11,6 +11,7 @@
 #error "mpx/backend/cuda/gemm_epilogue.cuh is CUDA code: compile it with nvcc and link mpx::cuda"
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -121,7 +122,10 @@ void launch_apply_epilogue(const Acc* t, const DT* c, Acc beta, DT* d, const DT*
                            cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   constexpr int threads = 256;
-  const std::int64_t rows_per_block = bias_grad != nullptr ? m : 64;
+  // grid.y is at most 65535: very tall problems give each block more rows.
+  constexpr std::int64_t max_grid_y = 65535;
+  const std::int64_t rows_per_block =
+      bias_grad != nullptr ? m : std::max<std::int64_t>(64, (m + max_grid_y - 1) / max_grid_y);
   const dim3 grid(static_cast<unsigned>((n + threads - 1) / threads),
                   static_cast<unsigned>((m + rows_per_block - 1) / rows_per_block));
   apply_epilogue_kernel<<<grid, threads, 0, stream>>>(t, c, beta, d, bias, aux, bias_grad, epilogue, m, n,

@@ -179,8 +179,8 @@ void layer_norm_forward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma, 
 /// @brief dx from dy, and dgamma, dbeta accumulated (+=) so that micro-batches add up.
 ///
 /// With more than 32 rows the parameter gradients go through partial sums in a device scratch buffer
-/// that is kept per thread and grown on demand (detail::scratch), so repeated calls of the same size
-/// allocate nothing and may be captured in a CUDA graph.
+/// that is kept per thread and per layer (keyed by dgamma) and grown on demand (detail::scratch), so repeated
+/// calls of the same size allocate nothing and may be captured in a CUDA graph.
 template <Element T, Element W, Element Acc>
 void layer_norm_backward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma,
                          const Tensor<Acc, Cuda>& mean, const Tensor<Acc, Cuda>& rstd,
@@ -212,7 +212,7 @@ void layer_norm_backward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma,
   Acc* partial_gamma = nullptr;
   Acc* partial_beta = nullptr;
   if (chunks.count > 1) {
-    partial_gamma = detail::scratch<Acc>(2 * chunks.count * features);
+    partial_gamma = detail::scratch<Acc>(dgamma.data(), 2 * chunks.count * features);
     partial_beta = partial_gamma + chunks.count * features;
   }
   detail::layer_norm_backward_params_kernel<<<dim3(feature_blocks, static_cast<unsigned>(chunks.count)),

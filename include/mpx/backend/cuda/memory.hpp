@@ -40,6 +40,15 @@ struct DeviceMemory<Cuda> {
   [[nodiscard]] static void* allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     CudaContext& context = cuda_context();
+    // An allocation inside a CUDA graph capture would belong to the graph, and the layer holding it
+    // would read freed memory after the graph is destroyed or replayed twice: refuse it.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    MPX_CUDA_CHECK(cudaStreamIsCapturing(context.stream(), &capture));
+    if (capture != cudaStreamCaptureStatusNone) {
+      throw error(detail::concat("mpx: CUDA allocation of ", bytes,
+                                 " bytes while the stream is being captured into a CUDA graph; run one "
+                                 "eager step with the same shapes first, so that every buffer exists"));
+    }
     void* pointer = nullptr;
     const cudaError_t status = cudaMallocAsync(&pointer, bytes, context.stream());
     if (status == cudaErrorMemoryAllocation) {

@@ -64,7 +64,8 @@ __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64
 /// @param target      one value per prediction.
 /// @param seed        the gradient's seed (the loss scale over the micro-batches), read on the device.
 /// @param dprediction if not null, receives the gradient (same shape and type as prediction).
-/// @param partials [mse_loss_partials] scratch in the math type. The mean is reduced in a fixed order
+/// @param partials scratch in the math type, given the shape [mse_loss_partials] here if it has
+///                 another (so a loss can keep an empty tensor for it). The mean is reduced in a fixed order
 ///                 (per-block sums, then one block over them) in the math type, then converted to
 ///                 double; an empty prediction adds 0, as the CPU version returns.
 /// @param loss_sum device memory, or null to compute only the gradient.
@@ -75,7 +76,9 @@ void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, 
   constexpr const char* where = "mpx::cuda::mse_loss";
   require_shape(where, "target", target.shape(), prediction.shape());
   if (dprediction != nullptr) require_shape(where, "dprediction", dprediction->shape(), prediction.shape());
-  require_shape(where, "partials", partials.shape(), Shape{mse_loss_partials});
+  if (!(partials.shape() == Shape{mse_loss_partials})) {
+    partials = Tensor<math_t<tag_of_t<T>>, Cuda>::uninitialized(Shape{mse_loss_partials});
+  }
   const std::int64_t count = prediction.numel();
   const std::int64_t blocks = std::clamp<std::int64_t>(
       (count + detail::elementwise_threads - 1) / detail::elementwise_threads, 1, mse_loss_partials);

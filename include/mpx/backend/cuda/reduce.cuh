@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
@@ -88,15 +89,18 @@ __global__ void add_mean_kernel(const Math* values, std::int64_t count, std::int
   }
 }
 
-/// @brief Device memory a launcher needs between two of its kernels (partial sums), kept per thread
-/// and per element type and grown on demand, so repeated calls allocate nothing (which also keeps
-/// them legal inside CUDA graph capture once the first call has sized the buffer).
+/// @brief Device memory a launcher needs between two of its kernels (partial sums), kept per thread,
+/// per element type and per `owner` (the caller's own output, e.g. a LayerNorm's gamma gradient),
+/// and grown on demand, so repeated calls allocate nothing (which also keeps them legal inside CUDA
+/// graph capture once the first call has sized the buffer). Keyed by owner so that one layer's
+/// larger call never reallocates a buffer another layer's captured graph still uses.
 ///
 /// The buffer is stream-ordered like every mpx allocation: reusing it in the next call is safe because
 /// that call's kernels queue behind this call's on the same stream.
 template <class Acc>
-Acc* scratch(std::int64_t count) {
-  thread_local Tensor<Acc, Cuda> buffer;
+Acc* scratch(const void* owner, std::int64_t count) {
+  thread_local std::unordered_map<const void*, Tensor<Acc, Cuda>> buffers;
+  Tensor<Acc, Cuda>& buffer = buffers[owner];
   if (buffer.numel() < count) buffer = Tensor<Acc, Cuda>::uninitialized(Shape{count});
   return buffer.data();
 }

@@ -7,10 +7,12 @@
 /// captured step graph, and queues the step's control kernels, so a whole training step is queued
 /// without the host ever waiting for the device.
 ///
-/// The host keeps copies of what it may change between steps (the scaler state and update count a
-/// checkpoint loads, the learning rate a schedule sets, the step count). `push_if_changed` sends them
-/// with one one-thread kernel when they differ from what the device was last known to hold, and
-/// `pull` reads the device's scalars back (the one synchronising call).
+/// The host keeps copies of what it may change between steps (`HostCopies`: the scaler state and
+/// update count a checkpoint loads, the learning rate a schedule sets, the step count). The device
+/// changes the first two itself at every step, so a host copy is not compared with the device: it
+/// is compared with its own value at the last exchange. `push_if_changed` sends, with one
+/// one-thread kernel, the fields the host changed since; `pull` reads the device's scalars back (the
+/// one synchronising call) and refreshes the host copies the host did not change meanwhile.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
@@ -37,16 +39,19 @@
 namespace mpx {
 
 namespace cuda::detail {
-// Overwrites the host-owned fields of the step's scalars (see TrainingState::push_if_changed). A
-// template, as every kernel in a header: a non-template __global__ would be defined in each
-// translation unit that includes it.
+// Which host-owned fields `store_host_state` overwrites.
+enum HostField : unsigned { scaler_field = 1, optimizer_step_field = 2, lr_field = 4, step_field = 8 };
+
+// Overwrites the host-owned fields of the step's scalars that `fields` names (see
+// TrainingState::push_if_changed). A template, as every kernel in a header: a non-template __global__
+// would be defined in each translation unit that includes it.
 template <class Scalars>
-__global__ void store_host_state(Scalars* scalars, LossScalerState scaler, std::int64_t optimizer_step,
-                                 double lr, std::int64_t step) {
-  scalars->scaler = scaler;
-  scalars->optimizer_step = optimizer_step;
-  scalars->lr = lr;
-  scalars->step = step;
+__global__ void store_host_state(Scalars* scalars, unsigned fields, LossScalerState scaler,
+                                 std::int64_t optimizer_step, double lr, std::int64_t step) {
+  if (fields & scaler_field) scalars->scaler = scaler;
+  if (fields & optimizer_step_field) scalars->optimizer_step = optimizer_step;
+  if (fields & lr_field) scalars->lr = lr;
+  if (fields & step_field) scalars->step = step;
 }
 }  // namespace cuda::detail
 
@@ -87,25 +92,60 @@ class TrainingState<Cuda, Grad> {
     cuda::end_step<Scaling>(scalars(), options);
   }
 
-  /// @brief Sends the host's scaler state, update count, learning rate and step count to the device
-  /// when any differs from what the device was last known to hold (always, the first time). Queued
-  /// on the stream, so it takes effect before the next step; never captured into a graph.
-  void push_if_changed(const LossScalerState& scaler, std::int64_t optimizer_steps, double lr,
-                       std::int64_t steps) {
-    const HostView view{scaler, optimizer_steps, lr, steps};
-    if (device_view_ && *device_view_ == view) return;
-    cuda::detail::store_host_state<<<1, 1, 0, cuda::detail::stream()>>>(scalars(), scaler, optimizer_steps,
-                                                                        lr, steps);
+  /// @brief The host's copies of the fields it owns.
+  struct HostCopies {
+    LossScalerState scaler;            ///< the trainer's `LossScaler` state
+    std::int64_t optimizer_steps = 0;  ///< the optimizer's update count
+    double lr = 0.0;                   ///< the optimizer's learning rate
+    std::int64_t steps = 0;            ///< the trainer's step count (steps queued)
+  };
+
+  /// @brief Sends the fields the host changed since the last exchange (all of them the first time),
+  /// with one kernel queued on the stream, so they take effect before the next step. Never captured
+  /// into a graph.
+  void push_if_changed(const HostCopies& host) {
+    unsigned fields = cuda::detail::scaler_field | cuda::detail::optimizer_step_field |
+                      cuda::detail::lr_field | cuda::detail::step_field;
+    if (synced_) {
+      fields = 0;
+      if (!(host.scaler == synced_->scaler)) fields |= cuda::detail::scaler_field;
+      if (host.optimizer_steps != synced_->optimizer_steps) fields |= cuda::detail::optimizer_step_field;
+      if (host.lr != synced_->lr) fields |= cuda::detail::lr_field;
+      if (host.steps != synced_->steps) fields |= cuda::detail::step_field;
+    }
+    if (fields == 0) return;
+    cuda::detail::store_host_state<<<1, 1, 0, cuda::detail::stream()>>>(
+        scalars(), fields, host.scaler, host.optimizer_steps, host.lr, host.steps);
     MPX_CUDA_CHECK_LAUNCH("mpx::cuda::detail::store_host_state");
-    device_view_ = view;
+    synced_ = host;
   }
-  /// @brief Records that the device holds these values (after `pull` refreshed the host's copies).
-  void record_host_view(const LossScalerState& scaler, std::int64_t optimizer_steps, double lr,
-                        std::int64_t steps) {
-    device_view_ = HostView{scaler, optimizer_steps, lr, steps};
+
+  /// @brief Records that one more step was queued: the device counts it in `begin_step`, the host in
+  /// its step count, so the two stay equal without a push.
+  void step_queued() noexcept {
+    if (synced_) ++synced_->steps;
   }
-  /// @brief The scalars after all queued work; waits for the stream.
-  [[nodiscard]] cuda::StepScalars pull() { return scalars_.download().at(0); }
+
+  /// @brief Forgets what the device holds, so that the next push sends every field (after a step
+  /// that threw half-way through being queued).
+  void forget() noexcept { synced_.reset(); }
+
+  /// @brief Whether a step has run on the device (there are scalars to read).
+  [[nodiscard]] bool has_scalars() const noexcept { return !scalars_.empty(); }
+
+  /// @brief The scalars after all queued work (waits for the stream). The scaler state and update
+  /// count in `host` take the device's values unless the host changed them since the last exchange
+  /// (those stay, to be pushed before the next step).
+  [[nodiscard]] cuda::StepScalars pull(HostCopies& host) {
+    const cuda::StepScalars scalars = scalars_.download().at(0);
+    if (synced_) {
+      if (host.scaler == synced_->scaler) host.scaler = synced_->scaler = scalars.scaler;
+      if (host.optimizer_steps == synced_->optimizer_steps) {
+        host.optimizer_steps = synced_->optimizer_steps = scalars.optimizer_step;
+      }
+    }
+    return scalars;
+  }
 
   /// @brief Captures the work `queue()` puts on the context's stream into the step graph.
   template <class Queue>
@@ -117,18 +157,10 @@ class TrainingState<Cuda, Grad> {
   void replay() { graph_.launch(cuda::detail::stream()); }
 
  private:
-  struct HostView {
-    LossScalerState scaler;
-    std::int64_t optimizer_steps = 0;
-    double lr = 0.0;
-    std::int64_t steps = 0;
-    bool operator==(const HostView&) const = default;
-  };
-
   cuda::DeviceArray<cuda::StepScalars> scalars_;
   cuda::GradientWorkspace workspace_;
   cuda::Graph graph_;
-  std::optional<HostView> device_view_;
+  std::optional<HostCopies> synced_;  // the host copies at the last exchange with the device
 };
 
 }  // namespace mpx
