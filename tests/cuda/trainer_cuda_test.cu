@@ -303,3 +303,46 @@ TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", 
   CHECK(clipped > 0);  // the bound is low enough that clipping happens
   CHECK(gpu_optimizer.steps() == cpu_optimizer.steps());
 }
+
+TEST_CASE("host changes reach the device step, and device results reach the host", "[cuda][trainer]") {
+  using P = mpx::fp16_mixed;
+  const Batches& data = training_batches();
+  const DeviceBatches device_data = to_device(data);
+  Setup<P, mpx::Cuda> gpu;
+  for (int s = 0; s < 3; ++s)
+    gpu.trainer.enqueue_step(device_data.inputs[s], device_data.labels[s].device_span());
+  (void)gpu.trainer.last_result();
+  // A state loaded on the host (as a checkpoint does) and a new learning rate, set after a read.
+  auto state = gpu.trainer.scaler().state();
+  state.scale = 1024.0f;
+  gpu.trainer.scaler().load_state(state);
+  gpu.optimizer.set_lr(0.01);
+  const auto result = gpu.trainer.step(device_data.inputs[3], device_data.labels[3].device_span());
+  CHECK(result.loss_scale == 1024.0f);
+  CHECK(result.step == 4);
+  CHECK(gpu.optimizer.steps() == gpu.trainer.scaler().state().steps_taken);
+}
+
+TEST_CASE("replay_step refuses a graph the model or the optimizer has moved away from",
+          "[cuda][trainer][graph]") {
+  using P = mpx::fp32;
+  const Batches& data = training_batches();
+  const DeviceBatches device_data = to_device(data);
+  Setup<P, mpx::Cuda> gpu;
+  CHECK_THROWS_WITH(gpu.trainer.replay_step(), Catch::Matchers::Contains("capture_step first"));
+  auto inputs = device_data.inputs[0].clone();
+  gpu.trainer.capture_step(inputs, device_data.labels[0].device_span());
+  gpu.trainer.replay_step();
+  auto changed = gpu.optimizer.options();
+  gpu.optimizer.set_rounding_seed(changed.rounding_seed + 1);
+  CHECK_THROWS_WITH(gpu.trainer.replay_step(), Catch::Matchers::Contains("capture again"));
+  gpu.optimizer.set_rounding_seed(changed.rounding_seed);
+  gpu.trainer.replay_step();
+  // A step on a batch of another size reallocates the buffers the graph writes into.
+  mpx::Tensor<float> half_batch(mpx::Shape{batch_size / 2, input_features});
+  std::memcpy(half_batch.data(), data.inputs[1].data(), half_batch.size_bytes());
+  const mpx::cuda::DeviceArray<std::int32_t> half_labels(
+      std::span<const std::int32_t>(data.labels[1].data(), static_cast<std::size_t>(batch_size / 2)));
+  (void)gpu.trainer.step(mpx::to_device(half_batch), half_labels.device_span());
+  CHECK_THROWS_WITH(gpu.trainer.replay_step(), Catch::Matchers::Contains("capture_step first"));
+}
