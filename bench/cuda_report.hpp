@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpx/cuda.hpp>
@@ -91,15 +92,30 @@ class EventTimer {
   cudaEvent_t stop_ = nullptr;
 };
 
-/// Median milliseconds of `f` over `repetitions` timings after `warmup` untimed calls.
+/// The median of repeated timings and their spread, in milliseconds.
+struct Timing {
+  double median = 0, min = 0, max = 0;
+
+  /// Each figure divided by `n` (a group of n steps timed together -> per step).
+  [[nodiscard]] Timing per(int n) const { return {median / n, min / n, max / n}; }
+};
+
+/// Milliseconds of `f` over `repetitions` timings after `warmup` untimed calls.
 template <class F>
-double median_ms(F&& f, cudaStream_t stream, int warmup, int repetitions) {
+Timing time_ms(F&& f, cudaStream_t stream, int warmup, int repetitions) {
   for (int i = 0; i < warmup; ++i) f();
   EventTimer timer;
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(repetitions));
   for (int i = 0; i < repetitions; ++i) samples.push_back(timer.milliseconds(f, stream));
-  return median(samples);
+  const auto [low, high] = std::minmax_element(samples.begin(), samples.end());
+  return {median(samples), *low, *high};
+}
+
+/// Median milliseconds of `f` over `repetitions` timings after `warmup` untimed calls.
+template <class F>
+double median_ms(F&& f, cudaStream_t stream, int warmup, int repetitions) {
+  return time_ms(std::forward<F>(f), stream, warmup, repetitions).median;
 }
 
 /// A host tensor of uniform random values in [-scale, -scale/64] U [scale/64, scale] (never zero,

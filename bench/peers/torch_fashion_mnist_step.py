@@ -71,13 +71,14 @@ def run_case(torch, precision, variant, settings):
             state["loss"] = step(x, y)
             state["next"] = (state["next"] + 1) % len(pool)
 
-    step_ms, _ = common.time_steps(torch, group, settings.steps_per_sample, settings.repetitions)
+    step_ms, samples = common.time_steps(torch, group, settings.steps_per_sample, settings.repetitions)
     final_loss = float(state["loss"])
     return {
         "precision": precision,
         "batch": BATCH,
         "variant": variant,
         "step_ms": step_ms,
+        "step_ms_range": [min(samples), max(samples)],
         "steps_per_second": 1e3 / step_ms,
         "peak_bytes": torch.cuda.max_memory_allocated(),
         "first_step_seconds": first_step_seconds,

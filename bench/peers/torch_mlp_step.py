@@ -66,13 +66,14 @@ def run_case(torch, precision, batch, variant, settings):
         for _ in range(settings.steps_per_sample):
             last["loss"] = step(x, y)
 
-    step_ms, _ = common.time_steps(torch, group, settings.steps_per_sample, settings.repetitions)
+    step_ms, samples = common.time_steps(torch, group, settings.steps_per_sample, settings.repetitions)
     final_loss = float(last["loss"])
     return {
         "precision": precision,
         "batch": batch,
         "variant": variant,
         "step_ms": step_ms,
+        "step_ms_range": [min(samples), max(samples)],
         "steps_per_second": 1e3 / step_ms,
         "peak_bytes": torch.cuda.max_memory_allocated(),
         "first_step_seconds": first_step_seconds,
