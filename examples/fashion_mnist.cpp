@@ -139,10 +139,13 @@ Settings parse(int argc, char** argv) {
       s.precision != "bf16") {
     usage_error("--precision " + s.precision + ": expected fp32, tf32, fp16, bf16 or all");
   }
-  if (s.device == "cuda") usage_error("--device cuda: this build has no CUDA backend yet; use cpu or auto");
+  if (s.device == "cuda") {
+    usage_error("--device cuda: this program is the CPU one; the GPU one is examples/fashion_mnist_cuda.cu "
+                "(built when CMake finds the CUDA toolkit)");
+  }
   if (s.device != "cpu" && s.device != "auto")
     usage_error("--device " + s.device + ": expected cpu, cuda or auto");
-  if (s.device == "auto") std::printf("no CUDA backend in this build: running on the CPU\n");
+  if (s.device == "auto") std::printf("this program runs on the CPU (fashion_mnist_cuda is the GPU one)\n");
   return s;
 }
 

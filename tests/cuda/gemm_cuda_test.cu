@@ -16,25 +16,12 @@
 #include <mpx/cuda.hpp>
 
 #include "../support/tolerances.hpp"
+#include "support.hpp"
 
 namespace {
 
-template <class T>
-double to_double(T x) {
-  if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
-    return static_cast<double>(static_cast<float>(x));
-  } else {
-    return static_cast<double>(x);
-  }
-}
-
-template <mpx::Element T>
-mpx::Tensor<T> random_host(const mpx::Shape& shape, std::mt19937& rng, double low = -1.0, double high = 1.0) {
-  std::uniform_real_distribution<float> dist(static_cast<float>(low), static_cast<float>(high));
-  mpx::Tensor<T> t(shape);
-  for (T& x : t.values()) x = static_cast<T>(dist(rng));
-  return t;
-}
+using mpx_test::random_host;
+using mpx_test::to_double;
 
 // Element (i, j) of op(X) for a row-major host matrix.
 template <class T>

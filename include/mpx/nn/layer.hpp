@@ -17,6 +17,15 @@
 
 namespace mpx::nn {
 
+namespace detail {
+// A visitor for the Layer concept's for_each_parameter requirement. A named type, not a lambda: nvcc
+// rejects lambdas in a requires-expression, which would make every layer fail the concept in CUDA code.
+struct AnyParameterVisitor {
+  template <class Parameter>
+  void operator()(std::string_view, Parameter&) const {}
+};
+}  // namespace detail
+
 /// @brief A module with explicit forward and backward passes over tensors of fixed element types.
 ///
 /// `forward(x)` returns the layer's output buffer (valid until the next forward) and remembers what
@@ -37,7 +46,7 @@ concept Layer = requires(L& layer, const Tensor<typename L::input_type, typename
     } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
   layer.initialize(std::uint64_t{0}, std::uint64_t{0});
   layer.set_label(std::string{});
-  layer.for_each_parameter([](std::string_view, auto&) {});
+  layer.for_each_parameter(detail::AnyParameterVisitor{});
 };
 
 /// @brief The activation a `Linear` applies through its GEMM epilogue.

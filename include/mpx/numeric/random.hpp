@@ -40,4 +40,17 @@ MPX_HOST_DEVICE inline float uniform_from_bits(std::uint32_t bits) {
   return static_cast<float>(bits >> 8) * 0x1p-24f;
 }
 
+/// @brief `low + (high - low) * uniform_from_bits(bits)` in double: a value uniform on [low, high).
+///
+/// Each operation rounds on its own on every compiler: nvcc contracts `a * b + c` into an FMA by
+/// default (`--fmad=true`), which would give device-initialised weights other bits than the host's.
+MPX_HOST_DEVICE inline double uniform_between(double low, double high, std::uint32_t bits) {
+  const double u = uniform_from_bits(bits);
+#if MPX_DEVICE_PASS
+  return __dadd_rn(low, __dmul_rn(high - low, u));
+#else
+  return low + (high - low) * u;
+#endif  // MPX_DEVICE_PASS
+}
+
 }  // namespace mpx

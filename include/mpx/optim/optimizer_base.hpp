@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "mpx/backend/optimizer_math.hpp"
+#include "mpx/backend/optimizer_settings.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
 
@@ -34,29 +36,41 @@ class OptimizerBase {
   /// @brief Changes the seed of stochastic rounding into fp16/bf16 master weights (checkpoints).
   void set_rounding_seed(std::uint64_t seed) noexcept { options_.rounding_seed = seed; }
 
-  /// @brief Updates applied so far.
+  /// @brief Updates applied so far (on CUDA, as of the trainer's last `last_result()`).
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
   /// @brief Restores the update count (checkpoints).
   void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
  protected:
+  template <class Parameter>
+  static constexpr bool stochastic_updates =
+      std::is_same_v<typename Parameter::precision::update_rounding, RoundStochastic>;
+
   OptimizerBase(Model& model, const Options& options) : model_(model), options_(options) {
     Derived::validate(options_);
   }
 
   /// How update number `update` (from 1) rounds parameter number `index` (visit order) into its
   /// master type, as the parameter's precision policy says. Stochastic rounding draws its bits at
-  /// (rounding_seed, stream, element); the stream has its top bit set, so it never meets the streams
-  /// the data loader and the initialisers draw from (epochs and layer indices), and holds the update
+  /// (rounding_seed, optimizer_rounding_stream(update, index), element): the stream's top bit keeps it
+  /// apart from the streams the data loader and the initialisers draw from, and it holds the update
   /// number and the parameter index, so no two (update, parameter) pairs share bits.
   template <class Parameter>
   [[nodiscard]] auto update_rounding(std::int64_t update, int index) const {
-    using Rounding = typename Parameter::precision::update_rounding;
-    if constexpr (std::is_same_v<Rounding, RoundStochastic>) {
-      constexpr std::uint64_t optimizer_domain = std::uint64_t{1} << 63;
-      const std::uint64_t stream = optimizer_domain | (static_cast<std::uint64_t>(update) << 24) |
-                                   (static_cast<std::uint64_t>(index) & 0xFFFFFFu);
-      return RoundStochastic{options_.rounding_seed, stream};
+    if constexpr (stochastic_updates<Parameter>) {
+      return RoundStochastic{options_.rounding_seed, optimizer_rounding_stream(update, index)};
+    } else {
+      return RoundNearest{};
+    }
+  }
+
+  /// The same rounding for a device step, whose update number only the device knows: its kernels
+  /// complete the stream from the update count in device memory, so a replayed CUDA graph draws
+  /// fresh bits at every update.
+  template <class Parameter>
+  [[nodiscard]] auto device_update_rounding(int index) const {
+    if constexpr (stochastic_updates<Parameter>) {
+      return RoundStochasticPerUpdate{options_.rounding_seed, index};
     } else {
       return RoundNearest{};
     }

@@ -42,17 +42,40 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
 
   /// @brief Applies one update to every parameter from its (unscaled) gradient.
   void step() {
-    int index = 0;
-    model_.for_each_parameter([&](std::string_view, auto& p) {
-      auto* momentum = options_.momentum != 0.0 ? &p.state(0) : nullptr;
-      const auto rounding =
-          this->template update_rounding<std::remove_cvref_t<decltype(p)>>(steps_ + 1, index++);
-      Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, steps_ == 0, options_,
-                                  rounding);
-    });
+    update(static_cast<const void*>(nullptr));
     ++steps_;
   }
 
+  /// @brief Queues one update on the device, where `scalars` (the CUDA training step's, in device
+  /// memory) decides whether it applies and holds the update count, the learning rate and the
+  /// clipping coefficient; `steps()` catches up when the trainer reads its result.
+  template <class StepScalars>
+  void enqueue_step(const StepScalars* scalars) {
+    update(scalars);
+  }
+
+ private:
+  // Host steps (control is null) pass the update count and first-step flag from the host; device
+  // steps pass the scalars the kernels read them from (see OptimizerBase::device_update_rounding).
+  template <class Control>
+  void update(const Control* control) {
+    int index = 0;
+    model_.for_each_parameter([&](std::string_view, auto& p) {
+      auto* momentum = options_.momentum != 0.0 ? &p.state(0) : nullptr;
+      using Param = std::remove_cvref_t<decltype(p)>;
+      if constexpr (std::is_void_v<Control>) {
+        const auto rounding = this->template update_rounding<Param>(steps_ + 1, index++);
+        Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, steps_ == 0, options_,
+                                    rounding);
+      } else {
+        const auto rounding = this->template device_update_rounding<Param>(index++);
+        Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, options_, rounding,
+                                    control);
+      }
+    });
+  }
+
+ public:
   /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
   static void validate(const Options& o) {
     constexpr const char* self = "mpx::optim::SGD";

@@ -40,6 +40,9 @@ struct LossScalerState {
 /// resets either way. The opt-in extensions act only when set: the scale is clamped to
 /// [min_scale, max_scale], and with `hysteresis = N` the scale backs off only on the N-th consecutive
 /// overflow. Other policies only count.
+/// @tparam Policy the loss-scaling policy.
+/// @param state the scaler's state, updated in place.
+/// @param options the policy's knobs (min/max scale and hysteresis are read for dynamic scaling).
 /// @param found_inf whether any gradient of the step was inf or NaN (the step was skipped).
 template <LossScalingPolicy Policy>
 MPX_HOST_DEVICE inline void update_loss_scale(LossScalerState& state, const typename Policy::Options& options,

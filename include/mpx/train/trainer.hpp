@@ -11,6 +11,11 @@
 /// Nothing goes wrong silently: a step whose inputs, loss or gradients are not finite is skipped
 /// (no weight or optimizer state changes), flagged in its `StepResult` and reported through
 /// `mpx::log` (see log.hpp), as is a loss scale that backs off below 1.
+///
+/// On `mpx::Cuda` the same step runs with its decisions on the device: the loss, the finite check,
+/// the gradient norm, the clipping coefficient, the skip and the scaler update live in device memory
+/// (`TrainingState<Cuda, ...>`, backend/cuda/training_state.cuh), so `enqueue_step` queues a whole
+/// step without waiting for the GPU, and `last_result()` is the one, optional, synchronisation.
 
 #include <cmath>
 #include <cstdint>
@@ -19,8 +24,12 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/optimizer_math.hpp"
 #include "mpx/error.hpp"
 #include "mpx/log.hpp"
 #include "mpx/policy/loss_scaling.hpp"
@@ -76,6 +85,7 @@ template <class Model, class Loss, class Optimizer, class Scaling = model_defaul
 class Trainer {
   using Device = typename Model::device_type;
   using Grad = accumulate_t<typename Model::precision>;
+  static constexpr bool on_device = !std::is_same_v<Device, Host>;
   static_assert(std::is_same_v<typename Loss::input_type, typename Model::output_type>,
                 "mpx::Trainer: the loss must take the model's output type; declare the loss with the "
                 "precision of the model's last layer, e.g. SoftmaxCrossEntropy<mpx::fp32> after a "
@@ -123,29 +133,98 @@ class Trainer {
     }
   }
 
-  /// @brief One step on one batch in the model's input type.
+  /// @brief One step on one batch in the model's input type; on CUDA it waits for the step to finish.
   StepResult step(const Tensor<input_element, Device>& inputs, target_type targets) {
-    const Batch batch{inputs, targets};
-    return step(std::span<const Batch>(&batch, 1));
+    enqueue_step(inputs, targets);
+    return last_result();
   }
 
   /// @brief One step on an fp32 batch for a model whose input is another type: the batch is rounded
   /// into a buffer the trainer keeps (which counts as activation memory).
   StepResult step(const Tensor<float, Device>& inputs,
                   target_type targets) requires(!std::is_same_v<input_element, float>) {
-    ensure_input_shape(inputs.shape());
-    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
-    return step(input_, targets);
+    enqueue_step(inputs, targets);
+    return last_result();
   }
 
   /// @brief One step whose gradient is the mean over several micro-batches (gradient accumulation).
   StepResult step(std::span<const Batch> micro_batches) {
-    if (micro_batches.empty()) throw invalid_argument("mpx::Trainer::step: no micro-batches");
-    if (steps_ == 0) return measured_step(micro_batches);
-    return unmeasured_step(micro_batches);
+    enqueue_step(micro_batches);
+    return last_result();
   }
 
-  /// @brief The loss scaler (its state is part of a checkpoint).
+  /// @brief Queues one step on one batch: on the host it runs; on CUDA it is queued on the context's
+  /// stream and this returns without waiting for the device. `last_result()` tells what it did.
+  void enqueue_step(const Tensor<input_element, Device>& inputs, target_type targets) {
+    const Batch batch{inputs, targets};
+    enqueue_step(std::span<const Batch>(&batch, 1));
+  }
+
+  /// @brief Queues one step on an fp32 batch for a model whose input is another type (see `step`).
+  void enqueue_step(const Tensor<float, Device>& inputs,
+                    target_type targets) requires(!std::is_same_v<input_element, float>) {
+    ensure_input_shape(inputs.shape());
+    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
+    enqueue_step(input_, targets);
+  }
+
+  /// @brief Queues one step over several micro-batches (see the single-batch overload).
+  void enqueue_step(std::span<const Batch> micro_batches) {
+    if (micro_batches.empty()) throw invalid_argument("mpx::Trainer::step: no micro-batches");
+    if (steps_ == 0) {
+      measure_first_step([&] { run_step(micro_batches); });
+    } else {
+      run_step(micro_batches);
+    }
+  }
+
+  /// @brief What the last step did. On CUDA this copies the step's scalars from the device (the only
+  /// synchronisation of a training loop, and an optional one) and brings `scaler()` and the
+  /// optimizer's update count up to date; skipped steps since the last call are logged then.
+  StepResult last_result() {
+    if constexpr (on_device) pull_device_result();
+    return last_;
+  }
+
+  /// @brief Captures one training step on `inputs` and `targets` into a CUDA graph, for
+  /// `replay_step()`: static shapes, and the inputs and targets are read from the same device
+  /// buffers at each replay (refill them in place on the context's stream). Runs an eager step first
+  /// when none has run, so that every buffer exists before capture. The captured step is not run.
+  void capture_step(const Tensor<input_element, Device>& inputs, target_type targets) requires on_device {
+    if (steps_ == 0) enqueue_step(inputs, targets);
+    capture([&] {
+      const Batch batch{inputs, targets};
+      queue_device_step(std::span<const Batch>(&batch, 1));
+    });
+  }
+
+  /// @brief Captures a step on an fp32 batch for a model whose input is another type: the rounding
+  /// into the model's input type is part of the graph.
+  void capture_step(const Tensor<float, Device>& inputs,
+                    target_type targets) requires(on_device && !std::is_same_v<input_element, float>) {
+    if (steps_ == 0) enqueue_step(inputs, targets);
+    ensure_input_shape(inputs.shape());  // allocations stay outside the graph
+    capture([&] {
+      Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
+      const Batch batch{input_, targets};
+      queue_device_step(std::span<const Batch>(&batch, 1));
+    });
+  }
+
+  /// @brief Replays the step captured by `capture_step()` (one graph launch; the learning rate and
+  /// any state loaded on the host since are pushed to the device first).
+  void replay_step() requires on_device {
+    if (captured_micro_batches_ == 0) {
+      throw invalid_argument("mpx::Trainer::replay_step: no step captured; call capture_step first");
+    }
+    push_host_changes();
+    device_.replay();
+    micro_batches_in_last_step_ = captured_micro_batches_;
+    ++steps_;
+  }
+
+  /// @brief The loss scaler (its state is part of a checkpoint). On CUDA this is the host's copy as of
+  /// the last `last_result()`; a state loaded into it is sent to the device before the next step.
   [[nodiscard]] LossScaler<Scaling>& scaler() noexcept { return scaler_; }
   /// @brief The loss scaler and its state.
   [[nodiscard]] const LossScaler<Scaling>& scaler() const noexcept { return scaler_; }
@@ -163,12 +242,12 @@ class Trainer {
 
  private:
   // The first step allocates every buffer later steps reuse, so its memory is the model's.
-  StepResult measured_step(std::span<const Batch> micro_batches) {
+  template <class RunStep>
+  void measure_first_step(RunStep&& run) {
     const std::int64_t state_before = parameter_memory().optimizer_state;
-    StepResult result;
     {
       PeakWindow window(memory_stats<Device>());
-      result = unmeasured_step(micro_batches);
+      run();
       first_step_memory_.peak = window.peak();
       const auto held = parameter_memory();
       first_step_memory_.weights = held.weights;
@@ -183,7 +262,17 @@ class Trainer {
     }
     model_.for_each_parameter(
         [&](std::string_view, auto& p) { first_step_memory_.parameter_count += p.shape().numel(); });
-    return result;
+  }
+
+  void run_step(std::span<const Batch> micro_batches) {
+    if constexpr (on_device) {
+      push_host_changes();
+      queue_device_step(micro_batches);
+      micro_batches_in_last_step_ = static_cast<std::int64_t>(micro_batches.size());
+      ++steps_;  // only once the step is queued: a step that threw is not counted
+    } else {
+      last_ = host_step(micro_batches);
+    }
   }
 
   // What the model's parameters hold, summed over them.
@@ -201,7 +290,7 @@ class Trainer {
     return total;
   }
 
-  StepResult unmeasured_step(std::span<const Batch> micro_batches) {
+  StepResult host_step(std::span<const Batch> micro_batches) {
     StepResult result;
     result.step = steps_ + 1;
     result.loss_scale = scaler_.scale();
@@ -236,7 +325,7 @@ class Trainer {
 
     if (finite) {
       if (options_.max_grad_norm) {
-        const double coefficient = *options_.max_grad_norm / (result.grad_norm + 1e-6);
+        const double coefficient = clip_coefficient(*options_.max_grad_norm, result.grad_norm);
         if (coefficient < 1.0) {
           model_.for_each_parameter([&](std::string_view, auto& p) {
             Backend<Device>::scale_in_place(p.grad(), static_cast<Grad>(coefficient));
@@ -255,7 +344,81 @@ class Trainer {
     return result;
   }
 
-  // The input check reads host memory; device batches are checked through their gradients.
+  // Records the device step `queue` queues into the trainer's graph. What depends on host values at
+  // each replay (the learning rate, a loaded state) is pushed before, never captured.
+  template <class Queue>
+  void capture(Queue&& queue) {
+    push_host_changes();
+    captured_micro_batches_ = 0;  // a failed capture leaves nothing to replay
+    device_.capture(std::forward<Queue>(queue));
+    captured_micro_batches_ = 1;
+  }
+
+  // The CUDA step: the host step's sequence, with every decision taken on the device from the
+  // step's scalars (see backend/cuda/training_state.cuh), so nothing here waits for the GPU. Only
+  // what is the same at every step may be queued here: CUDA graphs capture this function.
+  void queue_device_step(std::span<const Batch> micro_batches) {
+    device_.begin_step();
+    for (const Batch& batch : micro_batches) device_.flag_nonfinite_inputs(batch.inputs);
+    model_.zero_grad();
+    // The backward's seed is loss_scale / micro-batches, read from device memory by the loss kernel.
+    const auto seed = device_.loss_seed(static_cast<float>(micro_batches.size()));
+    for (const Batch& batch : micro_batches) {
+      const auto& outputs = model_.forward(batch.inputs);
+      loss_.accumulate_forward_backward(outputs, batch.targets, seed, device_.loss_sum());
+      model_.backward(loss_.gradient());
+    }
+    gradients_.clear();
+    model_.for_each_parameter([&](std::string_view, auto& p) { gradients_.push_back(&p.grad()); });
+    device_.template unscale_and_inspect<Scaling::scales_loss>(std::span(gradients_));
+    device_.finish_gradients(options_.max_grad_norm.value_or(0.0));
+    optimizer_.enqueue_step(device_.scalars());
+    device_.template end_step<Scaling>(scaler_.options());
+  }
+
+  // Sends what the host changed since the device last saw it (the learning rate of a schedule, a
+  // scaler state or update count loaded from a checkpoint) with one small kernel, ordered before the
+  // next step on the stream.
+  void push_host_changes() {
+    device_.push_if_changed(scaler_.state(), optimizer_.steps(), optimizer_.options().lr, steps_);
+  }
+
+  // Reads the last step's scalars back, refreshes the host's copies of the scaler state and the
+  // update count, and reports the step as the host path does, plus any steps skipped unseen since the
+  // previous read.
+  void pull_device_result() {
+    if (steps_ == 0) return;
+    const std::int64_t skipped_before = scaler_.state().steps_skipped;
+    const auto scalars = device_.pull();
+    scaler_.load_state(scalars.scaler);
+    optimizer_.set_steps(scalars.optimizer_step);
+    device_.record_host_view(scaler_.state(), optimizer_.steps(), optimizer_.options().lr, steps_);
+    StepResult result;
+    result.step = scalars.step;
+    result.loss_scale = scalars.loss_scale;
+    result.loss = scalars.loss_sum / static_cast<double>(micro_batches_in_last_step_);
+    result.loss_finite = std::isfinite(result.loss);
+    result.inputs_finite = scalars.inputs_nonfinite == 0;
+    result.grad_norm = std::sqrt(scalars.sum_of_squares);
+    result.clipped = scalars.clipped != 0;
+    result.stepped = scalars.skip == 0;
+    result.scale_below_one = scaler_.scale() < 1.0f;
+    const bool already_reported = result.step == last_.step;
+    last_ = result;
+    if (already_reported) return;
+    // Skips before the last step happened while nobody looked: say how many, once.
+    const std::int64_t unseen = scaler_.state().steps_skipped - skipped_before - (result.stepped ? 0 : 1);
+    if (unseen > 0) {
+      mpx::log(LogLevel::Info, detail::concat("mpx::Trainer: ", unseen, " step(s) before step ", result.step,
+                                              " were skipped for inf/NaN gradients (steps skipped so far: ",
+                                              scaler_.state().steps_skipped, ")"));
+    }
+    if (!result.stepped || (result.scale_below_one && result.loss_scale >= 1.0f)) {
+      report(result, scalars.gradients_nonfinite == 0);
+    }
+  }
+
+  // The host step's input check (the CUDA step flags non-finite inputs on the device).
   template <class T>
   static bool all_finite(const Tensor<T, Device>& tensor) {
     if constexpr (std::is_same_v<Device, Host>) {
@@ -308,6 +471,12 @@ class Trainer {
   Tensor<input_element, Device> input_;
   std::int64_t steps_ = 0;
   StepMemory first_step_memory_;
+  StepResult last_;
+  // The device's side of the step (empty on the host) and the gradient list handed to it.
+  [[no_unique_address]] TrainingState<Device, Grad> device_;
+  std::vector<Tensor<Grad, Device>*> gradients_;
+  std::int64_t micro_batches_in_last_step_ = 1;
+  std::int64_t captured_micro_batches_ = 0;
 };
 
 }  // namespace mpx

@@ -72,8 +72,8 @@ struct Backend<Host> {
                            std::uint64_t stream) {
     const std::int64_t count = tensor.numel();
     for (std::int64_t i = 0; i < count; ++i) {
-      const double u = uniform_from_bits(random_bits(seed, stream, static_cast<std::uint64_t>(i)));
-      tensor[i] = round_to<tag_of_t<T>>(low + (high - low) * u);
+      tensor[i] = round_to<tag_of_t<T>>(
+          uniform_between(low, high, random_bits(seed, stream, static_cast<std::uint64_t>(i))));
     }
   }
 };

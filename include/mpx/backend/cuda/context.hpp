@@ -28,6 +28,17 @@ namespace mpx {
   return compute_capability_major >= 9 ? std::size_t{32} << 20 : std::size_t{4} << 20;
 }
 
+/// @brief Number of CUDA devices the runtime sees; 0 when there is none or no usable driver (programs
+/// that fall back to the CPU test this).
+[[nodiscard]] inline int cuda_device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 /// @brief Throws `mpx::error` with a clear message unless the CUDA runtime sees at least one device.
 inline void require_cuda_device(const char* where) {
   int count = 0;

@@ -7,7 +7,8 @@
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA
-#error "mpx/backend/cuda/device_array.hpp needs the CUDA backend: link mpx::cuda (which defines MPX_HAS_CUDA=1)"
+#error \
+    "mpx/backend/cuda/device_array.hpp needs the CUDA backend: link mpx::cuda (which defines MPX_HAS_CUDA=1)"
 #endif  // !MPX_HAS_CUDA
 
 #include <cstddef>
@@ -28,7 +29,7 @@ namespace mpx::cuda {
 /// @brief An owning, move-only array of `T` in device memory, ordered on the context's stream.
 /// @tparam T a trivially copyable type (int32 labels, counters, `StepScalars`).
 template <class T>
-  requires std::is_trivially_copyable_v<T>
+requires std::is_trivially_copyable_v<T>
 class DeviceArray {
   using Memory = DeviceMemory<Cuda>;
 
@@ -72,8 +73,8 @@ class DeviceArray {
   /// @brief Copies `values` (same size) into the array, asynchronously on the context's stream.
   void upload(std::span<const T> values) {
     if (values.size() != count_) {
-      throw shape_error(detail::concat("mpx::cuda::DeviceArray::upload: ", values.size(),
-                                       " values for an array of ", count_));
+      throw shape_error(mpx::detail::concat("mpx::cuda::DeviceArray::upload: ", values.size(),
+                                            " values for an array of ", count_));
     }
     if (count_ != 0) {
       MPX_CUDA_CHECK(cudaMemcpyAsync(data_, values.data(), count_ * sizeof(T), cudaMemcpyHostToDevice,

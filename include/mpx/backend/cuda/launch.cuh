@@ -7,7 +7,8 @@
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
-#error "mpx/backend/cuda/launch.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#error \
+    "mpx/backend/cuda/launch.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
 #endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
 #include <algorithm>
@@ -32,7 +33,9 @@ inline unsigned int elementwise_blocks(std::int64_t count, int threads = element
 }
 
 /// The stream every mpx kernel is queued on.
-inline cudaStream_t stream() { return cuda_context().stream(); }
+inline cudaStream_t stream() {
+  return cuda_context().stream();
+}
 
 }  // namespace mpx::cuda::detail
 

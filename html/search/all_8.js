@@ -1,0 +1,25 @@
+var searchData=
+[
+  ['idx_2ehpp_0',['idx.hpp',['../idx_8hpp.html',1,'']]],
+  ['idx_5ftype_5funsigned_5fbyte_1',['idx_type_unsigned_byte',['../idx_8hpp.html#a0d3f6210f0966f71615b6d4e13064ba9',1,'mpx::data']]],
+  ['idxarray_2',['IdxArray',['../structmpx_1_1data_1_1IdxArray.html',1,'mpx::data']]],
+  ['image_3',['image',['../classmpx_1_1data_1_1Dataset.html#a269e9e016babebdde3f9b49eb2476237',1,'mpx::data::Dataset']]],
+  ['images_4',['images',['../classmpx_1_1data_1_1Dataset.html#a83ba499e69477fa29d1fef33f9d8df95',1,'mpx::data::Dataset']]],
+  ['in_5ffeatures_5',['in_features',['../classmpx_1_1nn_1_1Linear.html#a7a99751c2c6fd38242f73cc175aa623c',1,'mpx::nn::Linear']]],
+  ['info_6',['Info',['../log_8hpp.html#abc3c7776a9294e2d2a080c83445870f9a4059b0251f66a18cb56f544728796875',1,'mpx']]],
+  ['init_7',['init',['../structmpx_1_1nn_1_1Linear_1_1Options.html#a30c6853c6a824f7c29bec296b641a878',1,'mpx::nn::Linear::Options']]],
+  ['init_8',['Init',['../layer_8hpp.html#a1e08017081bcc3970eba3e64001f03d3',1,'mpx::nn']]],
+  ['init_5fscale_9',['init_scale',['../structmpx_1_1DynamicLossScaling_1_1Options.html#a651bd1e8034bcce3e538e1d17b1be7d6',1,'mpx::DynamicLossScaling::Options']]],
+  ['initialize_10',['initialize',['../classmpx_1_1nn_1_1Cast.html#ab397692493ddd96e1e20a54ea8a4cbad',1,'mpx::nn::Cast::initialize()'],['../classmpx_1_1nn_1_1LayerNorm.html#a867c4364d290a7e54e061775efd762b5',1,'mpx::nn::LayerNorm::initialize()'],['../classmpx_1_1nn_1_1Linear.html#acc1a4cf817109150a7ca73827d074b0f',1,'mpx::nn::Linear::initialize()'],['../classmpx_1_1nn_1_1Sequential.html#a9a00d03213b6cd834ef2cadd2ad4e5dc',1,'mpx::nn::Sequential::initialize()'],['../layer_8hpp.html#aee2914b14e9f3ec5a3877fac5a199218',1,'mpx::nn::initialize()']]],
+  ['input_5felement_11',['input_element',['../classmpx_1_1Trainer.html#a60953949d5b4131f637418f8c54b6f51',1,'mpx::Trainer']]],
+  ['input_5ftype_12',['input_type',['../classmpx_1_1nn_1_1Cast.html#aaadd5336a03cb6d2825d253abdaf7e36',1,'mpx::nn::Cast::input_type()'],['../classmpx_1_1nn_1_1Sequential.html#a3f52dc6f9c4cdec8d56780241011732f',1,'mpx::nn::Sequential::input_type()'],['../classmpx_1_1nn_1_1MSELoss.html#ae1255e11778bee1dcb59d7d798861396',1,'mpx::nn::MSELoss::input_type()'],['../classmpx_1_1nn_1_1SoftmaxCrossEntropy.html#a877c702c41d5351dbc0a197b2bbf48a7',1,'mpx::nn::SoftmaxCrossEntropy::input_type()'],['../classmpx_1_1nn_1_1Linear.html#a7b30458471b1feac8eababde14ad6293',1,'mpx::nn::Linear::input_type()'],['../classmpx_1_1nn_1_1LayerNorm.html#abd4fe101fc6fe70c60f4dbb4fb8ec5e2',1,'mpx::nn::LayerNorm::input_type()']]],
+  ['inputs_13',['inputs',['../structmpx_1_1Trainer_1_1Batch.html#ace6be61075e93461499cdda171258c60',1,'mpx::Trainer::Batch']]],
+  ['inputs_5ffinite_14',['inputs_finite',['../structmpx_1_1StepResult.html#a94775b5cf297160fa842c1d6d5f1444f',1,'mpx::StepResult']]],
+  ['inputs_5fnonfinite_15',['inputs_nonfinite',['../structmpx_1_1cuda_1_1StepScalars.html#a3781184b32a9db677a6f7fbbcf006c81',1,'mpx::cuda::StepScalars']]],
+  ['invalid_5fargument_16',['invalid_argument',['../classmpx_1_1invalid__argument.html',1,'mpx']]],
+  ['inverse_5fscale_17',['inverse_scale',['../classmpx_1_1LossScaler.html#a080ccedb9ddbc14f14baa7173a8f2893',1,'mpx::LossScaler']]],
+  ['io_5ferror_18',['io_error',['../classmpx_1_1io__error.html',1,'mpx']]],
+  ['is_5fdevice_5fpointer_19',['is_device_pointer',['../device__array_8hpp.html#a063d62672eeb05c163ed16db6980cbb0',1,'mpx::cuda']]],
+  ['is_5fdynamic_20',['is_dynamic',['../structmpx_1_1NoLossScaling.html#ab054d9be3af5e6e203199e8330cdeae5',1,'mpx::NoLossScaling::is_dynamic()'],['../structmpx_1_1StaticLossScaling.html#a36c703a399753f1be0cdfed8feea0515',1,'mpx::StaticLossScaling::is_dynamic()'],['../structmpx_1_1DynamicLossScaling.html#a76f273136dfbf6e790e47d3a5dfe729e',1,'mpx::DynamicLossScaling::is_dynamic()']]],
+  ['items_21',['items',['../structmpx_1_1io_1_1json_1_1Value.html#a5bfb69a4b60dd6986bae9073cef817d3',1,'mpx::io::json::Value']]]
+];

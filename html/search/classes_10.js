@@ -1,0 +1,26 @@
+var searchData=
+[
+  ['tag_5fof_0',['tag_of',['../structmpx_1_1tag__of.html',1,'mpx']]],
+  ['tensor_1',['Tensor',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20acc_2c_20host_20_3e_2',['Tensor&lt; Acc, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20compute_5felement_2c_20host_20_3e_3',['Tensor&lt; compute_element, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20float_2c_20mpx_3a_3ahost_20_3e_4',['Tensor&lt; float, mpx::Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20from_2c_20host_20_3e_5',['Tensor&lt; From, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20grad_2c_20device_20_3e_6',['Tensor&lt; Grad, Device &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20grad_2c_20host_20_3e_7',['Tensor&lt; Grad, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20grad_5felement_2c_20device_20_3e_8',['Tensor&lt; grad_element, Device &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20grad_5felement_2c_20host_20_3e_9',['Tensor&lt; grad_element, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20input_5felement_2c_20device_20_3e_10',['Tensor&lt; input_element, Device &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20master_5felement_2c_20host_20_3e_11',['Tensor&lt; master_element, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20output_5ftype_2c_20device_5ftype_20_3e_12',['Tensor&lt; output_type, device_type &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20t_2c_20host_20_3e_13',['Tensor&lt; T, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20td_2c_20host_20_3e_14',['Tensor&lt; TD, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20to_2c_20host_20_3e_15',['Tensor&lt; To, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensor_3c_20value_5ftype_2c_20host_20_3e_16',['Tensor&lt; value_type, Host &gt;',['../classmpx_1_1Tensor.html',1,'mpx']]],
+  ['tensorentry_17',['TensorEntry',['../structmpx_1_1io_1_1TensorEntry.html',1,'mpx::io']]],
+  ['tensortowrite_18',['TensorToWrite',['../structmpx_1_1io_1_1TensorToWrite.html',1,'mpx::io']]],
+  ['tf32_19',['TF32',['../structmpx_1_1TF32.html',1,'mpx']]],
+  ['trainer_20',['Trainer',['../classmpx_1_1Trainer.html',1,'mpx']]],
+  ['trainingstate_21',['TrainingState',['../structmpx_1_1TrainingState.html',1,'mpx']]],
+  ['trainingstate_3c_20cuda_2c_20grad_20_3e_22',['TrainingState&lt; Cuda, Grad &gt;',['../classmpx_1_1TrainingState_3_01Cuda_00_01Grad_01_4.html',1,'mpx']]]
+];

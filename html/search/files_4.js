@@ -1,0 +1,4 @@
+var searchData=
+[
+  ['error_2ehpp_0',['error.hpp',['../error_8hpp.html',1,'']]]
+];

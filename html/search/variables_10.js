@@ -1,0 +1,27 @@
+var searchData=
+[
+  ['samples_0',['samples',['../structmpx_1_1experiment_1_1Evaluation.html#a11003197dfeb6704b0361a900e55ab7c',1,'mpx::experiment::Evaluation']]],
+  ['samples_5fper_5fsecond_1',['samples_per_second',['../structmpx_1_1experiment_1_1EpochSummary.html#a6fbec03cce9cc895f6fb1c4d5b167c74',1,'mpx::experiment::EpochSummary']]],
+  ['scale_2',['scale',['../structmpx_1_1cuda_1_1LossSeed.html#ac5e20e64eac420cba78b3c0f35c654fc',1,'mpx::cuda::LossSeed::scale()'],['../structmpx_1_1LossScalerState.html#aeaabe4924d2aef2132895bc8eec807c8',1,'mpx::LossScalerState::scale()'],['../structmpx_1_1StaticLossScaling_1_1Options.html#ac63a4586663af0c14d4059995ba2e752',1,'mpx::StaticLossScaling::Options::scale()']]],
+  ['scale_5fbelow_5fone_3',['scale_below_one',['../structmpx_1_1StepResult.html#a54457d609a674f14bbf777b6f0383300',1,'mpx::StepResult']]],
+  ['scaler_4',['scaler',['../structmpx_1_1cuda_1_1StepScalars.html#accdf3aca50fd2eab5daa4c30cac7bcb2',1,'mpx::cuda::StepScalars::scaler()'],['../structmpx_1_1Trainer_1_1Options.html#a6b8b865689cd01db4310762c6c3320d1',1,'mpx::Trainer::Options::scaler()']]],
+  ['scaler_5fsuits_5fv_5',['scaler_suits_v',['../loss__scaling_8hpp.html#ab05198788b6b149ee4ea4709fcfe05dc',1,'mpx']]],
+  ['scales_5floss_6',['scales_loss',['../structmpx_1_1StaticLossScaling.html#a90f5986193748127c3268b56367678eb',1,'mpx::StaticLossScaling::scales_loss()'],['../structmpx_1_1NoLossScaling.html#ad0d1b9dec6884d5cb287d1d714093314',1,'mpx::NoLossScaling::scales_loss()'],['../structmpx_1_1DynamicLossScaling.html#a37426c5f0546e5d497a4ede02ce360ec',1,'mpx::DynamicLossScaling::scales_loss()']]],
+  ['seconds_7',['seconds',['../structmpx_1_1experiment_1_1EpochSummary.html#a4d551806dd50460a5870dcf3d983fc98',1,'mpx::experiment::EpochSummary']]],
+  ['seed_8',['seed',['../structmpx_1_1data_1_1Batcher_1_1Options.html#a768f94ed5fec4389bf0596a98d1a8372',1,'mpx::data::Batcher::Options::seed()'],['../structmpx_1_1RoundStochastic.html#aa7bb9ff2bf7a100b34c9219a7760bfab',1,'mpx::RoundStochastic::seed()']]],
+  ['shape_9',['shape',['../structmpx_1_1io_1_1TensorToWrite.html#a1c0399d6eb10ef213c3c63566a486e22',1,'mpx::io::TensorToWrite::shape()'],['../structmpx_1_1io_1_1TensorEntry.html#a57d35d8deefd071b2787d6c8554af62a',1,'mpx::io::TensorEntry::shape()']]],
+  ['shuffle_10',['shuffle',['../structmpx_1_1data_1_1Batcher_1_1Options.html#a41c9bbe88f7728531e016128416a3ed5',1,'mpx::data::Batcher::Options']]],
+  ['size_11',['size',['../classmpx_1_1nn_1_1Sequential.html#af5998b28a354a0319cce709db4e3685b',1,'mpx::nn::Sequential']]],
+  ['skip_12',['skip',['../structmpx_1_1cuda_1_1StepScalars.html#ac18ad83dbf38c82f6e32ddeb34262a8e',1,'mpx::cuda::StepScalars']]],
+  ['skipped_5fsteps_13',['skipped_steps',['../structmpx_1_1experiment_1_1EpochSummary.html#a1c580be9eb03c038dd35c93151e6e4d5',1,'mpx::experiment::EpochSummary']]],
+  ['slots_14',['slots',['../structmpx_1_1io_1_1optimizer__state__names_3_01optim_1_1SGD_3_01Model_01_4_01_4.html#a865ce61326f535c5439e0a571b6d35d8',1,'mpx::io::optimizer_state_names&lt; optim::SGD&lt; Model &gt; &gt;::slots()'],['../structmpx_1_1io_1_1optimizer__state__names_3_01optim_1_1AdamW_3_01Model_01_4_01_4.html#a77a1686dc0ea46587079ec10e6471917',1,'mpx::io::optimizer_state_names&lt; optim::AdamW&lt; Model &gt; &gt;::slots()']]],
+  ['state_5fslots_15',['state_slots',['../classmpx_1_1nn_1_1Parameter.html#a07b003dbcbf57a3671b9d7ff6ae01df5',1,'mpx::nn::Parameter']]],
+  ['step_16',['step',['../structmpx_1_1cuda_1_1StepScalars.html#a32095b9a790205fffd982c089483b8c5',1,'mpx::cuda::StepScalars::step()'],['../structmpx_1_1StepResult.html#a783d99daf408ba237b9e5250bfcfc1c2',1,'mpx::StepResult::step()']]],
+  ['stepped_17',['stepped',['../structmpx_1_1StepResult.html#ad7abc8c52d21841f3a57564bcf711c5b',1,'mpx::StepResult']]],
+  ['steps_18',['steps',['../structmpx_1_1experiment_1_1EpochSummary.html#aae1d10db45d0366b3ce761a5c210f51f',1,'mpx::experiment::EpochSummary']]],
+  ['steps_5fskipped_19',['steps_skipped',['../structmpx_1_1LossScalerState.html#a95bf2c850841b6a995d66eb85255102b',1,'mpx::LossScalerState']]],
+  ['steps_5ftaken_20',['steps_taken',['../structmpx_1_1LossScalerState.html#ace9afbaee1768a4d2199caa9248c7168',1,'mpx::LossScalerState']]],
+  ['stochastic_5frounding_5fupdate_5fshift_21',['stochastic_rounding_update_shift',['../optimizer__settings_8hpp.html#afba3b1f31a45227cdd0b7e80870d7e7f',1,'mpx']]],
+  ['stream_22',['stream',['../structmpx_1_1RoundStochastic.html#a2003312ff245363dadfd117766853f93',1,'mpx::RoundStochastic']]],
+  ['sum_5fof_5fsquares_23',['sum_of_squares',['../structmpx_1_1cpu_1_1GradientStats.html#a7b6124231421d50ae2722172c69b0310',1,'mpx::cpu::GradientStats::sum_of_squares()'],['../structmpx_1_1cuda_1_1StepScalars.html#a395c6fc83cc1dc437edd7330623b84b3',1,'mpx::cuda::StepScalars::sum_of_squares()']]]
+];

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `Backend<Cuda>`: the CUDA implementations behind the device-neutral operation names, so
+/// that layers, losses and optimizers written against `Backend<Device>` run on the GPU unchanged.
+///
+/// Each name has `Backend<Host>`'s signature and meaning. The operations that return a value on the
+/// host (`softmax_cross_entropy`, `count_correct`, `mse_loss`, the single-tensor
+/// `unscale_and_inspect`) wait for the device to return it; they serve evaluation and tests. The
+/// training step uses the overloads that leave their results in device memory instead (a `LossSeed`
+/// and a device `loss_sum`; `StepScalars` for the optimizers), and never waits.
+
+#include "mpx/config.hpp"
+#if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+#error \
+    "mpx/backend/cuda/backend.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include "mpx/backend/backend.hpp"
+#include "mpx/backend/cuda/activation.cuh"
+#include "mpx/backend/cuda/device_array.hpp"
+#include "mpx/backend/cuda/gemm.hpp"
+#include "mpx/backend/cuda/gradient.cuh"
+#include "mpx/backend/cuda/layer_norm.cuh"
+#include "mpx/backend/cuda/loss_seed.hpp"
+#include "mpx/backend/cuda/memory.hpp"
+#include "mpx/backend/cuda/mse_loss.cuh"
+#include "mpx/backend/cuda/optimizer.cuh"
+#include "mpx/backend/cuda/softmax_cross_entropy.cuh"
+#include "mpx/backend/cuda/tensor_ops.cuh"
+#include "mpx/tensor/device.hpp"
+
+namespace mpx {
+
+/// @brief The CUDA backend: each operation forwards to the `mpx::cuda` function of the same name,
+/// queued on `cuda_context()`'s stream.
+template <>
+struct Backend<Cuda> {
+  /// @brief GEMM in the `Compute` precision through cuBLASLt; see `cuda::gemm`.
+  template <NumericTag Compute, class... Args>
+  static void gemm(Args&&... args) {
+    cuda::gemm<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief Unscales one gradient and reports non-finite values (waits for the device); see
+  /// `cuda::unscale_and_inspect`.
+  template <bool Scale, class... Args>
+  static auto unscale_and_inspect(Args&&... args) {
+    return cuda::unscale_and_inspect<Scale>(std::forward<Args>(args)...);
+  }
+  /// @brief Rounds a tensor into another precision; see `cuda::round_into`.
+  template <NumericTag To, class... Args>
+  static void round_into(Args&&... args) {
+    cuda::round_into<To>(std::forward<Args>(args)...);
+  }
+
+// Each operation is a function object forwarding to the `mpx::cuda` function of the same name.
+#define MPX_DETAIL_FORWARD_TO_CUDA(name)                           \
+  static constexpr auto name = [](auto&&... a) -> decltype(auto) { \
+    return cuda::name(std::forward<decltype(a)>(a)...);            \
+  }
+  MPX_DETAIL_FORWARD_TO_CUDA(relu_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(relu_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(gelu_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(gelu_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(layer_norm_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(layer_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(softmax_cross_entropy);
+  MPX_DETAIL_FORWARD_TO_CUDA(count_correct);
+  MPX_DETAIL_FORWARD_TO_CUDA(mse_loss);
+  MPX_DETAIL_FORWARD_TO_CUDA(sgd_update);
+  MPX_DETAIL_FORWARD_TO_CUDA(adamw_update);
+  MPX_DETAIL_FORWARD_TO_CUDA(scale_in_place);
+  MPX_DETAIL_FORWARD_TO_CUDA(add_into);
+  MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
+#undef MPX_DETAIL_FORWARD_TO_CUDA
+};
+
+}  // namespace mpx

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `cuda::Graph`: work captured from a stream once and replayed with one launch, which is
+/// how a small, launch-bound training step stops paying the host's per-kernel cost.
+
+#include "mpx/config.hpp"
+#if !MPX_HAS_CUDA
+#error "mpx/backend/cuda/graph.hpp needs the CUDA backend: link mpx::cuda (which defines MPX_HAS_CUDA=1)"
+#endif  // !MPX_HAS_CUDA
+
+#include <utility>
+
+#include <cuda_runtime_api.h>
+
+#include "mpx/backend/cuda/check.hpp"
+
+namespace mpx::cuda {
+
+/// @brief An instantiated CUDA graph captured from a stream; move-only.
+///
+/// What is captured must not depend on host values that change between replays (kernel arguments
+/// are frozen): mpx's training step reads everything that changes (loss scale, learning rate, update
+/// count) from device memory for this reason. Capture uses `cudaStreamCaptureModeThreadLocal`, so
+/// other host threads may keep using CUDA meanwhile.
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  /// @brief Takes `other`'s graph; `other` is left empty.
+  Graph(Graph&& other) noexcept
+      : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
+  /// @brief Destroys this graph and takes `other`'s.
+  Graph& operator=(Graph&& other) noexcept {
+    if (this != &other) {
+      reset();
+      graph_ = std::exchange(other.graph_, nullptr);
+      exec_ = std::exchange(other.exec_, nullptr);
+    }
+    return *this;
+  }
+  ~Graph() { reset(); }
+
+  /// @brief Replaces this graph with the work `queue()` puts on `stream` (nothing runs). If `queue`
+  /// throws, the capture is ended and discarded and the exception propagates; the graph is empty.
+  template <class Queue>
+  void capture(cudaStream_t stream, Queue&& queue) {
+    reset();
+    MPX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      std::forward<Queue>(queue)();
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      (void)cudaStreamEndCapture(stream, &partial);
+      if (partial != nullptr) (void)cudaGraphDestroy(partial);
+      throw;
+    }
+    MPX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    MPX_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+
+  /// @brief Queues one replay of the captured work on `stream`.
+  void launch(cudaStream_t stream) const { MPX_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+  /// @brief Whether nothing has been captured.
+  [[nodiscard]] bool empty() const noexcept { return exec_ == nullptr; }
+
+ private:
+  void reset() noexcept {
+    if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+    exec_ = nullptr;
+    graph_ = nullptr;
+  }
+
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+}  // namespace mpx::cuda

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Softmax cross-entropy on the GPU, in fp32 whatever the logits' type (fp64 for double),
+/// forward and backward in one kernel with one block per row (llm.c's fused classifier), and the
+/// argmax accuracy count. The formulas are mpx::cpu::softmax_cross_entropy's.
+///
+/// Two forms of each: a device path for the training step (labels, loss sum and counters in device
+/// memory, the gradient seed read on the device, no synchronisation, graph-capturable), and a
+/// synchronous form with the CPU signature for evaluation (one synchronisation to read the result).
+
+#include "mpx/config.hpp"
+#if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+#error \
+    "mpx/backend/cuda/softmax_cross_entropy.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <type_traits>
+
+#include "mpx/backend/cuda/device_array.hpp"
+#include "mpx/backend/cuda/launch.cuh"
+#include "mpx/backend/cuda/loss_seed.hpp"
+#include "mpx/backend/cuda/memory.hpp"
+#include "mpx/backend/cuda/reduce.cuh"
+#include "mpx/error.hpp"
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::cuda {
+
+namespace detail {
+
+// One block per row: max, sum of exponentials, log-sum-exp, the smoothed loss into row_losses[row]
+// and, when dlogits is set, the gradient seed / batch * (softmax - target) rounded into T.
+// A label outside [0, classes) cannot throw here: its row's loss and gradient are NaN instead.
+template <class T>
+__global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t* labels,
+                                             std::int64_t classes, math_t<tag_of_t<T>> on_target,
+                                             math_t<tag_of_t<T>> off_target, LossSeed seed, T* dlogits,
+                                             math_t<tag_of_t<T>>* row_losses) {
+  using Math = math_t<tag_of_t<T>>;
+  const std::int64_t row = blockIdx.x;
+  const std::int64_t batch = gridDim.x;
+  const T* z = logits + row * classes;
+  T* dz = dlogits != nullptr ? dlogits + row * classes : nullptr;
+  const std::int32_t label = labels[row];
+  if (label < 0 || label >= classes) {  // the same for the whole block
+    const Math nan = std::numeric_limits<Math>::quiet_NaN();
+    if (dz != nullptr) {
+      for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) dz[c] = round_to<tag_of_t<T>>(nan);
+    }
+    if (threadIdx.x == 0) row_losses[row] = nan;
+    return;
+  }
+
+  // fmax as the CPU: a NaN logit does not become the maximum, but its exponential below is NaN.
+  // The smoothing term, loss = log_sum_exp - on_target z[label] - sum over c != label of
+  // off_target z[c], needs no maximum, so it is summed in the same pass.
+  Math local_max = -std::numeric_limits<Math>::infinity();
+  Math local_off = 0;
+  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    const Math value = static_cast<Math>(z[c]);
+    local_max = fmax(local_max, value);
+    if (c != label) local_off += off_target * value;
+  }
+  const Math max_logit = block_reduce(local_max, Fmax{});
+  const Math off_sum = block_reduce(local_off, Plus{});
+  Math local_sum = 0;
+  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    local_sum += std::exp(static_cast<Math>(z[c]) - max_logit);
+  }
+  const Math log_sum_exp = max_logit + std::log(block_reduce(local_sum, Plus{}));
+  if (threadIdx.x == 0) row_losses[row] = (log_sum_exp - on_target * static_cast<Math>(z[label])) - off_sum;
+
+  if (dz != nullptr) {
+    const Math grad_scale = static_cast<Math>(seed.value()) / static_cast<Math>(batch);
+    for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      const Math p = std::exp(static_cast<Math>(z[c]) - log_sum_exp);
+      const Math target = c == label ? on_target : off_target;
+      dz[c] = round_to<tag_of_t<T>>((p - target) * grad_scale);
+    }
+  }
+}
+
+// One thread per row (grid-stride): the CPU's argmax (first maximum wins, compared in float), then
+// the block's count added to *correct with one integer atomic (integer sums do not depend on order).
+template <class T>
+__global__ void count_correct_kernel(const T* logits, const std::int32_t* labels, std::int64_t batch,
+                                     std::int64_t classes, std::int64_t* correct) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  long long hit = 0;
+  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; row < batch;
+       row += stride) {
+    const T* z = logits + row * classes;
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < classes; ++c) {
+      if (static_cast<float>(z[c]) > static_cast<float>(z[best])) best = c;
+    }
+    if (best == labels[row]) ++hit;
+  }
+  const long long hits = block_reduce(hit, Plus{});
+  if (threadIdx.x == 0 && hits != 0) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(correct), static_cast<unsigned long long>(hits));
+  }
+}
+
+/// The CPU's argument checks, in its order, naming `where`; `label_count` < 0 when unknown (the
+/// device path's labels are a bare device pointer).
+template <Element T>
+void check_softmax_cross_entropy(const char* where, const Tensor<T, Cuda>& logits, std::int64_t label_count,
+                                 float smoothing, const Tensor<T, Cuda>* dlogits) {
+  if (logits.rank() != 2) {
+    throw shape_error(mpx::detail::concat(where, ": logits must be [batch, classes], got ", logits.shape()));
+  }
+  if (label_count >= 0 && label_count != logits.shape()[0]) {
+    throw shape_error(
+        mpx::detail::concat(where, ": ", label_count, " labels for logits of shape ", logits.shape()));
+  }
+  if (!(smoothing >= 0.0f && smoothing < 1.0f)) {
+    throw invalid_argument(mpx::detail::concat(where, ": label smoothing ", smoothing, " is not in [0, 1)"));
+  }
+  if (dlogits != nullptr) require_shape(where, "dlogits", dlogits->shape(), logits.shape());
+}
+
+/// @brief Class labels as a device pointer: the caller's memory when it already is device memory,
+/// else a device copy of the host labels (queued on the context's stream; the host labels must stay
+/// alive until that copy has run, which a synchronising caller guarantees).
+class DeviceLabels {
+ public:
+  /// Wraps or copies `labels`.
+  explicit DeviceLabels(std::span<const std::int32_t> labels) {
+    if (labels.empty()) return;
+    if (is_device_pointer(labels.data())) {
+      data_ = labels.data();
+    } else {
+      on_host_ = true;
+      copy_ = DeviceArray<std::int32_t>(labels);
+      data_ = copy_.data();
+    }
+  }
+  /// The labels in device memory (null when there are none).
+  [[nodiscard]] const std::int32_t* data() const noexcept { return data_; }
+  /// Whether the caller's labels were host memory (and so could be checked on the host).
+  [[nodiscard]] bool on_host() const noexcept { return on_host_; }
+
+ private:
+  DeviceArray<std::int32_t> copy_;
+  const std::int32_t* data_ = nullptr;
+  bool on_host_ = false;
+};
+
+}  // namespace detail
+
+/// @brief The training step's softmax cross-entropy: PyTorch's label smoothing (target =
+/// (1 - s) one_hot + s / classes), the batch mean *added* to `*loss_sum`, and optionally the
+/// gradient, all queued on the context's stream with no synchronisation.
+///
+/// @param logits     [batch, classes] in any element type; read as fp32 (fp64 for double).
+/// @param labels     device memory, one class index per row.
+/// @param smoothing  label smoothing in [0, 1).
+/// @param seed       dL/dloss, read on the device (see LossSeed); the gradient is
+///                   seed * (softmax - target) / batch.
+/// @param dlogits    if not null, receives the gradient (same shape and type as logits).
+/// @param row_losses [batch] scratch in the math type: each row's loss (left there after the call).
+/// @param loss_sum   device memory (or null: no loss); the batch mean is added to it, reduced in a fixed
+///                   order in the math type and then converted to double.
+///
+/// A label outside [0, classes) cannot be reported from the device: that row's loss and gradient
+/// become NaN, so the mean is NaN and the training step skips the update as non-finite. Non-finite
+/// logits likewise give a non-finite loss and gradient. Throws `mpx::shape_error` /
+/// `mpx::invalid_argument` on the host, as the CPU version, for shapes and smoothing.
+template <Element T>
+void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
+                           LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
+  using Math = math_t<tag_of_t<T>>;
+  constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
+  detail::check_softmax_cross_entropy(where, logits, -1, smoothing, dlogits);
+  const std::int64_t batch = logits.shape()[0];
+  const std::int64_t classes = logits.shape()[1];
+  require_shape(where, "row_losses", row_losses.shape(), Shape{batch});
+
+  const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
+  const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
+  if (batch > 0) {
+    detail::softmax_cross_entropy_kernel<<<static_cast<unsigned>(batch), detail::row_threads(classes), 0,
+                                           detail::stream()>>>(
+        logits.data(), labels, classes, on_target, off_target, seed,
+        dlogits != nullptr ? dlogits->data() : nullptr, row_losses.data());
+    MPX_CUDA_CHECK_LAUNCH("softmax_cross_entropy_kernel");
+  }
+  if (loss_sum != nullptr) {
+    detail::add_mean_kernel<<<1, detail::final_reduce_threads, 0, detail::stream()>>>(
+        row_losses.data(), batch, batch, false, loss_sum);
+    MPX_CUDA_CHECK_LAUNCH("add_mean_kernel");
+  }
+}
+
+/// @brief The training step's softmax cross-entropy with the labels as the loss's `target_type`
+/// (a span), which must view device memory (a `DeviceArray<std::int32_t>::device_span()`, say): the
+/// step never waits, so it cannot copy host labels, and a CUDA graph replays from fixed addresses.
+/// Otherwise as the pointer overload. Throws `mpx::shape_error` for a label count that is not the
+/// batch and `mpx::invalid_argument` for host labels.
+template <Element T>
+void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
+                           float smoothing, LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
+  constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
+  detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
+                                      dlogits);
+  if (!labels.empty() && !is_device_pointer(labels.data())) {
+    throw invalid_argument(mpx::detail::concat(
+        where, ": the ", labels.size(),
+        " labels are in host memory, but a CUDA training step reads them from device memory; copy them "
+        "once with mpx::cuda::DeviceArray<std::int32_t> and pass its device_span()"));
+  }
+  softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum);
+}
+
+/// @brief Adds to `*correct` (device memory) the number of rows whose largest logit (the first one,
+/// compared in float, as on the CPU) is at the label's index; `labels` is device memory. No
+/// synchronisation.
+template <Element T>
+void count_correct(const Tensor<T, Cuda>& logits, const std::int32_t* labels, std::int64_t* correct) {
+  if (logits.rank() != 2) {
+    throw shape_error(mpx::detail::concat("mpx::cuda::count_correct: logits of shape ", logits.shape(),
+                                          "; expected [batch, classes] with one label per row"));
+  }
+  const std::int64_t batch = logits.shape()[0];
+  if (batch == 0) return;
+  detail::count_correct_kernel<<<detail::elementwise_blocks(batch), detail::elementwise_threads, 0,
+                                 detail::stream()>>>(logits.data(), labels, batch, logits.shape()[1],
+                                                     correct);
+  MPX_CUDA_CHECK_LAUNCH("count_correct_kernel");
+}
+
+/// @brief mpx::cpu::softmax_cross_entropy's signature on the GPU, for evaluation: returns the mean
+/// loss (one synchronisation) and writes the gradient into `dlogits` when it is not null.
+///
+/// `labels` may be host or device memory. Host labels are checked on the host and a label outside
+/// [0, classes) throws `mpx::invalid_argument` with the CPU's message; device labels cannot be
+/// checked without a copy, and an invalid one makes the result NaN (see the device path).
+template <Element T>
+math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
+                                          float smoothing, float grad_seed,
+                                          std::type_identity_t<Tensor<T, Cuda>>* dlogits) {
+  using Math = math_t<tag_of_t<T>>;
+  constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
+  detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
+                                      dlogits);
+  const std::int64_t batch = logits.shape()[0];
+  const std::int64_t classes = logits.shape()[1];
+  const detail::DeviceLabels device_labels(labels);
+  if (device_labels.on_host()) {
+    for (std::size_t row = 0; row < labels.size(); ++row) {
+      if (labels[row] < 0 || labels[row] >= classes) {
+        throw invalid_argument(mpx::detail::concat(where, ": label ", labels[row], " at row ", row,
+                                                   " is outside [0, ", classes, ")"));
+      }
+    }
+  }
+  auto row_losses = Tensor<Math, Cuda>::uninitialized(Shape{batch});
+  DeviceArray<double> loss_sum(1);
+  MPX_CUDA_CHECK(cudaMemsetAsync(loss_sum.data(), 0, sizeof(double), detail::stream()));
+  softmax_cross_entropy(logits, device_labels.data(), smoothing, LossSeed{.numerator = grad_seed}, dlogits,
+                        row_losses, loss_sum.data());
+  return static_cast<Math>(loss_sum.download()[0]);
+}
+
+/// @brief mpx::cpu::count_correct's signature on the GPU: the number of rows whose largest logit is
+/// at the label's index. `labels` may be host or device memory; one synchronisation.
+template <Element T>
+std::int64_t count_correct(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels) {
+  if (logits.rank() != 2 || static_cast<std::int64_t>(labels.size()) != logits.shape()[0]) {
+    throw shape_error(mpx::detail::concat("mpx::cuda::count_correct: ", labels.size(),
+                                          " labels for logits of shape ", logits.shape(),
+                                          "; expected [batch, classes] with one label per row"));
+  }
+  const detail::DeviceLabels device_labels(labels);
+  DeviceArray<std::int64_t> correct(1);
+  MPX_CUDA_CHECK(cudaMemsetAsync(correct.data(), 0, sizeof(std::int64_t), detail::stream()));
+  count_correct(logits, device_labels.data(), correct.data());
+  return correct.download()[0];
+}
+
+}  // namespace mpx::cuda

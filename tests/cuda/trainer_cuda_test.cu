@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// mpx::Trainer on the GPU against mpx::Trainer on the CPU: the Fashion-MNIST MLP from the same seed
+// for 200 steps in every precision (loss curves agree within a stated tolerance), the loss-scale
+// trajectory under injected infs (identical), the no-sync step (enqueue_step then one read) and the
+// CUDA-graph replay (bit-identical to the eager step). Uses Fashion-MNIST when it is installed (or
+// MPX_FASHION_MNIST_DIR points at it), else Gaussian blobs of the same shape, and says which.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <mpx/cuda.hpp>
+#include <mpx/experiment/models.hpp>
+
+namespace {
+
+constexpr std::int64_t batch_size = 128;
+constexpr std::int64_t input_features = 784;
+constexpr std::int64_t classes = 10;
+constexpr int steps = 200;
+constexpr std::uint64_t init_seed = 2026;
+
+// 200 batches in host memory, and the same batches on the device.
+struct Batches {
+  std::vector<mpx::Tensor<float>> inputs;
+  std::vector<std::vector<std::int32_t>> labels;
+};
+
+Batches gaussian_blobs(int count) {
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<std::int32_t> label(0, static_cast<std::int32_t>(classes - 1));
+  std::vector<float> centres(static_cast<std::size_t>(classes * input_features));
+  for (float& c : centres) c = 0.5f * normal(random);
+  Batches data;
+  for (int b = 0; b < count; ++b) {
+    mpx::Tensor<float> x(mpx::Shape{batch_size, input_features});
+    std::vector<std::int32_t> y(static_cast<std::size_t>(batch_size));
+    for (std::int64_t row = 0; row < batch_size; ++row) {
+      const std::int32_t c = label(random);
+      y[static_cast<std::size_t>(row)] = c;
+      for (std::int64_t f = 0; f < input_features; ++f) {
+        x[row * input_features + f] =
+            centres[static_cast<std::size_t>(c * input_features + f)] + normal(random);
+      }
+    }
+    data.inputs.push_back(std::move(x));
+    data.labels.push_back(std::move(y));
+  }
+  return data;
+}
+
+// The first `count` batches of Fashion-MNIST's training set in file order, or blobs without it.
+const Batches& training_batches() {
+  static const Batches batches = [] {
+    try {
+      const auto fashion = mpx::data::load_fashion_mnist();
+      const auto& images = fashion.train.images();
+      Batches data;
+      for (int b = 0; b < steps; ++b) {
+        mpx::Tensor<float> x(mpx::Shape{batch_size, input_features});
+        const std::int64_t first = (b * batch_size) % (images.shape()[0] - batch_size);
+        std::memcpy(x.data(), images.data() + first * input_features,
+                    static_cast<std::size_t>(batch_size * input_features) * sizeof(float));
+        data.inputs.push_back(std::move(x));
+        const auto& labels = fashion.train.labels();
+        data.labels.emplace_back(labels.begin() + first, labels.begin() + first + batch_size);
+      }
+      std::printf("trainer_cuda_test: Fashion-MNIST from %s\n",
+                  mpx::data::default_fashion_mnist_dir().c_str());
+      return data;
+    } catch (const mpx::io_error& e) {
+      std::printf("trainer_cuda_test: Fashion-MNIST not available (%s); using Gaussian blobs\n", e.what());
+      return gaussian_blobs(steps);
+    }
+  }();
+  return batches;
+}
+
+struct DeviceBatches {
+  std::vector<mpx::Tensor<float, mpx::Cuda>> inputs;
+  std::vector<mpx::cuda::DeviceArray<std::int32_t>> labels;
+};
+
+DeviceBatches to_device(const Batches& host) {
+  DeviceBatches device;
+  for (std::size_t b = 0; b < host.inputs.size(); ++b) {
+    device.inputs.push_back(mpx::to_device(host.inputs[b]));
+    device.labels.emplace_back(std::span<const std::int32_t>(host.labels[b]));
+  }
+  mpx::cuda_context().synchronize();  // the label uploads read host vectors that outlive this anyway
+  return device;
+}
+
+// The same model, loss and optimizer on one device.
+template <class P, class Device>
+struct Setup {
+  using Model = mpx::experiment::Mlp3<P, P, Device>;
+  using Loss = mpx::nn::SoftmaxCrossEntropy<P, Device>;
+  using Optimizer = mpx::optim::SGD<Model>;
+  Model model = mpx::experiment::mlp3<P, P, Device>(input_features, 256, 128, classes);
+  Loss loss;
+  Optimizer optimizer{model, {.lr = 0.05, .momentum = 0.9}};
+  mpx::Trainer<Model, Loss, Optimizer> trainer;
+
+  explicit Setup(typename mpx::Trainer<Model, Loss, Optimizer>::Options options = {})
+      : trainer(model, loss, optimizer, options) {
+    model.initialize(init_seed);
+  }
+};
+
+// The fp32 master weights of a model, on the host, in visit order.
+template <class Model>
+std::vector<float> master_weights(Model& model) {
+  std::vector<float> all;
+  model.for_each_parameter([&](std::string_view, auto& p) {
+    const auto host = mpx::to_host(p.master());
+    for (std::int64_t i = 0; i < host.numel(); ++i) all.push_back(static_cast<float>(host[i]));
+  });
+  return all;
+}
+
+// How far the GPU's loss may drift from the CPU's over 200 steps, relative to max(1, loss). The two
+// differ only in summation order inside the GEMMs (cuBLASLt's split-k and tile order vs Eigen's), a
+// relative 1e-7 (fp32) to 1e-3 (16-bit outputs) per step that training then carries forward.
+template <class P>
+constexpr double loss_tolerance() {
+  if constexpr (std::is_same_v<typename P::compute_type, mpx::Float>) return 2e-3;
+  return 3e-2;
+}
+
+template <class P>
+void compare_200_steps() {
+  const Batches& data = training_batches();
+  const DeviceBatches device_data = to_device(data);
+  Setup<P, mpx::Host> cpu;
+  Setup<P, mpx::Cuda> gpu;
+  double worst = 0.0;
+  int worst_step = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto host_result = cpu.trainer.step(data.inputs[s], data.labels[s]);
+    const auto device_result = gpu.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
+    REQUIRE(device_result.stepped == host_result.stepped);
+    REQUIRE(device_result.loss_scale == host_result.loss_scale);
+    REQUIRE(std::isfinite(device_result.loss));
+    const double difference =
+        std::abs(device_result.loss - host_result.loss) / std::max(1.0, host_result.loss);
+    if (difference > worst) {
+      worst = difference;
+      worst_step = s + 1;
+    }
+  }
+  INFO(P::name << ": largest relative loss difference " << worst << " at step " << worst_step);
+  CHECK(worst <= loss_tolerance<P>());
+  CHECK(gpu.trainer.scaler().state() == cpu.trainer.scaler().state());
+  CHECK(gpu.optimizer.steps() == cpu.optimizer.steps());
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("the GPU trainer follows the CPU trainer for 200 steps", "[cuda][trainer]", mpx::fp32,
+                   mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed, mpx::bf16_pure) {
+  compare_200_steps<TestType>();
+}
+
+TEST_CASE("the loss-scale trajectory on the GPU equals the CPU's under injected infs", "[cuda][trainer]") {
+  using P = mpx::fp16_mixed;
+  const Batches& data = training_batches();
+  Batches poisoned;
+  for (int s = 0; s < 60; ++s) {
+    poisoned.inputs.push_back(data.inputs[s].clone());
+    poisoned.labels.push_back(data.labels[s]);
+  }
+  // Overflow runs of one, two and three steps, so growth, backoff and the tracker reset all occur.
+  for (const int s : {5, 17, 18, 30, 31, 32, 50})
+    poisoned.inputs[s][3] = std::numeric_limits<float>::infinity();
+  const DeviceBatches device_data = to_device(poisoned);
+  typename mpx::Trainer<typename Setup<P, mpx::Host>::Model, typename Setup<P, mpx::Host>::Loss,
+                        typename Setup<P, mpx::Host>::Optimizer>::Options host_options;
+  host_options.scaler.growth_interval = 4;
+  typename mpx::Trainer<typename Setup<P, mpx::Cuda>::Model, typename Setup<P, mpx::Cuda>::Loss,
+                        typename Setup<P, mpx::Cuda>::Optimizer>::Options device_options;
+  device_options.scaler.growth_interval = 4;
+  Setup<P, mpx::Host> cpu(host_options);
+  Setup<P, mpx::Cuda> gpu(device_options);
+  for (int s = 0; s < 60; ++s) {
+    const auto host_result = cpu.trainer.step(poisoned.inputs[s], poisoned.labels[s]);
+    const auto device_result = gpu.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
+    INFO("step " << s + 1);
+    REQUIRE(device_result.stepped == host_result.stepped);
+    REQUIRE(device_result.inputs_finite == host_result.inputs_finite);
+    REQUIRE(device_result.loss_scale == host_result.loss_scale);
+    REQUIRE(gpu.trainer.scaler().state() == cpu.trainer.scaler().state());
+  }
+  CHECK(cpu.trainer.scaler().state().steps_skipped == 7);
+}
+
+TEST_CASE("queued steps need no sync and give the same result as stepping one at a time", "[cuda][trainer]") {
+  using P = mpx::bf16_mixed;
+  const Batches& data = training_batches();
+  const DeviceBatches device_data = to_device(data);
+  Setup<P, mpx::Cuda> one_by_one;
+  Setup<P, mpx::Cuda> queued;
+  for (int s = 0; s < 20; ++s) {
+    (void)one_by_one.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
+    queued.trainer.enqueue_step(device_data.inputs[s], device_data.labels[s].device_span());
+  }
+  const auto result = queued.trainer.last_result();
+  CHECK(result.step == 20);
+  CHECK(result.loss == one_by_one.trainer.last_result().loss);
+  CHECK(queued.optimizer.steps() == 20);
+  CHECK(master_weights(queued.model) == master_weights(one_by_one.model));
+}
+
+TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit for bit",
+                   "[cuda][trainer][graph]", mpx::fp32, mpx::fp16_mixed, mpx::bf16_pure) {
+  using P = TestType;
+  const Batches& data = training_batches();
+  const DeviceBatches device_data = to_device(data);
+  Setup<P, mpx::Cuda> eager;
+  Setup<P, mpx::Cuda> graphed;
+  // The graph reads its batch from fixed buffers, refilled before each replay.
+  auto inputs = device_data.inputs[0].clone();
+  mpx::cuda::DeviceArray<std::int32_t> labels(std::span<const std::int32_t>(data.labels[0]));
+  graphed.trainer.capture_step(inputs, labels.device_span());  // runs step 1 eagerly, captures step 2
+  (void)eager.trainer.step(device_data.inputs[0], device_data.labels[0].device_span());
+  for (int s = 1; s < 30; ++s) {
+    if (s == 10) {  // a schedule's change must reach the graph
+      graphed.optimizer.set_lr(0.02);
+      eager.optimizer.set_lr(0.02);
+    }
+    (void)eager.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
+    mpx::copy(inputs, device_data.inputs[s]);
+    MPX_CUDA_CHECK(cudaMemcpyAsync(labels.data(), device_data.labels[s].data(),
+                                   labels.size() * sizeof(std::int32_t), cudaMemcpyDeviceToDevice,
+                                   mpx::cuda_context().stream()));
+    graphed.trainer.replay_step();
+  }
+  const auto replayed = graphed.trainer.last_result();
+  const auto stepped = eager.trainer.last_result();
+  CHECK(replayed.step == stepped.step);
+  CHECK(replayed.loss == stepped.loss);
+  CHECK(replayed.loss_scale == stepped.loss_scale);
+  CHECK(master_weights(graphed.model) == master_weights(eager.model));
+}
+
+TEST_CASE("a CUDA step given host labels says how to fix it", "[cuda][trainer]") {
+  using P = mpx::fp32;
+  const Batches& data = training_batches();
+  Setup<P, mpx::Cuda> gpu;
+  const auto inputs = mpx::to_device(data.inputs[0]);
+  CHECK_THROWS_WITH(gpu.trainer.enqueue_step(inputs, data.labels[0]),
+                    Catch::Matchers::Contains("device memory") && Catch::Matchers::Contains("DeviceArray"));
+}
+
+TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", "[cuda][trainer]") {
+  using P = mpx::bf16_mixed;
+  using namespace mpx::nn;
+  const auto make_model = [](auto device) {
+    using Device = decltype(device);
+    Sequential model{Linear<P, Activation::GELU, Device>(16, 64), LayerNorm<P, Device>(64),
+                     Linear<mpx::fp32, Activation::None, Device>(64, 4)};
+    model.initialize(init_seed);
+    return model;
+  };
+  auto cpu_model = make_model(mpx::Host{});
+  auto gpu_model = make_model(mpx::Cuda{});
+  MSELoss<mpx::fp32> cpu_loss;
+  MSELoss<mpx::fp32, mpx::Cuda> gpu_loss;
+  mpx::optim::AdamW cpu_optimizer(cpu_model, {.lr = 3e-3});
+  mpx::optim::AdamW gpu_optimizer(gpu_model, {.lr = 3e-3});
+  mpx::Trainer cpu(cpu_model, cpu_loss, cpu_optimizer, {.max_grad_norm = 0.5});
+  mpx::Trainer gpu(gpu_model, gpu_loss, gpu_optimizer, {.max_grad_norm = 0.5});
+
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal;
+  mpx::Tensor<float> x(mpx::Shape{64, 16});
+  mpx::Tensor<float> y(mpx::Shape{64, 4});
+  int clipped = 0;
+  for (int s = 0; s < 50; ++s) {
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = normal(random);
+    for (std::int64_t r = 0; r < 64; ++r) {
+      for (std::int64_t c = 0; c < 4; ++c) y[r * 4 + c] = std::sin(x[r * 16 + c]) + 0.5f * x[r * 16 + c + 4];
+    }
+    const auto host_result = cpu.step(x, y);
+    const auto device_result = gpu.step(mpx::to_device(x), mpx::to_device(y));
+    INFO("step " << s + 1);
+    REQUIRE(device_result.stepped == host_result.stepped);
+    REQUIRE(device_result.clipped == host_result.clipped);
+    CHECK(std::abs(device_result.loss - host_result.loss) <= 3e-2 * std::max(1.0, host_result.loss));
+    CHECK(std::abs(device_result.grad_norm - host_result.grad_norm) <=
+          3e-2 * std::max(1.0, host_result.grad_norm));
+    clipped += host_result.clipped ? 1 : 0;
+  }
+  CHECK(clipped > 0);  // the bound is low enough that clipping happens
+  CHECK(gpu_optimizer.steps() == cpu_optimizer.steps());
+}
