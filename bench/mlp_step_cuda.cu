@@ -28,7 +28,7 @@
 //
 // Usage: mlp_step_cuda [--json PATH] [--batches 512,4096] [--repetitions N] [--steps-per-sample N]
 //                      [--check-rows N] [--quick]
-// (--quick: 5 repetitions of 5 steps, 32 check rows, for a session that must fit a time limit).
+// (--quick: 5 repetitions of 5 steps, 16 check rows, for a session that must fit a time limit).
 // Exits 77 with a message when no CUDA device is present.
 
 #include <algorithm>
@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--quick") {
       s.repetitions = 5;
       s.steps_per_sample = 5;
-      s.check_rows = 32;
+      s.check_rows = 16;
     } else if (arg == "--repetitions" && i + 1 < argc) {
       s.repetitions = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--steps-per-sample" && i + 1 < argc) {

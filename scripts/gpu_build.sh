@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Builds the CUDA targets for a lent GPU machine HERE (it has no Eigen, Boost or Catch2 headers) and
-# leaves only what must travel in build-gpu/: stripped binaries in bin/ and, as fallbacks for an
-# image that lacks them, libgomp and zlib in lib/ (scripts/gpu_session.sh puts them last on the
-# library path). Release, sm_90, no -march=native (the device's CPU is another one), -lineinfo so
+# leaves only what must travel in build-gpu/: stripped binaries in bin/ and, where a binary links
+# them, libgomp and zlib in lib/ as fallbacks for an image that lacks them (scripts/gpu_session.sh
+# puts them last on the library path). Release, sm_90, no -march=native (the device's CPU is another one), -lineinfo so
 # that compute-sanitizer names source lines. The CMake tree itself stays in build/gpu-tree.
 #
 # Usage: scripts/gpu_build.sh            (JOBS=N to change the 2 parallel jobs)
@@ -41,8 +41,10 @@ for target in "${targets[@]}"; do
   fi
   strip --strip-unneeded -o "$carry/bin/$target" "$binary"
 done
+needed=$(for binary in "$carry"/bin/*; do ldd "$binary"; done)
 for library in libgomp.so.1 libz.so.1; do
-  path=$(ldconfig -p | awk -v name="$library" '$1 == name && /x86-64/ {print $NF; exit}')
+  grep -q "$library" <<<"$needed" || continue
+  path=$(ldconfig -p | awk -v name="$library" '$1 == name && /x86-64/ && !found {print $NF; found = 1}')
   if [[ -n "$path" ]]; then cp -L "$path" "$carry/lib/"; fi
 done
 
