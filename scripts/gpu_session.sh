@@ -5,11 +5,11 @@
 # scripts/gpu_build.sh; the device has the CUDA 13 runtime, cuBLASLt and PyTorch, but no headers and
 # nothing to download). Steps, in order, each logged, each allowed to fail without stopping the rest:
 #   tests     mpx_cuda_tests (Catch2; exit 77 would mean it saw no device)
-#   memcheck  compute-sanitizer --tool memcheck on mpx_cuda_tests
 #   gemm      gemm_cuda
 #   linear    linear_cuda
 #   mlp       mlp_step_cuda, then its PyTorch peer bench/peers/torch_mlp_step.py
 #   fashion   fashion_mnist_step_cuda, then bench/peers/torch_fashion_mnist_step.py
+#   memcheck  compute-sanitizer --tool memcheck on mpx_cuda_tests (last: it gets the time left)
 # Every JSON goes to $OUT/bench/results/ with summary.md (device, clocks, each step's status and
 # time, and bench/peers/compare.py's table of the bars) and logs.tar.gz (every log): at most
 # 8 files, which is what the device tool brings back. Without $OUT, ./out is used.
@@ -36,14 +36,14 @@ while (($#)); do
   case $1 in
     --full) full=1 ;;
     --budget) budget=$2; shift ;;
-    all) stages+=(tests memcheck gemm linear mlp fashion) ;;
+    all) stages+=(tests gemm linear mlp fashion memcheck) ;;
     bench) stages+=(gemm linear mlp fashion) ;;
     tests | memcheck | gemm | linear | mlp | fashion) stages+=("$1") ;;
-    *) echo "usage: scripts/gpu_session.sh [--full] [--budget SECONDS] [all | bench | tests memcheck gemm linear mlp fashion]" >&2; exit 2 ;;
+    *) echo "usage: scripts/gpu_session.sh [--full] [--budget SECONDS] [all | bench | tests gemm linear mlp fashion memcheck]" >&2; exit 2 ;;
   esac
   shift
 done
-((${#stages[@]})) || stages=(tests memcheck gemm linear mlp fashion)
+((${#stages[@]})) || stages=(tests gemm linear mlp fashion memcheck)
 
 start=$(date +%s)
 deadline=$((start + budget))
