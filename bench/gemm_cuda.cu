@@ -7,7 +7,8 @@
 // a table and as JSON (--json PATH, default gemm_cuda.json) with the device name, driver, CUDA runtime
 // and cuBLASLt versions. Before timing, mpx's result is compared with the raw one.
 //
-// Usage: gemm_cuda [--json PATH] [--sizes 4096,8192] [--repetitions N]
+// Usage: gemm_cuda [--json PATH] [--sizes 4096,8192] [--repetitions N] [--quick]
+// (--quick: 4096^3 only, 5 repetitions, for a session that must fit a time limit).
 // Exits 77 with a message when no CUDA device is present.
 
 #include <algorithm>
@@ -23,7 +24,7 @@
 
 #include <mpx/cuda.hpp>
 
-#include "report.hpp"
+#include "cuda_report.hpp"
 
 namespace {
 
@@ -35,80 +36,6 @@ struct Result {
   int repetitions = 0;
   double mpx_ms = 0, raw_ms = 0, mpx_tflops = 0, raw_tflops = 0, ratio = 0, max_abs_difference = 0;
 };
-
-// A raw cuBLASLt matmul for row-major Y[M,N] = X[M,K] * W[N,K]^T, written independently of mpx's
-// mapping: cuBLASLt computes the column-major Y^T = W * X^T, i.e. A = W (transposed), B = X.
-class RawMatmul {
- public:
-  RawMatmul(cudaDataType_t type, cublasComputeType_t compute, std::int64_t m, std::int64_t n, std::int64_t k,
-            mpx::CudaContext& context)
-      : context_(context) {
-    MPX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F));
-    const cublasOperation_t transa = CUBLAS_OP_T;
-    const cublasOperation_t transb = CUBLAS_OP_N;
-    MPX_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
-    MPX_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
-    MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, type, static_cast<std::uint64_t>(k),
-                                                static_cast<std::uint64_t>(n), k));
-    MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, type, static_cast<std::uint64_t>(k),
-                                                static_cast<std::uint64_t>(m), k));
-    MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d_, type, static_cast<std::uint64_t>(n),
-                                                static_cast<std::uint64_t>(m), n));
-    cublasLtMatmulPreference_t preference = nullptr;
-    MPX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-    const std::uint64_t workspace = context.workspace_bytes();
-    MPX_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
-    cublasLtMatmulHeuristicResult_t result{};
-    int returned = 0;
-    MPX_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(context.cublaslt(), desc_, a_, b_, d_, d_, preference, 1,
-                                                    &result, &returned));
-    (void)cublasLtMatmulPreferenceDestroy(preference);
-    if (returned == 0) throw mpx::error("gemm_cuda: cuBLASLt offered no algorithm for the raw matmul");
-    algo_ = result.algo;
-  }
-  RawMatmul(const RawMatmul&) = delete;
-  RawMatmul& operator=(const RawMatmul&) = delete;
-  ~RawMatmul() {
-    (void)cublasLtMatrixLayoutDestroy(a_);
-    (void)cublasLtMatrixLayoutDestroy(b_);
-    (void)cublasLtMatrixLayoutDestroy(d_);
-    (void)cublasLtMatmulDescDestroy(desc_);
-  }
-
-  void run(const void* x, const void* w, void* y) const {
-    const float alpha = 1.0f;
-    const float beta = 0.0f;
-    MPX_CUBLAS_CHECK(cublasLtMatmul(context_.cublaslt(), desc_, &alpha, w, a_, x, b_, &beta, y, d_, y, d_,
-                                    &algo_, context_.workspace(), context_.workspace_bytes(),
-                                    context_.stream()));
-  }
-
- private:
-  mpx::CudaContext& context_;
-  cublasLtMatmulDesc_t desc_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
-  cublasLtMatmulAlgo_t algo_{};
-};
-
-template <class T>
-double to_double(T x) {
-  return static_cast<double>(static_cast<float>(x));
-}
-
-// Milliseconds of one call of `f` on the context's stream, by CUDA events.
-template <class F>
-double time_once(F&& f, cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop) {
-  MPX_CUDA_CHECK(cudaEventRecord(start, stream));
-  f();
-  MPX_CUDA_CHECK(cudaEventRecord(stop, stream));
-  MPX_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MPX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  return ms;
-}
 
 template <mpx::NumericTag Compute>
 Result run_case(std::int64_t size, int repetitions) {
@@ -124,8 +51,7 @@ Result run_case(std::int64_t size, int repetitions) {
   const auto w = mpx::to_device(w_host);
   auto y_mpx = mpx::Tensor<S, mpx::Cuda>::uninitialized(mpx::Shape{size, size});
   auto y_raw = mpx::Tensor<S, mpx::Cuda>::uninitialized(mpx::Shape{size, size});
-  const RawMatmul raw(mpx::cuda_traits<Compute>::data_type, mpx::cuda_traits<Compute>::compute_type, size,
-                      size, size, context);
+  const auto raw = mpx::bench::raw_matmul<Compute>(size, size, size, false, true, context);
   const mpx::GemmConfig config{.transpose_b = mpx::Transpose::Yes};
   const auto run_mpx = [&] { mpx::cuda::gemm<Compute>(x, w, y_mpx, config); };
   const auto run_raw = [&] { raw.run(x.data(), w.data(), y_raw.data()); };
@@ -136,13 +62,11 @@ Result run_case(std::int64_t size, int repetitions) {
   const auto b = mpx::to_host(y_raw);
   Result r;
   for (std::int64_t i = 0; i < a.numel(); ++i) {
-    r.max_abs_difference = std::max(r.max_abs_difference, std::abs(to_double(a[i]) - to_double(b[i])));
+    r.max_abs_difference =
+        std::max(r.max_abs_difference, std::abs(mpx::bench::as_double(a[i]) - mpx::bench::as_double(b[i])));
   }
 
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
-  MPX_CUDA_CHECK(cudaEventCreate(&start));
-  MPX_CUDA_CHECK(cudaEventCreate(&stop));
+  mpx::bench::EventTimer timer;
   for (int i = 0; i < 3; ++i) {
     run_mpx();
     run_raw();
@@ -150,11 +74,9 @@ Result run_case(std::int64_t size, int repetitions) {
   std::vector<double> mpx_ms;
   std::vector<double> raw_ms;
   for (int i = 0; i < repetitions; ++i) {
-    mpx_ms.push_back(time_once(run_mpx, context.stream(), start, stop));
-    raw_ms.push_back(time_once(run_raw, context.stream(), start, stop));
+    mpx_ms.push_back(timer.milliseconds(run_mpx, context.stream()));
+    raw_ms.push_back(timer.milliseconds(run_raw, context.stream()));
   }
-  (void)cudaEventDestroy(start);
-  (void)cudaEventDestroy(stop);
 
   const double flops =
       2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
@@ -169,20 +91,6 @@ Result run_case(std::int64_t size, int repetitions) {
   return r;
 }
 
-std::string device_json(const mpx::CudaContext& context) {
-  int driver = 0;
-  int runtime = 0;
-  MPX_CUDA_CHECK(cudaDriverGetVersion(&driver));
-  MPX_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-  const auto& p = context.properties();
-  std::ostringstream out;
-  out << "{\"name\": \"" << mpx::bench::json_escape(p.name) << "\", \"compute_capability\": \"" << p.major
-      << "." << p.minor << "\", \"memory_bytes\": " << p.totalGlobalMem << ", \"driver_version\": " << driver
-      << ", \"cuda_runtime_version\": " << runtime << ", \"cublaslt_version\": " << cublasLtGetVersion()
-      << ", \"workspace_bytes\": " << context.workspace_bytes() << "}";
-  return out.str();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -193,6 +101,9 @@ int main(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg == "--json" && i + 1 < argc) {
       json_path = argv[++i];
+    } else if (arg == "--quick") {
+      sizes = {4096};
+      repetitions = 5;
     } else if (arg == "--repetitions" && i + 1 < argc) {
       repetitions = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--sizes" && i + 1 < argc) {
@@ -201,19 +112,15 @@ int main(int argc, char** argv) {
       std::string item;
       while (std::getline(list, item, ',')) sizes.push_back(std::stoll(item));
     } else {
-      std::fprintf(stderr, "usage: gemm_cuda [--json PATH] [--sizes 4096,8192] [--repetitions N]\n");
+      std::fprintf(stderr,
+                   "usage: gemm_cuda [--json PATH] [--sizes 4096,8192] [--repetitions N] [--quick]\n");
       return 2;
     }
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("gemm_cuda: no CUDA device present; nothing to measure (exit code 77)\n");
-    return 77;
-  }
+  if (!mpx::bench::cuda_device_present("gemm_cuda")) return mpx::bench::k_no_device_exit;
   try {
     mpx::CudaContext& context = mpx::cuda_context();
-    std::printf("%s\n%s, sm_%d%d\n\n", mpx::bench::machine_line().c_str(), context.properties().name,
-                context.properties().major, context.properties().minor);
+    mpx::bench::print_machine(context);
     std::printf("%-10s %6s %10s %10s %10s %10s %8s %12s\n", "precision", "size", "mpx ms", "raw ms",
                 "mpx TF/s", "raw TF/s", "ratio", "max |diff|");
     std::vector<Result> results;
@@ -226,8 +133,8 @@ int main(int argc, char** argv) {
     bool all_met = true;
     std::ostringstream json;
     json << "{\"benchmark\": \"gemm_cuda\", \"machine\": " << mpx::bench::machine_json()
-         << ", \"device\": " << device_json(context) << ", \"required_ratio\": " << k_required_ratio
-         << ", \"cases\": [";
+         << ", \"device\": " << mpx::bench::device_json(context)
+         << ", \"required_ratio\": " << k_required_ratio << ", \"cases\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       const bool met = r.ratio >= k_required_ratio;

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mpx authors
+# Builds the CUDA targets for a lent GPU machine HERE (it has no Eigen, Boost or Catch2 headers) and
+# leaves only what must travel in build-gpu/: stripped binaries in bin/ and, where a binary links
+# them, libgomp and zlib in lib/ as fallbacks for an image that lacks them (scripts/gpu_session.sh
+# puts them last on the library path). Release, sm_90, no -march=native (the device's CPU is another one), -lineinfo so
+# that compute-sanitizer names source lines. The CMake tree itself stays in build/gpu-tree.
+#
+# Usage: scripts/gpu_build.sh            (JOBS=N to change the 2 parallel jobs)
+# Then carry "build-gpu" and run scripts/gpu_session.sh there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tree=build/gpu-tree
+carry=build-gpu
+targets=(mpx_cuda_tests gemm_cuda linear_cuda mlp_step_cuda fashion_mnist_step_cuda)
+limit_bytes=$((60 * 1024 * 1024))  # the device tool carries 64 MiB with the working tree
+
+options=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DMPX_ENABLE_CUDA=ON
+         -DMPX_NATIVE_ARCH=OFF -DMPX_BUILD_TESTS=ON -DMPX_BUILD_BENCH=ON -DMPX_BUILD_EXAMPLES=OFF
+         -DMPX_INSTALL=OFF "-DCMAKE_CUDA_FLAGS=-lineinfo")
+if command -v ninja >/dev/null; then options+=(-G Ninja); fi
+if command -v ccache >/dev/null; then
+  options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+if [[ -f "$tree/CMakeCache.txt" ]]; then
+  cmake -S . -B "$tree" >/dev/null  # already configured: keep its generator, refresh the sources
+else
+  cmake -S . -B "$tree" "${options[@]}"
+fi
+cmake --build "$tree" --parallel "${JOBS:-2}" --target "${targets[@]}"
+
+rm -rf "$carry"
+mkdir -p "$carry/bin" "$carry/lib"
+for target in "${targets[@]}"; do
+  binary=$(find "$tree" -type f -name "$target" -perm -u+x | head -n 1)
+  if [[ -z "$binary" ]]; then
+    echo "gpu_build.sh: built $target but cannot find its binary under $tree" >&2
+    exit 1
+  fi
+  strip --strip-unneeded -o "$carry/bin/$target" "$binary"
+done
+needed=$(for binary in "$carry"/bin/*; do ldd "$binary"; done)
+for library in libgomp.so.1 libz.so.1; do
+  grep -q "$library" <<<"$needed" || continue
+  path=$(ldconfig -p | awk -v name="$library" '$1 == name && /x86-64/ && !found {print $NF; found = 1}')
+  if [[ -n "$path" ]]; then cp -L "$path" "$carry/lib/"; fi
+done
+
+bytes=$(du -sb "$carry" | cut -f1)
+du -sh "$carry"/bin/* "$carry"/lib/* 2>/dev/null || true
+if ((bytes > limit_bytes)); then
+  echo "gpu_build.sh: $carry holds $bytes bytes, more than the $limit_bytes that can travel" >&2
+  exit 1
+fi
+echo "gpu_build.sh: $carry is ready ($bytes bytes); carry it and run scripts/gpu_session.sh on the device"
