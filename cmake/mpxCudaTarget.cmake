@@ -13,4 +13,9 @@ function(mpx_cuda_target_usage target)
   # CMake 3.25 predates nvcc 13 and does not know its `cuda_std_20` feature, so the flag is explicit.
   target_compile_options(${target} INTERFACE
     $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 --expt-relaxed-constexpr -Xcudafe=--diag_suppress=20012>)
+  # OpenMP::OpenMP_CXX gives -fopenmp to C++ files only; .cu files run CPU code too (the CPU fallback,
+  # CPU references), so their host compiler gets it as well.
+  if(TARGET OpenMP::OpenMP_CXX AND OpenMP_CXX_FLAGS)
+    target_compile_options(${target} INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${OpenMP_CXX_FLAGS}>)
+  endif()
 endfunction()
