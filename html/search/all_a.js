@@ -1,9 +1,0 @@
-var searchData=
-[
-  ['k_0',['k',['../structmpx_1_1GemmShape.html#a7f941e0341c2f4bec901cc0bed2df3f8',1,'mpx::GemmShape']]],
-  ['kaiminguniform_1',['KaimingUniform',['../layer_8hpp.html#a1e08017081bcc3970eba3e64001f03d3ad96eb04d8484cb965fe7a44a281a069b',1,'mpx::nn']]],
-  ['keep_2',['Keep',['../batcher_8hpp.html#a52509f97f6fde3a39dbceaecab6894f8a02bce93bff905887ad2233110bf9c49e',1,'mpx::data']]],
-  ['keys_3',['keys',['../structmpx_1_1io_1_1json_1_1Value.html#a602d2213829c1ea69a20bd85c5eb3ba1',1,'mpx::io::json::Value']]],
-  ['kind_4',['Kind',['../structmpx_1_1io_1_1json_1_1Value.html#a7b8751537aab84752425dadb31db1ef7',1,'mpx::io::json::Value']]],
-  ['kind_5',['kind',['../structmpx_1_1io_1_1json_1_1Value.html#acbcc2b3e8a92026bb1c0a84213c3d666',1,'mpx::io::json::Value::kind()'],['../classmpx_1_1nn_1_1ReLU.html#a9561b221696973f8c1917dc52b17756e',1,'mpx::nn::ReLU::kind()'],['../classmpx_1_1nn_1_1GELU.html#a178c4e6004a24cf6626c963df5c10f67',1,'mpx::nn::GELU::kind()'],['../classmpx_1_1nn_1_1Cast.html#a4894cfc6f775aacd04db0c136372ea34',1,'mpx::nn::Cast::kind()'],['../classmpx_1_1nn_1_1LayerNorm.html#a076b651feabb153c08af4c48677d39a0',1,'mpx::nn::LayerNorm::kind()'],['../classmpx_1_1nn_1_1Linear.html#a466b14632c26abe93075d0da1b96bd67',1,'mpx::nn::Linear::kind()'],['../classmpx_1_1nn_1_1SoftmaxCrossEntropy.html#ab1c677e14951a12ce7ac95d39ec94911',1,'mpx::nn::SoftmaxCrossEntropy::kind()'],['../classmpx_1_1nn_1_1MSELoss.html#a67948d3512ad51d8fbe26c7458d80ad3',1,'mpx::nn::MSELoss::kind()']]]
-];

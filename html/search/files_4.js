@@ -1,4 +1,0 @@
-var searchData=
-[
-  ['error_2ehpp_0',['error.hpp',['../error_8hpp.html',1,'']]]
-];
