@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <string>
@@ -117,6 +118,72 @@ Timing time_ms(F&& f, cudaStream_t stream, int warmup, int repetitions) {
 template <class F>
 double median_ms(F&& f, cudaStream_t stream, int warmup, int repetitions) {
   return time_ms(std::forward<F>(f), stream, warmup, repetitions).median;
+}
+
+/// mpx and a raw reference timed alternately, so that clock and thermal drift hit both alike.
+struct AlternatingTiming {
+  double mpx_ms = 0, raw_ms = 0;          ///< medians
+  double mpx_tflops = 0, raw_tflops = 0;  ///< from the medians
+  double ratio = 0;                       ///< raw_ms / mpx_ms: mpx's speed as a fraction of raw's
+};
+
+/// Times `run_mpx` and `run_raw` alternately, `repetitions` times each after `warmup` untimed pairs.
+template <class Mpx, class Raw>
+AlternatingTiming time_alternately(Mpx&& run_mpx, Raw&& run_raw, double flops, int repetitions,
+                                   cudaStream_t stream, int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) {
+    run_mpx();
+    run_raw();
+  }
+  EventTimer timer;
+  std::vector<double> mpx_samples;
+  std::vector<double> raw_samples;
+  for (int i = 0; i < repetitions; ++i) {
+    mpx_samples.push_back(timer.milliseconds(run_mpx, stream));
+    raw_samples.push_back(timer.milliseconds(run_raw, stream));
+  }
+  AlternatingTiming t;
+  t.mpx_ms = median(mpx_samples);
+  t.raw_ms = median(raw_samples);
+  t.mpx_tflops = flops / (t.mpx_ms * 1e9);
+  t.raw_tflops = flops / (t.raw_ms * 1e9);
+  t.ratio = t.raw_ms / t.mpx_ms;
+  return t;
+}
+
+/// The command line of the benchmarks that time square problems against raw cuBLASLt.
+struct SquareRunOptions {
+  std::string json_path;                        ///< --json PATH (default: <program>.json)
+  std::vector<std::int64_t> sizes{4096, 8192};  ///< --sizes 4096,8192
+  int repetitions = 20;                         ///< --repetitions N
+};
+
+/// Parses `--json PATH`, `--sizes a,b,...`, `--repetitions N` and `--quick` (4096 only, 5
+/// repetitions); prints the usage line and exits 2 on anything else.
+inline SquareRunOptions parse_square_run_options(int argc, char** argv, const char* program) {
+  SquareRunOptions options;
+  options.json_path = std::string(program) + ".json";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) {
+      options.json_path = argv[++i];
+    } else if (arg == "--quick") {
+      options.sizes = {4096};
+      options.repetitions = 5;
+    } else if (arg == "--repetitions" && i + 1 < argc) {
+      options.repetitions = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--sizes" && i + 1 < argc) {
+      options.sizes.clear();
+      std::stringstream list(argv[++i]);
+      std::string item;
+      while (std::getline(list, item, ',')) options.sizes.push_back(std::stoll(item));
+    } else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--sizes 4096,8192] [--repetitions N] [--quick]\n",
+                   program);
+      std::exit(2);
+    }
+  }
+  return options;
 }
 
 /// A host tensor of uniform random values in [-scale, -scale/64] U [scale/64, scale] (never zero,

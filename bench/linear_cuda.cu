@@ -41,7 +41,7 @@ struct Result {
   std::string precision;
   std::int64_t size = 0;
   int repetitions = 0;
-  double mpx_ms = 0, raw_ms = 0, mpx_tflops = 0, raw_tflops = 0, ratio = 0;
+  mpx::bench::AlternatingTiming timing;
   double error_y = 0, error_dw = 0, error_db = 0, error_dx = 0, tolerance = 0;
 };
 
@@ -133,57 +133,20 @@ Result run_case(std::int64_t size, int repetitions) {
     raw_weight_grad.run(dz.data(), x.data(), dw_raw.data());
     raw_input_grad.run(dz.data(), w.data(), dx_raw.data());
   };
-  for (int i = 0; i < 3; ++i) {
-    step_mpx();
-    step_raw();
-  }
-  mpx::bench::EventTimer timer;
-  std::vector<double> mpx_ms;
-  std::vector<double> raw_ms;
-  for (int i = 0; i < repetitions; ++i) {
-    mpx_ms.push_back(timer.milliseconds(step_mpx, context.stream()));
-    raw_ms.push_back(timer.milliseconds(step_raw, context.stream()));
-  }
-
   const double flops =
       3.0 * 2.0 * static_cast<double>(batch) * static_cast<double>(in) * static_cast<double>(out);
   r.precision = std::string(P::name);
   r.size = size;
   r.repetitions = repetitions;
-  r.mpx_ms = mpx::bench::median(mpx_ms);
-  r.raw_ms = mpx::bench::median(raw_ms);
-  r.mpx_tflops = flops / (r.mpx_ms * 1e9);
-  r.raw_tflops = flops / (r.raw_ms * 1e9);
-  r.ratio = r.raw_ms / r.mpx_ms;
+  r.timing = mpx::bench::time_alternately(step_mpx, step_raw, flops, repetitions, context.stream());
   return r;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path = "linear_cuda.json";
-  std::vector<std::int64_t> sizes{4096, 8192};
-  int repetitions = 20;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--json" && i + 1 < argc) {
-      json_path = argv[++i];
-    } else if (arg == "--quick") {
-      sizes = {4096};
-      repetitions = 5;
-    } else if (arg == "--repetitions" && i + 1 < argc) {
-      repetitions = std::max(1, std::atoi(argv[++i]));
-    } else if (arg == "--sizes" && i + 1 < argc) {
-      sizes.clear();
-      std::stringstream list(argv[++i]);
-      std::string item;
-      while (std::getline(list, item, ',')) sizes.push_back(std::stoll(item));
-    } else {
-      std::fprintf(stderr,
-                   "usage: linear_cuda [--json PATH] [--sizes 4096,8192] [--repetitions N] [--quick]\n");
-      return 2;
-    }
-  }
+  const auto [json_path, sizes, repetitions] =
+      mpx::bench::parse_square_run_options(argc, argv, "linear_cuda");
   if (!mpx::bench::cuda_device_present("linear_cuda")) return mpx::bench::k_no_device_exit;
   try {
     mpx::CudaContext& context = mpx::cuda_context();
@@ -207,17 +170,17 @@ int main(int argc, char** argv) {
          << ", \"required_ratio\": " << k_required_ratio << ", \"cases\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      const bool met = r.ratio >= k_required_ratio;
+      const bool met = r.timing.ratio >= k_required_ratio;
       all_met = all_met && met;
       const double max_error = std::max({r.error_y, r.error_dw, r.error_db, r.error_dx});
       std::printf("%-10s %6lld %10.3f %10.3f %10.1f %10.1f %8.3f %10.2g%s\n", r.precision.c_str(),
-                  static_cast<long long>(r.size), r.mpx_ms, r.raw_ms, r.mpx_tflops, r.raw_tflops, r.ratio,
-                  max_error, met ? "" : "  (below the bar)");
+                  static_cast<long long>(r.size), r.timing.mpx_ms, r.timing.raw_ms, r.timing.mpx_tflops,
+                  r.timing.raw_tflops, r.timing.ratio, max_error, met ? "" : "  (below the bar)");
       json << (i == 0 ? "" : ", ") << "{\"precision\": \"" << r.precision << "\", \"batch\": " << r.size
            << ", \"in_features\": " << r.size << ", \"out_features\": " << r.size
-           << ", \"repetitions\": " << r.repetitions << ", \"mpx_median_ms\": " << r.mpx_ms
-           << ", \"raw_median_ms\": " << r.raw_ms << ", \"mpx_tflops\": " << r.mpx_tflops
-           << ", \"raw_tflops\": " << r.raw_tflops << ", \"ratio_raw_over_mpx\": " << r.ratio
+           << ", \"repetitions\": " << r.repetitions << ", \"mpx_median_ms\": " << r.timing.mpx_ms
+           << ", \"raw_median_ms\": " << r.timing.raw_ms << ", \"mpx_tflops\": " << r.timing.mpx_tflops
+           << ", \"raw_tflops\": " << r.timing.raw_tflops << ", \"ratio_raw_over_mpx\": " << r.timing.ratio
            << ", \"check\": {\"error_y\": " << r.error_y << ", \"error_dw\": " << r.error_dw
            << ", \"error_db\": " << r.error_db << ", \"error_dx\": " << r.error_dx
            << ", \"tolerance\": " << r.tolerance << "}, \"bar_met\": " << (met ? "true" : "false") << "}";
