@@ -140,8 +140,9 @@ Settings parse(int argc, char** argv) {
     usage_error("--precision " + s.precision + ": expected fp32, tf32, fp16, bf16 or all");
   }
   if (s.device == "cuda") {
-    usage_error("--device cuda: this program is the CPU one; the GPU one is examples/fashion_mnist_cuda.cu "
-                "(built when CMake finds the CUDA toolkit)");
+    usage_error(
+        "--device cuda: this program is the CPU one; the GPU one is examples/fashion_mnist_cuda.cu "
+        "(built when CMake finds the CUDA toolkit)");
   }
   if (s.device != "cpu" && s.device != "auto")
     usage_error("--device " + s.device + ": expected cpu, cuda or auto");
