@@ -43,6 +43,7 @@
 
 #include <mpx/cuda.hpp>
 #include <mpx/experiment/models.hpp>
+#include <mpx/io/json.hpp>
 
 #include "cuda_report.hpp"
 
@@ -230,10 +231,6 @@ Result run_case(const Settings& s) {
   return r;
 }
 
-std::string json_string(const std::string& text) {
-  return "\"" + mpx::bench::json_escape(text) + "\"";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -292,7 +289,7 @@ int main(int argc, char** argv) {
                   1e3 / r.eager_ms, graph, graph_rate, speedup, static_cast<double>(r.peak_bytes) / (1 << 20),
                   r.final_loss, r.skipped_while_timed > 0 ? "  (steps skipped while timed)" : "");
       if (!r.graph_error.empty()) std::printf("  graph capture failed: %s\n", r.graph_error.c_str());
-      json << (i == 0 ? "" : ", ") << "{\"precision\": " << json_string(r.precision)
+      json << (i == 0 ? "" : ", ") << "{\"precision\": " << mpx::io::json::quote(r.precision)
            << ", \"eager_step_ms\": " << r.eager_ms << ", \"eager_step_ms_range\": [" << r.eager_spread.min
            << ", " << r.eager_spread.max << "]"
            << ", \"eager_steps_per_second\": " << 1e3 / r.eager_ms
@@ -302,7 +299,7 @@ int main(int argc, char** argv) {
                                 std::to_string(r.graph_spread.max) + "]"
                           : "null")
            << ", \"graph_steps_per_second\": " << (r.graph_ms ? std::to_string(1e3 / *r.graph_ms) : "null")
-           << ", \"graph_error\": " << (r.graph_error.empty() ? "null" : json_string(r.graph_error))
+           << ", \"graph_error\": " << (r.graph_error.empty() ? "null" : mpx::io::json::quote(r.graph_error))
            << ", \"peak_bytes\": " << r.peak_bytes
            << ", \"peak_bytes_with_workspace\": " << r.peak_bytes_with_workspace
            << ", \"steps_skipped_while_timed\": " << r.skipped_while_timed

@@ -47,6 +47,7 @@
 
 #include <mpx/cuda.hpp>
 #include <mpx/experiment/models.hpp>
+#include <mpx/io/json.hpp>
 
 #include "cuda_report.hpp"
 
@@ -294,10 +295,6 @@ Result run_case(std::int64_t batch, const Settings& s, double bytes_per_ms, bool
   return r;
 }
 
-std::string json_string(const std::string& text) {
-  return "\"" + mpx::bench::json_escape(text) + "\"";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -375,7 +372,7 @@ int main(int argc, char** argv) {
       const bool bar_applies = r.precision == "bf16_mixed";
       const bool met = r.ratio_to_floor <= k_floor_bar;
       if (bar_applies) all_met = all_met && met;
-      json << (i == 0 ? "" : ", ") << "{\"precision\": " << json_string(r.precision)
+      json << (i == 0 ? "" : ", ") << "{\"precision\": " << mpx::io::json::quote(r.precision)
            << ", \"batch\": " << r.batch << ", \"step_ms\": " << r.step_ms << ", \"step_ms_range\": ["
            << r.step_spread.min << ", " << r.step_spread.max << "]"
            << ", \"steps_per_second\": " << 1e3 / r.step_ms
@@ -384,7 +381,7 @@ int main(int argc, char** argv) {
            << (r.graph_step_ms ? "[" + std::to_string(r.graph_spread.min) + ", " +
                                      std::to_string(r.graph_spread.max) + "]"
                                : "null")
-           << ", \"graph_error\": " << (r.graph_error.empty() ? "null" : json_string(r.graph_error))
+           << ", \"graph_error\": " << (r.graph_error.empty() ? "null" : mpx::io::json::quote(r.graph_error))
            << ", \"gemm_ms\": " << r.gemm_ms << ", \"optimizer_bytes\": " << r.optimizer_bytes
            << ", \"optimizer_ms\": " << r.optimizer_ms << ", \"floor_ms\": " << r.floor_ms
            << ", \"ratio_to_floor\": " << r.ratio_to_floor

@@ -41,22 +41,22 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
     });
   }
 
-  /// @brief Applies one update to every parameter from its (unscaled) gradient; the bias
-  /// corrections use t = steps() + 1.
-  void step() {
-    update(static_cast<const void*>(nullptr));
-    ++steps_;
-  }
-
-  /// @brief Queues one update on the device, where `scalars` (the CUDA training step's, in device
-  /// memory) decides whether it applies and holds t - 1, the learning rate and the clipping
-  /// coefficient; `steps()` catches up when the trainer reads its result.
-  template <class StepScalars>
-  void enqueue_step(const StepScalars* scalars) {
-    update(scalars);
+  /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
+  static void validate(const Options& o) {
+    constexpr const char* self = "mpx::optim::AdamW";
+    if (!(std::isfinite(o.lr) && o.lr > 0.0)) Base::fail(self, "lr", o.lr, "a finite value > 0");
+    if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) Base::fail(self, "beta1", o.beta1, "a value in [0, 1)");
+    if (!(o.beta2 >= 0.0 && o.beta2 < 1.0)) Base::fail(self, "beta2", o.beta2, "a value in [0, 1)");
+    if (!(std::isfinite(o.epsilon) && o.epsilon > 0.0))
+      Base::fail(self, "epsilon", o.epsilon, "a finite value > 0");
+    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0)) {
+      Base::fail(self, "weight_decay", o.weight_decay, "a finite value >= 0");
+    }
   }
 
  private:
+  friend Base;  // calls update()
+
   // Host steps (control is null) pass t from the host; device steps pass the scalars the kernels read
   // it from (see OptimizerBase::device_update_rounding).
   template <class Control>
@@ -74,20 +74,6 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
                                       options_, rounding, control);
       }
     });
-  }
-
- public:
-  /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
-  static void validate(const Options& o) {
-    constexpr const char* self = "mpx::optim::AdamW";
-    if (!(std::isfinite(o.lr) && o.lr > 0.0)) Base::fail(self, "lr", o.lr, "a finite value > 0");
-    if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) Base::fail(self, "beta1", o.beta1, "a value in [0, 1)");
-    if (!(o.beta2 >= 0.0 && o.beta2 < 1.0)) Base::fail(self, "beta2", o.beta2, "a value in [0, 1)");
-    if (!(std::isfinite(o.epsilon) && o.epsilon > 0.0))
-      Base::fail(self, "epsilon", o.epsilon, "a finite value > 0");
-    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0)) {
-      Base::fail(self, "weight_decay", o.weight_decay, "a finite value >= 0");
-    }
   }
 };
 

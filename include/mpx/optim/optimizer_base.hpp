@@ -15,7 +15,9 @@
 
 namespace mpx::optim::detail {
 
-/// The common part of `SGD` and `AdamW` (CRTP: `Derived::validate(options)` throws for bad values).
+/// The common part of `SGD` and `AdamW` (CRTP: `Derived::validate(options)` throws for bad values;
+/// `Derived::update(control)` visits the parameters, with a null control on the host and the CUDA
+/// step's scalars on the device).
 template <class Derived, class Model, class Settings>
 class OptimizerBase {
  public:
@@ -35,6 +37,20 @@ class OptimizerBase {
 
   /// @brief Changes the seed of stochastic rounding into fp16/bf16 master weights (checkpoints).
   void set_rounding_seed(std::uint64_t seed) noexcept { options_.rounding_seed = seed; }
+
+  /// @brief Applies one update to every parameter from its (unscaled) gradient.
+  void step() {
+    static_cast<Derived&>(*this).update(static_cast<const void*>(nullptr));
+    ++steps_;
+  }
+
+  /// @brief Queues one update on the device, where `scalars` (the CUDA training step's, in device
+  /// memory) decides whether it applies and holds the update count, the learning rate and the
+  /// clipping coefficient; `steps()` catches up when the trainer reads its result.
+  template <class StepScalars>
+  void enqueue_step(const StepScalars* scalars) {
+    static_cast<Derived&>(*this).update(scalars);
+  }
 
   /// @brief Updates applied so far (on CUDA, as of the trainer's last `last_result()`).
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }

@@ -40,21 +40,28 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
     }
   }
 
-  /// @brief Applies one update to every parameter from its (unscaled) gradient.
-  void step() {
-    update(static_cast<const void*>(nullptr));
-    ++steps_;
-  }
-
-  /// @brief Queues one update on the device, where `scalars` (the CUDA training step's, in device
-  /// memory) decides whether it applies and holds the update count, the learning rate and the
-  /// clipping coefficient; `steps()` catches up when the trainer reads its result.
-  template <class StepScalars>
-  void enqueue_step(const StepScalars* scalars) {
-    update(scalars);
+  /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
+  static void validate(const Options& o) {
+    constexpr const char* self = "mpx::optim::SGD";
+    if (!(std::isfinite(o.lr) && o.lr > 0.0)) Base::fail(self, "lr", o.lr, "a finite value > 0");
+    if (!(o.momentum >= 0.0 && o.momentum < 1.0))
+      Base::fail(self, "momentum", o.momentum, "a value in [0, 1)");
+    if (!(o.dampening >= 0.0 && o.dampening <= 1.0)) {
+      Base::fail(self, "dampening", o.dampening, "a value in [0, 1]");
+    }
+    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0)) {
+      Base::fail(self, "weight_decay", o.weight_decay, "a finite value >= 0");
+    }
+    if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0)) {
+      Base::fail(self, "nesterov",
+                 mpx::detail::concat("true with momentum = ", o.momentum, " and dampening = ", o.dampening),
+                 "momentum > 0 and dampening = 0 (as PyTorch requires)");
+    }
   }
 
  private:
+  friend Base;  // calls update()
+
   // Host steps (control is null) pass the update count and first-step flag from the host; device
   // steps pass the scalars the kernels read them from (see OptimizerBase::device_update_rounding).
   template <class Control>
@@ -73,26 +80,6 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
                                     control);
       }
     });
-  }
-
- public:
-  /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
-  static void validate(const Options& o) {
-    constexpr const char* self = "mpx::optim::SGD";
-    if (!(std::isfinite(o.lr) && o.lr > 0.0)) Base::fail(self, "lr", o.lr, "a finite value > 0");
-    if (!(o.momentum >= 0.0 && o.momentum < 1.0))
-      Base::fail(self, "momentum", o.momentum, "a value in [0, 1)");
-    if (!(o.dampening >= 0.0 && o.dampening <= 1.0)) {
-      Base::fail(self, "dampening", o.dampening, "a value in [0, 1]");
-    }
-    if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0)) {
-      Base::fail(self, "weight_decay", o.weight_decay, "a finite value >= 0");
-    }
-    if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0)) {
-      Base::fail(self, "nesterov",
-                 mpx::detail::concat("true with momentum = ", o.momentum, " and dampening = ", o.dampening),
-                 "momentum > 0 and dampening = 0 (as PyTorch requires)");
-    }
   }
 };
 

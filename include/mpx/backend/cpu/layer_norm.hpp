@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "mpx/backend/layer_norm_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -26,11 +27,7 @@ void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma, 
   constexpr const char* where = "mpx::cpu::layer_norm_forward";
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
-  require_shape(where, "gamma", gamma.shape(), Shape{features});
-  require_shape(where, "beta", beta.shape(), Shape{features});
-  require_shape(where, "output", y.shape(), x.shape());
-  require_shape(where, "mean", mean.shape(), Shape{rows});
-  require_shape(where, "rstd", rstd.shape(), Shape{rows});
+  validate_layer_norm_forward(where, x, gamma, beta, y, mean, rstd);
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* in = x.data() + r * features;
     Acc sum = 0;
@@ -62,10 +59,7 @@ void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma,
   constexpr const char* where = "mpx::cpu::layer_norm_backward";
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
-  require_shape(where, "upstream gradient", dy.shape(), x.shape());
-  require_shape(where, "input gradient", dx.shape(), x.shape());
-  require_shape(where, "dgamma", dgamma.shape(), Shape{features});
-  require_shape(where, "dbeta", dbeta.shape(), Shape{features});
+  validate_layer_norm_backward(where, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* in = x.data() + r * features;
     const T* g = dy.data() + r * features;

@@ -24,6 +24,7 @@
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/reduce.cuh"
+#include "mpx/backend/layer_norm_spec.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
 
@@ -164,11 +165,7 @@ void layer_norm_forward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma, 
   constexpr const char* where = "mpx::cuda::layer_norm_forward";
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
-  require_shape(where, "gamma", gamma.shape(), Shape{features});
-  require_shape(where, "beta", beta.shape(), Shape{features});
-  require_shape(where, "output", y.shape(), x.shape());
-  require_shape(where, "mean", mean.shape(), Shape{rows});
-  require_shape(where, "rstd", rstd.shape(), Shape{rows});
+  validate_layer_norm_forward(where, x, gamma, beta, y, mean, rstd);
   if (rows == 0) return;
   detail::layer_norm_forward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(features), 0,
                                       detail::stream()>>>(x.data(), gamma.data(), beta.data(), epsilon,
@@ -191,14 +188,7 @@ void layer_norm_backward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma,
   constexpr const char* where = "mpx::cuda::layer_norm_backward";
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
-  require_shape(where, "upstream gradient", dy.shape(), x.shape());
-  require_shape(where, "input gradient", dx.shape(), x.shape());
-  require_shape(where, "dgamma", dgamma.shape(), Shape{features});
-  require_shape(where, "dbeta", dbeta.shape(), Shape{features});
-  // Checked here although the CPU version trusts them: a wrong size would read out of bounds.
-  require_shape(where, "gamma", gamma.shape(), Shape{features});
-  require_shape(where, "mean", mean.shape(), Shape{rows});
-  require_shape(where, "rstd", rstd.shape(), Shape{rows});
+  validate_layer_norm_backward(where, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
   if (rows == 0 || features == 0) return;
 
   detail::layer_norm_backward_dx_kernel<<<static_cast<unsigned>(rows), detail::row_threads(features), 0,
