@@ -8,7 +8,7 @@
 // zero) fp32 images and labels, a pool of --pool batches cycled through so that every step reads new
 // data; each step rounds its batch to the compute type on the stream.
 //
-// Method: eager steps are queued with Trainer::enqueue_step (no host synchronisation) straight from
+// Method: eager steps are queued with Trainer::queue_step (no host synchronisation) straight from
 // the pool; graph steps copy the next batch and labels into the captured buffers
 // (cudaMemcpyAsync / round_into on the stream) and replay the graph of the whole step
 // (Trainer::capture_step / replay_step). Each is timed in groups of --steps-per-sample consecutive
@@ -184,20 +184,20 @@ Result run_case(const Settings& s) {
         const auto& batch_labels = labels[static_cast<std::size_t>(next)];
         if constexpr (rounds_input) {
           load(next, inputs);
-          trainer.enqueue_step(inputs, batch_labels.device_span());
+          trainer.queue_step(inputs, batch_labels.device_span());
         } else {
-          trainer.enqueue_step(images[static_cast<std::size_t>(next)], batch_labels.device_span());
+          trainer.queue_step(images[static_cast<std::size_t>(next)], batch_labels.device_span());
         }
       }
     };
     const auto skipped = [&] { return trainer.scaler().state().steps_skipped; };
 
     eager_steps();  // the first step allocates every buffer; the rest warm up
-    (void)trainer.last_result();
+    (void)trainer.read_result();
     std::int64_t skipped_before = skipped();
     r.eager_spread = mpx::bench::time_ms(eager_steps, stream, 0, s.repetitions).per(s.steps_per_sample);
     r.eager_ms = r.eager_spread.median;
-    r.final_loss = trainer.last_result().loss;
+    r.final_loss = trainer.read_result().loss;
     r.skipped_while_timed = skipped() - skipped_before;
     try {
       load(next, inputs);
@@ -215,7 +215,7 @@ Result run_case(const Settings& s) {
       skipped_before = skipped();
       r.graph_spread = mpx::bench::time_ms(graph_steps, stream, 1, s.repetitions).per(s.steps_per_sample);
       r.graph_ms = r.graph_spread.median;
-      r.final_loss = trainer.last_result().loss;
+      r.final_loss = trainer.read_result().loss;
       r.skipped_while_timed += skipped() - skipped_before;
     } catch (const std::exception& e) {
       r.graph_error = e.what();

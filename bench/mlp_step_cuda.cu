@@ -7,7 +7,7 @@
 // scaling) and bf16_mixed. The batch arrives in fp32, as in the PyTorch peer, and is rounded to the
 // compute type on the stream each step.
 //
-// Method: steps are queued with Trainer::enqueue_step (no host synchronisation) and timed in groups
+// Method: steps are queued with Trainer::queue_step (no host synchronisation) and timed in groups
 // of --steps-per-sample consecutive steps with CUDA events; the median group over --repetitions,
 // divided by the group size, is the step time. The same again replaying a CUDA graph of the step
 // (Trainer::capture_step / replay_step). The floor of a step is its eight GEMMs (three forward,
@@ -249,18 +249,18 @@ Result run_case(std::int64_t batch, const Settings& s, double bytes_per_ms, bool
     const auto eager_steps = [&] {
       for (int i = 0; i < s.steps_per_sample; ++i) {
         refill();
-        trainer.enqueue_step(model_inputs, labels.device_span());
+        trainer.queue_step(model_inputs, labels.device_span());
       }
     };
     const auto skipped = [&] { return trainer.scaler().state().steps_skipped; };
 
     eager_steps();  // the first step allocates every buffer; the rest warm up
-    (void)trainer.last_result();
+    (void)trainer.read_result();
     std::int64_t skipped_before = skipped();
     r.step_spread =
         mpx::bench::time_ms(eager_steps, context.stream(), 0, s.repetitions).per(s.steps_per_sample);
     r.step_ms = r.step_spread.median;
-    const auto eager_result = trainer.last_result();
+    const auto eager_result = trainer.read_result();
     r.skipped_while_timed = skipped() - skipped_before;
     r.final_loss = eager_result.loss;
     r.first_step_peak = trainer.first_step_memory().peak;
@@ -278,7 +278,7 @@ Result run_case(std::int64_t batch, const Settings& s, double bytes_per_ms, bool
       r.graph_spread =
           mpx::bench::time_ms(graph_steps, context.stream(), 1, s.repetitions).per(s.steps_per_sample);
       r.graph_step_ms = r.graph_spread.median;
-      (void)trainer.last_result();
+      (void)trainer.read_result();
       r.skipped_while_timed += skipped() - skipped_before;
     } catch (const std::exception& e) {
       r.graph_error = e.what();

@@ -31,12 +31,12 @@ void train(const mpx::data::FashionMnist& data, int epochs) {
       if constexpr (std::is_same_v<Device, mpx::Cuda>) {
         const auto device_images = mpx::to_device(images);  // queued copies: no wait
         const mpx::cuda::DeviceArray<std::int32_t> device_labels{std::span<const std::int32_t>(labels)};
-        trainer.enqueue_step(device_images, device_labels.device_span());
+        trainer.queue_step(device_images, device_labels.device_span());
       } else {
-        trainer.enqueue_step(images, labels);
+        trainer.queue_step(images, labels);
       }
       if (step % 100 == 0) {
-        const mpx::StepResult r = trainer.last_result();  // waits for the GPU
+        const mpx::StepResult r = trainer.read_result();  // waits for the GPU
         std::printf("epoch %d step %4lld  loss %.4f  scale %g\n", epoch + 1, static_cast<long long>(step),
                     r.loss, double(r.loss_scale));
       }

@@ -29,5 +29,3 @@
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/graph.hpp"
 #include "mpx/backend/cuda/memory.hpp"
-#include "mpx/backend/cuda/step_state.hpp"
-#include "mpx/backend/cuda/training_state.cuh"

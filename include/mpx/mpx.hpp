@@ -18,6 +18,7 @@
 #include "mpx/policy/precision.hpp"
 
 #include "mpx/tensor/convert.hpp"
+#include "mpx/tensor/device_value.hpp"
 #include "mpx/tensor/device.hpp"
 #include "mpx/tensor/host_memory.hpp"
 #include "mpx/tensor/memory_stats.hpp"
@@ -28,6 +29,7 @@
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
+#include "mpx/backend/update_control.hpp"
 
 #include "mpx/data/batcher.hpp"
 #include "mpx/data/dataset.hpp"
@@ -41,6 +43,7 @@
 #include "mpx/nn/linear.hpp"
 #include "mpx/nn/loss.hpp"
 #include "mpx/nn/parameter.hpp"
+#include "mpx/nn/parameter_list.hpp"
 #include "mpx/nn/sequential.hpp"
 
 #include "mpx/optim/adamw.hpp"
@@ -48,6 +51,10 @@
 #include "mpx/optim/sgd.hpp"
 
 #include "mpx/train/loss_scaler.hpp"
+#include "mpx/train/loss_seed.hpp"
+#include "mpx/train/step_graph.hpp"
+#include "mpx/train/step_scalars.hpp"
+#include "mpx/train/training_state.hpp"
 #include "mpx/train/trainer.hpp"
 
 #include "mpx/io/atomic_file.hpp"

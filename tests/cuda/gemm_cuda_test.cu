@@ -55,7 +55,7 @@ std::string describe(const Case& c) {
 template <mpx::NumericTag Compute, mpx::Element TD>
 void check_case(const Case& c, std::mt19937& rng) {
   using S = mpx::storage_t<Compute>;
-  using Acc = mpx::gemm_accumulate_t<Compute>;
+  using Acc = mpx::math_t<Compute>;
   using OutTag = mpx::tag_of_t<TD>;
   const mpx::Epilogue e = c.epilogue;
   INFO(std::string(mpx::numeric_traits<Compute>::name) + " -> " +

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
-// The step kernels of the CUDA backend against the CPU on the same inputs: unscale + finite check +
-// squared norm over many tensors, the skip/clip decision, SGD and AdamW (bit for bit, fp32 masters
-// with fp16/bf16 compute copies and stochastically rounded bf16 masters), and the scaler's update.
+// The training step on the GPU against the same step on the CPU. The step's bookkeeping
+// (`BeginStep`, `FinishGradients`, `EndStep`, `StoreHostOwned`; train/step_scalars.hpp) is one
+// host-and-device body: each test runs it in one device thread (`cuda::single_thread`) and on a
+// host `StepScalars` in place, and requires the same fields bit for bit. The kernels are checked
+// against the CPU backend's forms: unscale + finite check + squared norm over many tensors, SGD and
+// AdamW driven by an `UpdateControl` (bit for bit, fp32 masters with fp16/bf16 compute copies and
+// stochastically rounded bf16 masters), and the scaler's trajectory against `LossScaler`.
 // main() is in numeric_cuda_test.cu and skips (exit 77) without a device.
 #include <catch2/catch.hpp>
 
@@ -17,14 +21,20 @@
 #include <vector>
 
 #include <mpx/backend/cuda/gradient.cuh>
+#include <mpx/backend/cuda/launch.cuh>
 #include <mpx/backend/cuda/optimizer.cuh>
-#include <mpx/backend/cuda/training_step.cuh>
+#include <mpx/backend/optimizer_math.hpp>
+#include <mpx/backend/update_control.hpp>
 #include <mpx/cuda.hpp>
+#include <mpx/train/step_scalars.hpp>
+
+#include "support.hpp"
 
 namespace {
 
 using mpx::Cuda;
-using mpx::cuda::StepScalars;
+using mpx::StepScalars;
+using mpx::UpdateControl;
 
 template <mpx::Element T>
 mpx::Tensor<T> random_host(std::int64_t count, std::mt19937& rng, float low = -1.0f, float high = 1.0f) {
@@ -70,46 +80,102 @@ StepScalars host_scalars(const mpx::cuda::DeviceArray<StepScalars>& scalars) {
   return scalars.download()[0];
 }
 
+// One step's scalars on both devices: the GPU's in device memory, as the CUDA step keeps them, and
+// the CPU's on the host, as the CPU step keeps them.
+struct BothScalars {
+  explicit BothScalars(const StepScalars& start) : device(device_scalars(start)), host(start) {}
+
+  // Applies a step functor to both: in one device thread, as the CUDA step runs it, and in place on
+  // the host, as the CPU step runs it.
+  template <class F>
+  void apply(const F& f) {
+    mpx::cuda::single_thread(f, device.data());
+    f(&host);
+  }
+
+  [[nodiscard]] StepScalars on_device() const { return host_scalars(device); }
+
+  mpx::cuda::DeviceArray<StepScalars> device;
+  StepScalars host;
+};
+
+// Every field of the two devices' scalars, bit for bit (a NaN loss sum matches any NaN).
+void require_same_scalars(const StepScalars& cpu, const StepScalars& gpu) {
+  using mpx_test::same_bits_or_both_nan;
+  CHECK(gpu.scaler == cpu.scaler);
+  CHECK(same_bits_or_both_nan(gpu.scaler.scale, cpu.scaler.scale));
+  CHECK(same_bits_or_both_nan(gpu.update.lr, cpu.update.lr));
+  CHECK(same_bits_or_both_nan(gpu.update.clip_coefficient, cpu.update.clip_coefficient));
+  CHECK(gpu.update.optimizer_step == cpu.update.optimizer_step);
+  CHECK(gpu.update.clipped == cpu.update.clipped);
+  CHECK(gpu.update.skip == cpu.update.skip);
+  CHECK(same_bits_or_both_nan(gpu.loss_sum, cpu.loss_sum));
+  CHECK(same_bits_or_both_nan(gpu.sum_of_squares, cpu.sum_of_squares));
+  CHECK(gpu.step == cpu.step);
+  CHECK(same_bits_or_both_nan(gpu.loss_scale, cpu.loss_scale));
+  CHECK(gpu.gradients_nonfinite == cpu.gradients_nonfinite);
+  CHECK(gpu.inputs_nonfinite == cpu.inputs_nonfinite);
+}
+
+// Raises the step's gradient flag, as an inf found by unscale_and_inspect would (a step functor of
+// the test's own, on both devices like the library's).
+struct RaiseGradientsNonfinite {
+  MPX_HOST_DEVICE void operator()(StepScalars* s) const { s->gradients_nonfinite = 1; }
+};
+
 const std::vector<std::int64_t> odd_sizes = {1, 7, 1023, 4097};
 
 // ---- unscale_and_inspect ------------------------------------------------------------------------
 
-// The CPU trainer's pass: every gradient through cpu::unscale_and_inspect, sums added in order.
+// One pass of each backend's multi-tensor unscale_and_inspect over the same gradients, into the
+// step's scalars of its device (the scale read from there, the sum added and the flag raised there).
 template <bool Scale, class G>
-mpx::cpu::GradientStats cpu_pass(std::vector<mpx::Tensor<G>>& grads, G factor) {
-  mpx::cpu::GradientStats total;
-  for (auto& g : grads) total = total + mpx::cpu::unscale_and_inspect<Scale>(g, factor);
-  return total;
+void unscale_and_inspect_both(BothScalars& scalars, std::span<mpx::Tensor<G, Cuda>* const> on_device,
+                              std::span<mpx::Tensor<G>* const> on_host,
+                              mpx::cuda::GradientWorkspace& workspace) {
+  StepScalars* const d = scalars.device.data();
+  mpx::cuda::unscale_and_inspect<Scale, G>(on_device, &d->scaler.scale, &d->sum_of_squares,
+                                           &d->gradients_nonfinite, workspace);
+  mpx::cpu::GradientWorkspace host_workspace;
+  StepScalars& h = scalars.host;
+  mpx::cpu::unscale_and_inspect<Scale, G>(on_host, &h.scaler.scale, &h.sum_of_squares, &h.gradients_nonfinite,
+                                          host_workspace);
+}
+
+// The sums of squares agree to rounding (the GPU adds in another fixed order), or are both not finite.
+void check_same_sum(double gpu, double cpu) {
+  CAPTURE(gpu, cpu);
+  if (std::isfinite(cpu)) {
+    CHECK(std::fabs(gpu - cpu) <= 1e-12 * cpu);
+  } else {
+    CHECK(!std::isfinite(gpu));
+  }
 }
 
 template <bool Scale, class G>
 void check_multi_tensor(std::vector<mpx::Tensor<G>> grads, float scale) {
   std::vector<mpx::Tensor<G, Cuda>> device;
   for (const auto& g : grads) device.push_back(mpx::to_device(g));
-  std::vector<mpx::Tensor<G, Cuda>*> pointers;
-  for (auto& g : device) pointers.push_back(&g);
+  std::vector<mpx::Tensor<G, Cuda>*> device_pointers;
+  for (auto& g : device) device_pointers.push_back(&g);
+  std::vector<mpx::Tensor<G>*> host_pointers;
+  for (auto& g : grads) host_pointers.push_back(&g);
 
   StepScalars start{};
   start.scaler.scale = scale;
-  auto scalars = device_scalars(start);
+  BothScalars scalars(start);
   mpx::cuda::GradientWorkspace workspace;
-  mpx::cuda::begin_step(scalars.data());
-  mpx::cuda::unscale_and_inspect<Scale, G>(pointers, scalars.data(), workspace);
-  const StepScalars found = host_scalars(scalars);
+  scalars.apply(mpx::BeginStep{});
+  unscale_and_inspect_both<Scale, G>(scalars, device_pointers, host_pointers, workspace);
+  const StepScalars found = scalars.on_device();
+  const StepScalars& expected = scalars.host;
 
-  const auto inverse = static_cast<G>(static_cast<float>(1.0 / static_cast<double>(scale)));
-  const auto expected = cpu_pass<Scale>(grads, inverse);
   for (std::size_t t = 0; t < grads.size(); ++t) {
     CAPTURE(t);
     require_same(grads[t], device[t]);
   }
-  CHECK((found.gradients_nonfinite == 0) == expected.finite);
-  CAPTURE(found.sum_of_squares, expected.sum_of_squares);
-  if (std::isfinite(expected.sum_of_squares)) {
-    CHECK(std::fabs(found.sum_of_squares - expected.sum_of_squares) <= 1e-12 * expected.sum_of_squares);
-  } else {
-    CHECK(!std::isfinite(found.sum_of_squares));
-  }
+  CHECK(found.gradients_nonfinite == expected.gradients_nonfinite);
+  check_same_sum(found.sum_of_squares, expected.sum_of_squares);
 }
 
 // ---- optimizers ---------------------------------------------------------------------------------
@@ -141,6 +207,27 @@ struct Parameter {
     require_same(compute, d_compute);
     require_same(state0, d_state0);
     require_same(state1, d_state1);
+  }
+};
+
+// A host copy of a parameter's weights and optimizer state, updated another way.
+template <class M, class C, class G>
+struct HostCopy {
+  mpx::Tensor<M> master;
+  mpx::Tensor<C> compute;
+  mpx::Tensor<G> state0, state1;
+
+  explicit HostCopy(const Parameter<M, C, G>& p)
+      : master(p.master.clone()),
+        compute(p.compute.clone()),
+        state0(p.state0.clone()),
+        state1(p.state1.clone()) {}
+
+  void require_equal(const Parameter<M, C, G>& p) const {
+    REQUIRE(count_different(master, p.master) == 0);
+    REQUIRE(count_different(compute, p.compute) == 0);
+    REQUIRE(count_different(state0, p.state0) == 0);
+    REQUIRE(count_different(state1, p.state1) == 0);
   }
 };
 
@@ -198,8 +285,10 @@ void check_adamw_host_api(bool with_compute, const Rounding& rounding) {
   }
 }
 
-// The training step's form: lr, the update number and clipping from the device scalars. The CPU
-// reference clips as the CPU trainer does (scale_in_place by Grad(coefficient)) and then updates.
+// The training step's form: lr, the update number and clipping from the step's `UpdateControl`.
+// The device reads it from device memory, the CPU from the host; both must give the same bits, and
+// the same bits as an explicit reference: the gradient clipped first (scale_in_place by
+// Grad(coefficient)), then the host-value signature at the control's lr and update number.
 struct StepCase {
   double lr;
   std::int64_t optimizer_step;
@@ -211,21 +300,11 @@ const std::vector<StepCase> step_cases = {
 
 StepScalars scalars_for(const StepCase& c) {
   StepScalars s{};
-  s.lr = c.lr;
-  s.optimizer_step = c.optimizer_step;
-  s.clipped = c.clipped ? 1 : 0;
-  s.clip_coefficient = c.clip_coefficient;
+  s.update.lr = c.lr;
+  s.update.optimizer_step = c.optimizer_step;
+  s.update.clipped = c.clipped ? 1 : 0;
+  s.update.clip_coefficient = c.clip_coefficient;
   return s;
-}
-
-// The rounding the CPU applies for the device's rounding at update `update`.
-template <class Rounding>
-auto cpu_rounding(const Rounding& rounding, std::int64_t update) {
-  if constexpr (std::is_same_v<Rounding, mpx::RoundStochasticPerUpdate>) {
-    return rounding.at_update(update);
-  } else {
-    return rounding;
-  }
 }
 
 template <class M, class C, class G, class Rounding>
@@ -234,23 +313,31 @@ void check_sgd_step_api(const Rounding& rounding) {
   for (const auto count : odd_sizes) {
     for (std::size_t v = 0; v < sgd_variants.size(); ++v) {
       auto s = sgd_variants[v];
+      const bool momentum = s.momentum != 0.0;
       Parameter<M, C, G> p(count, rng);
+      HostCopy<M, C, G> reference(p);
       for (const auto& c : step_cases) {
         CAPTURE(count, v, c.optimizer_step);
         const auto before_grad = p.grad.clone();
-        auto cpu_settings = s;
-        cpu_settings.lr = c.lr;
+        auto reference_settings = s;
+        reference_settings.lr = c.lr;
         auto grad = p.grad.clone();
         if (c.clipped) mpx::cpu::scale_in_place(grad, static_cast<G>(c.clip_coefficient));
-        mpx::cpu::sgd_update(p.master, &p.compute, grad, s.momentum != 0.0 ? &p.state0 : nullptr,
-                             c.optimizer_step == 0, cpu_settings,
-                             cpu_rounding(rounding, c.optimizer_step + 1));
-        s.lr = 1e9;  // must not be read: the device's lr wins
-        auto scalars = device_scalars(scalars_for(c));
-        mpx::cuda::sgd_update(p.d_master, &p.d_compute, p.d_grad, s.momentum != 0.0 ? &p.d_state0 : nullptr,
-                              s, rounding, scalars.data());
+        mpx::cpu::sgd_update(reference.master, &reference.compute, grad,
+                             momentum ? &reference.state0 : nullptr, c.optimizer_step == 0,
+                             reference_settings, mpx::rounding_at(rounding, c.optimizer_step + 1));
+
+        s.lr = 1e9;  // must not be read: the control's lr wins
+        const StepScalars host = scalars_for(c);
+        auto device = device_scalars(host);
+        mpx::cpu::sgd_update(p.master, &p.compute, p.grad, momentum ? &p.state0 : nullptr, s, rounding,
+                             &host.update);
+        mpx::cuda::sgd_update(p.d_master, &p.d_compute, p.d_grad, momentum ? &p.d_state0 : nullptr, s,
+                              rounding, &device.data()->update);
         p.require_equal();
-        require_same(before_grad, p.d_grad);  // clipped in registers only
+        reference.require_equal(p);
+        REQUIRE(count_different(before_grad, p.grad) == 0);  // clipped in registers only
+        require_same(before_grad, p.d_grad);
         s.lr = sgd_variants[v].lr;
       }
     }
@@ -264,19 +351,28 @@ void check_adamw_step_api(const Rounding& rounding) {
     for (std::size_t v = 0; v < adamw_variants.size(); ++v) {
       auto s = adamw_variants[v];
       Parameter<M, C, G> p(count, rng);
+      HostCopy<M, C, G> reference(p);
       for (const auto& c : step_cases) {
         CAPTURE(count, v, c.optimizer_step);
-        auto cpu_settings = s;
-        cpu_settings.lr = c.lr;
+        const auto before_grad = p.grad.clone();
+        auto reference_settings = s;
+        reference_settings.lr = c.lr;
         auto grad = p.grad.clone();
         if (c.clipped) mpx::cpu::scale_in_place(grad, static_cast<G>(c.clip_coefficient));
-        mpx::cpu::adamw_update(p.master, &p.compute, grad, p.state0, p.state1, c.optimizer_step + 1,
-                               cpu_settings, cpu_rounding(rounding, c.optimizer_step + 1));
+        mpx::cpu::adamw_update(reference.master, &reference.compute, grad, reference.state0, reference.state1,
+                               c.optimizer_step + 1, reference_settings,
+                               mpx::rounding_at(rounding, c.optimizer_step + 1));
+
         s.lr = 1e9;  // must not be read
-        auto scalars = device_scalars(scalars_for(c));
+        const StepScalars host = scalars_for(c);
+        auto device = device_scalars(host);
+        mpx::cpu::adamw_update(p.master, &p.compute, p.grad, p.state0, p.state1, s, rounding, &host.update);
         mpx::cuda::adamw_update(p.d_master, &p.d_compute, p.d_grad, p.d_state0, p.d_state1, s, rounding,
-                                scalars.data());
+                                &device.data()->update);
         p.require_equal();
+        reference.require_equal(p);
+        REQUIRE(count_different(before_grad, p.grad) == 0);  // clipped in registers only
+        require_same(before_grad, p.d_grad);
         s.lr = adamw_variants[v].lr;
       }
     }
@@ -285,7 +381,7 @@ void check_adamw_step_api(const Rounding& rounding) {
 
 }  // namespace
 
-TEST_CASE("cuda::unscale_and_inspect over many tensors matches the CPU trainer's pass", "[cuda][step]") {
+TEST_CASE("cuda::unscale_and_inspect over many tensors matches cpu::unscale_and_inspect", "[cuda][step]") {
   std::mt19937 rng(1);
   // More than 64 tensors (several launches), sizes around the chunk (16384), empty ones among them.
   std::vector<std::int64_t> sizes = {1, 7, 1023, 4097, 0, 16384, 16385, 3 * 16384 + 5, 100000, 0};
@@ -297,7 +393,7 @@ TEST_CASE("cuda::unscale_and_inspect over many tensors matches the CPU trainer's
     return grads;
   };
 
-  SECTION("scaled by the inverse of the device's loss scale") {
+  SECTION("scaled by the inverse of the step's loss scale") {
     check_multi_tensor<true>(make(3000.0f), 1024.0f);
   }
   SECTION("a scale whose inverse is not exact in fp32") {
@@ -335,39 +431,51 @@ TEST_CASE("cuda::unscale_and_inspect over many tensors matches the CPU trainer's
   }
 }
 
-TEST_CASE("cuda::unscale_and_inspect adds to the step's sum and keeps an earlier non-finite flag",
-          "[cuda][step]") {
+TEST_CASE(
+    "cuda::unscale_and_inspect adds to the step's sum and keeps an earlier non-finite flag, as the CPU does",
+    "[cuda][step]") {
   std::mt19937 rng(2);
-  auto a = mpx::to_device(random_host<float>(1000, rng));
-  auto b = mpx::to_device(random_host<float>(5000, rng));
+  auto a_host = random_host<float>(1000, rng);
+  auto b_host = random_host<float>(5000, rng);
+  auto a = mpx::to_device(a_host);
+  auto b = mpx::to_device(b_host);
   mpx::Tensor<float, Cuda>* first[] = {&a};
   mpx::Tensor<float, Cuda>* second[] = {&b};
+  mpx::Tensor<float>* first_host[] = {&a_host};
+  mpx::Tensor<float>* second_host[] = {&b_host};
   StepScalars start{};
   start.scaler.scale = 1.0f;
-  auto scalars = device_scalars(start);
+  BothScalars scalars(start);
   mpx::cuda::GradientWorkspace workspace;
-  mpx::cuda::begin_step(scalars.data());
-  mpx::cuda::unscale_and_inspect<false, float>(first, scalars.data(), workspace);
-  const double after_first = host_scalars(scalars).sum_of_squares;
-  mpx::cuda::unscale_and_inspect<false, float>(second, scalars.data(), workspace);
-  const double both = host_scalars(scalars).sum_of_squares;
-  auto a_host = mpx::to_host(a);
-  auto b_host = mpx::to_host(b);
-  const double expected = mpx::cpu::unscale_and_inspect<false>(a_host, 1.0f).sum_of_squares +
-                          mpx::cpu::unscale_and_inspect<false>(b_host, 1.0f).sum_of_squares;
+  scalars.apply(mpx::BeginStep{});
+  unscale_and_inspect_both<false, float>(scalars, first, first_host, workspace);
+  const double after_first = scalars.on_device().sum_of_squares;
+  const double expected_first = scalars.host.sum_of_squares;
+  unscale_and_inspect_both<false, float>(scalars, second, second_host, workspace);
+  const double both = scalars.on_device().sum_of_squares;
+  const double expected_both = scalars.host.sum_of_squares;
   CHECK(after_first > 0.0);
-  CHECK(std::fabs(both - expected) <= 1e-12 * expected);
+  check_same_sum(after_first, expected_first);
+  CHECK(both > after_first);
+  check_same_sum(both, expected_both);
+  CHECK(expected_both == mpx::cpu::unscale_and_inspect<false>(a_host, 1.0f).sum_of_squares +
+                             mpx::cpu::unscale_and_inspect<false>(b_host, 1.0f).sum_of_squares);
 
   auto with_inf = random_host<float>(10, rng);
   with_inf[3] = -std::numeric_limits<float>::infinity();
   auto c = mpx::to_device(with_inf);
   mpx::Tensor<float, Cuda>* third[] = {&c};
-  mpx::cuda::begin_step(scalars.data());
-  mpx::cuda::unscale_and_inspect<true, float>(third, scalars.data(), workspace);
-  mpx::cuda::unscale_and_inspect<true, float>(second, scalars.data(), workspace);
-  CHECK(host_scalars(scalars).gradients_nonfinite == 1);
-  mpx::cuda::begin_step(scalars.data());  // the next step starts clean
-  CHECK(host_scalars(scalars).gradients_nonfinite == 0);
+  mpx::Tensor<float>* third_host[] = {&with_inf};
+  scalars.apply(mpx::BeginStep{});
+  unscale_and_inspect_both<true, float>(scalars, third, third_host, workspace);
+  unscale_and_inspect_both<true, float>(scalars, second, second_host, workspace);
+  CHECK(scalars.on_device().gradients_nonfinite == 1);
+  CHECK(scalars.host.gradients_nonfinite == 1);
+  scalars.apply(mpx::BeginStep{});  // the next step starts clean
+  const StepScalars found = scalars.on_device();
+  CHECK(found.gradients_nonfinite == 0);
+  CHECK(found.sum_of_squares == 0.0);
+  require_same_scalars(scalars.host, found);
 }
 
 TEST_CASE("cuda::unscale_and_inspect and scale_in_place with the CPU signatures match the CPU",
@@ -401,7 +509,7 @@ TEST_CASE("cuda::unscale_and_inspect and scale_in_place with the CPU signatures 
   CHECK(std::isnan(stats.sum_of_squares));
 }
 
-TEST_CASE("cuda::finish_gradients skips and clips as the CPU trainer does", "[cuda][step]") {
+TEST_CASE("FinishGradients skips and clips the same on the device and on the host", "[cuda][step]") {
   struct Case {
     const char* what;
     int gradients_nonfinite, inputs_nonfinite;
@@ -414,6 +522,7 @@ TEST_CASE("cuda::finish_gradients skips and clips as the CPU trainer does", "[cu
       {"clean, norm 2 clipped to 1", 0, 0, 1.5, 4.0, 1.0},
       {"clean, norm 2 below 5", 0, 0, 1.5, 4.0, 5.0},
       {"norm equal to the maximum: the epsilon clips", 0, 0, 1.5, 4.0, 2.0},
+      {"norm not exact in double", 0, 0, 1.5, 3.0, 1.5},
       {"inf gradient", 1, 0, 1.5, inf, 1.0},
       {"NaN input", 0, 1, 1.5, 4.0, 1.0},
       {"NaN loss", 0, 0, nan, 4.0, 1.0},
@@ -426,19 +535,20 @@ TEST_CASE("cuda::finish_gradients skips and clips as the CPU trainer does", "[cu
     start.inputs_nonfinite = c.inputs_nonfinite;
     start.loss_sum = c.loss_sum;
     start.sum_of_squares = c.sum_of_squares;
-    start.clip_coefficient = 1.0;
-    auto scalars = device_scalars(start);
-    mpx::cuda::finish_gradients(scalars.data(), c.max_norm);
-    const StepScalars found = host_scalars(scalars);
+    start.update.clip_coefficient = 1.0;
+    BothScalars scalars(start);
+    scalars.apply(mpx::FinishGradients{c.max_norm});
+    const StepScalars found = scalars.on_device();
+    require_same_scalars(scalars.host, found);
 
-    // The CPU trainer's decision.
+    // The decision, written out: PyTorch's clip_grad_norm_ after GradScaler's skip.
     const bool finite =
         c.gradients_nonfinite == 0 && c.inputs_nonfinite == 0 && std::isfinite(c.loss_sum / 2.0);
     const double coefficient = c.max_norm / (std::sqrt(c.sum_of_squares) + 1e-6);
     const bool clipped = finite && c.max_norm > 0.0 && coefficient < 1.0;
-    CHECK(found.skip == (finite ? 0 : 1));
-    CHECK(found.clipped == (clipped ? 1 : 0));
-    CHECK(found.clip_coefficient == (clipped ? coefficient : 1.0));
+    CHECK(found.update.skip == (finite ? 0 : 1));
+    CHECK(found.update.clipped == (clipped ? 1 : 0));
+    CHECK(found.update.clip_coefficient == (clipped ? coefficient : 1.0));
   }
 }
 
@@ -482,8 +592,10 @@ TEST_CASE("cuda::adamw_update with the CPU signature is bit-exact with cpu::adam
   }
 }
 
-TEST_CASE("cuda::sgd_update and adamw_update read lr, the update number and clipping from the device",
-          "[cuda][step]") {
+TEST_CASE(
+    "sgd_update and adamw_update read lr, the update number and clipping from the UpdateControl, "
+    "the same on the device and on the host",
+    "[cuda][step]") {
   SECTION("SGD, fp32 master, bf16 compute copy") {
     check_sgd_step_api<float, Eigen::bfloat16, float>(mpx::RoundNearest{});
   }
@@ -501,24 +613,33 @@ TEST_CASE("cuda::sgd_update and adamw_update read lr, the update number and clip
   }
 }
 
-TEST_CASE("A skipped step leaves master, compute copy and optimizer state bit-unchanged", "[cuda][step]") {
+TEST_CASE("A skipped step leaves master, compute copy and optimizer state bit-unchanged on both devices",
+          "[cuda][step]") {
   std::mt19937 rng(11);
   StepScalars skipped{};
-  skipped.skip = 1;
-  skipped.lr = 0.1;
-  skipped.optimizer_step = 3;
+  skipped.update.skip = 1;
+  skipped.update.lr = 0.1;
+  skipped.update.optimizer_step = 3;
   auto scalars = device_scalars(skipped);
+  const mpx::SgdSettings sgd{.lr = 0.1, .momentum = 0.9};
+  const mpx::AdamWSettings adamw{};
   for (const auto count : odd_sizes) {
     CAPTURE(count);
     Parameter<float, Eigen::bfloat16, float> p(count, rng);
+    const HostCopy<float, Eigen::bfloat16, float> before(p);
     auto nan_grad = mpx::Tensor<float>(mpx::Shape{count});
     for (float& g : nan_grad.values()) g = std::numeric_limits<float>::quiet_NaN();
     p.d_grad = mpx::to_device(nan_grad);  // even NaN gradients change nothing
-    mpx::cuda::sgd_update(p.d_master, &p.d_compute, p.d_grad, &p.d_state0,
-                          mpx::SgdSettings{.lr = 0.1, .momentum = 0.9}, mpx::RoundNearest{}, scalars.data());
-    mpx::cuda::adamw_update(p.d_master, &p.d_compute, p.d_grad, p.d_state0, p.d_state1, mpx::AdamWSettings{},
-                            mpx::RoundNearest{}, scalars.data());
-    p.require_equal();  // the host copies were never updated
+    p.grad = std::move(nan_grad);
+    mpx::cuda::sgd_update(p.d_master, &p.d_compute, p.d_grad, &p.d_state0, sgd, mpx::RoundNearest{},
+                          &scalars.data()->update);
+    mpx::cuda::adamw_update(p.d_master, &p.d_compute, p.d_grad, p.d_state0, p.d_state1, adamw,
+                            mpx::RoundNearest{}, &scalars.data()->update);
+    mpx::cpu::sgd_update(p.master, &p.compute, p.grad, &p.state0, sgd, mpx::RoundNearest{}, &skipped.update);
+    mpx::cpu::adamw_update(p.master, &p.compute, p.grad, p.state0, p.state1, adamw, mpx::RoundNearest{},
+                           &skipped.update);
+    before.require_equal(p);  // the CPU left them
+    p.require_equal();        // and so did the GPU
   }
 }
 
@@ -535,9 +656,14 @@ TEST_CASE("cuda::sgd_update and adamw_update reject mismatched shapes, naming th
   CHECK_THROWS_AS(mpx::cuda::sgd_update(master, no_tensor, state, no_tensor, mpx::SgdSettings{},
                                         mpx::RoundNearest{}, nullptr),
                   mpx::invalid_argument);
+  CHECK_THROWS_AS(mpx::cuda::adamw_update(master, no_tensor, state, state, state, mpx::AdamWSettings{},
+                                          mpx::RoundNearest{}, nullptr),
+                  mpx::invalid_argument);
 }
 
-TEST_CASE("begin_step, end_step and set_learning_rate follow LossScaler step by step", "[cuda][step]") {
+TEST_CASE(
+    "BeginStep, StoreHostOwned, FinishGradients and EndStep follow LossScaler step by step on both devices",
+    "[cuda][step]") {
   // Overflow pattern (true: some gradient is inf) long enough to grow, back off and use hysteresis.
   const std::vector<bool> found_inf = {false, false, false, true, false, true, true,  false, false, false,
                                        false, false, false, true, true,  true, false, false, false, false};
@@ -545,30 +671,28 @@ TEST_CASE("begin_step, end_step and set_learning_rate follow LossScaler step by 
     mpx::LossScaler<mpx::DynamicLossScaling> reference(options);
     StepScalars start{};
     start.scaler = reference.state();
-    auto scalars = device_scalars(start);
+    BothScalars scalars(start);
+    const mpx::EndStep<mpx::DynamicLossScaling> end_step{options};
     std::int64_t updates = 0;
     for (std::size_t step = 0; step < found_inf.size(); ++step) {
       CAPTURE(step);
       const float scale_before = reference.scale();
-      mpx::cuda::begin_step(scalars.data());
-      mpx::cuda::set_learning_rate(scalars.data(), 0.001 * static_cast<double>(step + 1));
-      if (found_inf[step]) {
-        const int one = 1;
-        auto* flag = &scalars.data()->gradients_nonfinite;
-        MPX_CUDA_CHECK(
-            cudaMemcpyAsync(flag, &one, sizeof one, cudaMemcpyHostToDevice, mpx::cuda_context().stream()));
-      }
-      mpx::cuda::finish_gradients(scalars.data(), 0.0);
-      mpx::cuda::end_step<mpx::DynamicLossScaling>(scalars.data(), options);
+      const double lr = 0.001 * static_cast<double>(step + 1);
+      scalars.apply(mpx::BeginStep{});
+      scalars.apply(mpx::StoreHostOwned{.host = {.lr = lr}, .fields = mpx::HostOwnedScalars::lr_field});
+      if (found_inf[step]) scalars.apply(RaiseGradientsNonfinite{});
+      scalars.apply(mpx::FinishGradients{0.0});
+      scalars.apply(end_step);
       reference.update(found_inf[step]);
       if (!found_inf[step]) ++updates;
-      const StepScalars found = host_scalars(scalars);
+      const StepScalars found = scalars.on_device();
+      require_same_scalars(scalars.host, found);
       CHECK(found.scaler == reference.state());
       CHECK(found.loss_scale == scale_before);
       CHECK(found.step == static_cast<std::int64_t>(step + 1));
-      CHECK(found.optimizer_step == updates);
-      CHECK(found.skip == (found_inf[step] ? 1 : 0));
-      CHECK(found.lr == 0.001 * static_cast<double>(step + 1));
+      CHECK(found.update.optimizer_step == updates);
+      CHECK(found.update.skip == (found_inf[step] ? 1 : 0));
+      CHECK(found.update.lr == lr);
     }
   };
   SECTION("growth_interval 3") {
@@ -582,17 +706,60 @@ TEST_CASE("begin_step, end_step and set_learning_rate follow LossScaler step by 
   }
 }
 
-TEST_CASE("end_step under static and no loss scaling only counts", "[cuda][step]") {
+TEST_CASE("EndStep under static and no loss scaling only counts, on both devices", "[cuda][step]") {
   StepScalars start{};
   start.scaler.scale = 128.0f;
-  auto scalars = device_scalars(start);
-  mpx::cuda::begin_step(scalars.data());
-  mpx::cuda::end_step<mpx::StaticLossScaling>(scalars.data(), {.scale = 128.0f});
-  mpx::cuda::begin_step(scalars.data());
-  mpx::cuda::end_step<mpx::NoLossScaling>(scalars.data(), {});
+  mpx::cuda::DeviceArray<StepScalars> scalars = device_scalars(start);
+  StepScalars host = start;
+  // Through Backend<Cuda>, as the trainer queues them, and called in place, as the CPU step runs them.
+  const auto apply = [&](const auto& f) {
+    mpx::Backend<Cuda>::single_thread(f, scalars.data());
+    f(&host);
+  };
+  apply(mpx::BeginStep{});
+  apply(mpx::EndStep<mpx::StaticLossScaling>{{.scale = 128.0f}});
+  apply(mpx::BeginStep{});
+  apply(mpx::EndStep<mpx::NoLossScaling>{});
   const StepScalars found = host_scalars(scalars);
+  require_same_scalars(host, found);
   CHECK(found.scaler.scale == 128.0f);
   CHECK(found.scaler.steps_taken == 2);
-  CHECK(found.optimizer_step == 2);
+  CHECK(found.update.optimizer_step == 2);
   CHECK(found.step == 2);
+}
+
+TEST_CASE("StoreHostOwned overwrites only the fields it names, the same on both devices", "[cuda][step]") {
+  StepScalars start{};
+  start.scaler.scale = 64.0f;
+  start.update.lr = 0.5;
+  start.update.optimizer_step = 7;
+  start.step = 9;
+  mpx::HostOwnedScalars values{};
+  values.scaler.scale = 4096.0f;
+  values.scaler.growth_tracker = 11;
+  values.optimizer_steps = 1234;
+  values.lr = 0.0625;
+  values.steps = 1300;
+  using Owned = mpx::HostOwnedScalars;
+  const unsigned masks[] = {
+      0u,
+      Owned::scaler_field,
+      Owned::optimizer_steps_field,
+      Owned::lr_field,
+      Owned::steps_field,
+      Owned::scaler_field | Owned::lr_field,
+      Owned::scaler_field | Owned::optimizer_steps_field | Owned::lr_field | Owned::steps_field};
+  for (const unsigned fields : masks) {
+    CAPTURE(fields);
+    BothScalars scalars(start);
+    scalars.apply(mpx::StoreHostOwned{.host = values, .fields = fields});
+    const StepScalars found = scalars.on_device();
+    require_same_scalars(scalars.host, found);
+    CHECK(found.scaler == ((fields & Owned::scaler_field) != 0 ? values.scaler : start.scaler));
+    CHECK(found.update.optimizer_step == ((fields & Owned::optimizer_steps_field) != 0
+                                              ? values.optimizer_steps
+                                              : start.update.optimizer_step));
+    CHECK(found.update.lr == ((fields & Owned::lr_field) != 0 ? values.lr : start.update.lr));
+    CHECK(found.step == ((fields & Owned::steps_field) != 0 ? values.steps : start.step));
+  }
 }

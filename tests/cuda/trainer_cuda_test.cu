@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // mpx::Trainer on the GPU against mpx::Trainer on the CPU: the Fashion-MNIST MLP from the same seed
 // for 200 steps in every precision (loss curves agree within a stated tolerance), the loss-scale
-// trajectory under injected infs (identical), the no-sync step (enqueue_step then one read) and the
+// trajectory under injected infs (identical), the no-sync step (queue_step then one read) and the
 // CUDA-graph replay (bit-identical to the eager step). Uses Fashion-MNIST when it is installed (or
 // MPX_FASHION_MNIST_DIR points at it), else Gaussian blobs of the same shape, and says which.
 #include <algorithm>
@@ -211,11 +211,11 @@ TEST_CASE("queued steps need no sync and give the same result as stepping one at
   Setup<P, mpx::Cuda> queued;
   for (int s = 0; s < 20; ++s) {
     (void)one_by_one.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
-    queued.trainer.enqueue_step(device_data.inputs[s], device_data.labels[s].device_span());
+    queued.trainer.queue_step(device_data.inputs[s], device_data.labels[s].device_span());
   }
-  const auto result = queued.trainer.last_result();
+  const auto result = queued.trainer.read_result();
   CHECK(result.step == 20);
-  CHECK(result.loss == one_by_one.trainer.last_result().loss);
+  CHECK(result.loss == one_by_one.trainer.read_result().loss);
   CHECK(queued.optimizer.steps() == 20);
   CHECK(master_weights(queued.model) == master_weights(one_by_one.model));
 }
@@ -244,8 +244,8 @@ TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit 
                                    mpx::cuda_context().stream()));
     graphed.trainer.replay_step();
   }
-  const auto replayed = graphed.trainer.last_result();
-  const auto stepped = eager.trainer.last_result();
+  const auto replayed = graphed.trainer.read_result();
+  const auto stepped = eager.trainer.read_result();
   CHECK(replayed.step == stepped.step);
   CHECK(replayed.loss == stepped.loss);
   CHECK(replayed.loss_scale == stepped.loss_scale);
@@ -257,7 +257,7 @@ TEST_CASE("a CUDA step given host labels says how to fix it", "[cuda][trainer]")
   const Batches& data = training_batches();
   Setup<P, mpx::Cuda> gpu;
   const auto inputs = mpx::to_device(data.inputs[0]);
-  CHECK_THROWS_WITH(gpu.trainer.enqueue_step(inputs, data.labels[0]),
+  CHECK_THROWS_WITH(gpu.trainer.queue_step(inputs, data.labels[0]),
                     Catch::Matchers::Contains("device memory") && Catch::Matchers::Contains("DeviceArray"));
 }
 
@@ -310,8 +310,8 @@ TEST_CASE("host changes reach the device step, and device results reach the host
   const DeviceBatches device_data = to_device(data);
   Setup<P, mpx::Cuda> gpu;
   for (int s = 0; s < 3; ++s)
-    gpu.trainer.enqueue_step(device_data.inputs[s], device_data.labels[s].device_span());
-  (void)gpu.trainer.last_result();
+    gpu.trainer.queue_step(device_data.inputs[s], device_data.labels[s].device_span());
+  (void)gpu.trainer.read_result();
   // A state loaded on the host (as a checkpoint does) and a new learning rate, set after a read.
   auto state = gpu.trainer.scaler().state();
   state.scale = 1024.0f;

@@ -37,11 +37,6 @@
 
 namespace mpx::test {
 
-/// @brief The precision a GEMM accumulates in for compute type `Compute`: Double for Double, else
-/// Float (cuBLASLt's CUBLAS_COMPUTE_32F / _32F_FAST_TF32 and CUBLAS_COMPUTE_64F; Eigen likewise).
-template <NumericTag Compute>
-using gemm_accumulate_tag_t = std::conditional_t<std::is_same_v<Compute, Double>, Double, Float>;
-
 /// @brief An error bound: |result - reference| <= bound(magnitude, reference).
 struct GemmTolerance {
   double accumulate = 0;  ///< times the magnitude: sums, scaling and epilogue (steps 1-3)
@@ -62,7 +57,7 @@ struct GemmTolerance {
 /// (all accumulate in fp32), and output = 2^-10 ~ 9.8e-4 for fp16 D, 2^-7 ~ 7.8e-3 for bf16 D.
 template <NumericTag Compute, NumericTag Output>
 [[nodiscard]] constexpr GemmTolerance gemm_tolerance(std::int64_t k) noexcept {
-  constexpr double eps_acc = numeric_traits<gemm_accumulate_tag_t<Compute>>::epsilon;
+  constexpr double eps_acc = numeric_traits<tag_of_t<math_t<Compute>>>::epsilon;
   constexpr double eps_out = numeric_traits<Output>::epsilon;
   constexpr double min_normal_out = numeric_traits<Output>::min_normal;
   return {static_cast<double>(k + 16) * eps_acc, eps_out, min_normal_out * eps_out};
@@ -76,7 +71,7 @@ template <NumericTag Compute, NumericTag Output>
 /// in the accumulate type, so nothing is added for an output rounding.
 template <NumericTag Compute>
 [[nodiscard]] constexpr GemmTolerance gemm_bias_grad_tolerance(std::int64_t k, std::int64_t rows) noexcept {
-  constexpr double eps_acc = numeric_traits<gemm_accumulate_tag_t<Compute>>::epsilon;
+  constexpr double eps_acc = numeric_traits<tag_of_t<math_t<Compute>>>::epsilon;
   return {static_cast<double>(k + 16 + rows) * eps_acc, 0.0, 0.0};
 }
 

@@ -271,7 +271,7 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
   using Compute = typename Case::Compute;
   using TD = typename Case::D;
   using S = mpx::storage_t<Compute>;
-  using Acc = mpx::cpu::gemm_accumulate_t<Compute>;
+  using Acc = mpx::math_t<Compute>;
   const Epilogue e = config.epilogue;
   INFO("compute " << mpx::numeric_traits<Compute>::name << ", D "
                   << mpx::numeric_traits<mpx::tag_of_t<TD>>::name << ", M N K = " << m << " " << n << " " << k

@@ -82,11 +82,6 @@ constexpr bool writes_bias_grad(Epilogue e) noexcept {
          e == Epilogue::BGradB;
 }
 
-/// @brief Accumulate element type of a GEMM with compute precision `Compute`: `double` for `Double`,
-/// else `float` (what cuBLASLt's COMPUTE_64F / COMPUTE_32F* accumulate in; bias gradients use it).
-template <NumericTag Compute>
-using gemm_accumulate_t = std::conditional_t<std::is_same_v<Compute, Double>, double, float>;
-
 /// @brief Everything about a GEMM call except its operands.
 struct GemmConfig {
   /// @brief Whether A is read transposed.

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "mpx/backend/optimizer_settings.hpp"
+#include "mpx/backend/update_control.hpp"
 #include "mpx/config.hpp"
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -177,6 +178,36 @@ struct RoundStochasticPerUpdate {
     return {seed, optimizer_rounding_stream(update, parameter_index)};
   }
 };
+
+/// @brief The rounding of update number `update` (from 1): a fixed rounding is used as it is.
+template <class Rounding>
+[[nodiscard]] MPX_HOST_DEVICE Rounding rounding_at(const Rounding& rounding, std::int64_t /*update*/) {
+  return rounding;
+}
+/// @brief The rounding of update number `update` (from 1) of a per-update stochastic rounding.
+[[nodiscard]] MPX_HOST_DEVICE inline RoundStochastic rounding_at(const RoundStochasticPerUpdate& rounding,
+                                                                 std::int64_t update) {
+  return rounding.at_update(update);
+}
+
+/// @brief The roundings an optimizer update accepts.
+template <class Rounding>
+inline constexpr bool is_optimizer_rounding =
+    std::is_same_v<Rounding, RoundNearest> || std::is_same_v<Rounding, RoundStochastic> ||
+    std::is_same_v<Rounding, RoundStochasticPerUpdate>;
+
+/// @brief What an update multiplies each gradient by: `G(clip_coefficient)` when the step clipped
+/// (as `g *= G(coefficient)` rounds), else 1.
+template <std::floating_point G>
+[[nodiscard]] MPX_HOST_DEVICE G clip_factor(const UpdateControl& control) {
+  return control.clipped != 0 ? static_cast<G>(control.clip_coefficient) : G(1);
+}
+
+/// @brief A gradient value as the update uses it: multiplied by the clipping factor when clipped.
+template <std::floating_point G>
+[[nodiscard]] MPX_HOST_DEVICE G clipped_gradient(G g, const UpdateControl& control, G clip) {
+  return control.clipped != 0 ? detail::mul_rn(g, clip) : g;
+}
 
 /// @brief SGD's scalars for one update, in the update's type `Math` (trivial, so that a kernel can
 /// keep one in shared memory; `sgd_coefficients` fills every field).

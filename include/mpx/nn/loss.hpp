@@ -58,15 +58,15 @@ class SoftmaxCrossEntropy {
                                                   &gradient_);
   }
 
-  /// @brief The device training step's form of `forward_backward`: adds the mean loss to `*loss_sum`
-  /// and writes the gradient seeded by `seed`, both in device memory, without waiting for the device.
-  /// `labels` must view device memory. A label outside [0, classes) makes its row's loss and gradient
-  /// NaN (a kernel cannot throw), so the step is skipped as non-finite.
+  /// @brief The training step's form of `forward_backward`, on every device: adds the mean loss to
+  /// `*loss_sum` and writes the gradient seeded by `seed` (a `LossSeed`), both in the memory of the
+  /// loss's device, without waiting for a GPU. `labels` live on that device too. A label outside
+  /// [0, classes) throws on the CPU; a GPU kernel cannot throw, so it makes its row's loss and
+  /// gradient NaN and the step is skipped as non-finite.
   template <class Seed>
   void accumulate_forward_backward(const Tensor<T, Device>& logits, target_type labels, const Seed& seed,
                                    double* loss_sum) {
     ensure_shape(gradient_, logits.shape());
-    ensure_shape(row_losses_, Shape{logits.shape()[0]});
     Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, seed, &gradient_,
                                            row_losses_, loss_sum);
   }
@@ -77,7 +77,7 @@ class SoftmaxCrossEntropy {
  private:
   Options options_;
   Tensor<T, Device> gradient_;
-  Tensor<value_type, Device> row_losses_;  // the device step's per-row losses, reduced in a fixed order
+  Tensor<value_type, Device> row_losses_;  // a GPU step's per-row losses, reduced in a fixed order
 };
 
 /// @brief Mean squared error over all elements (PyTorch's default reduction); targets in fp32.
@@ -110,8 +110,9 @@ class MSELoss {
     return Backend<Device>::mse_loss(prediction, target, grad_seed, &gradient_);
   }
 
-  /// @brief The device training step's form of `forward_backward`: adds the loss to `*loss_sum` and
-  /// writes the gradient seeded by `seed`, both in device memory, without waiting for the device.
+  /// @brief The training step's form of `forward_backward`, on every device: adds the loss to
+  /// `*loss_sum` and writes the gradient seeded by `seed` (a `LossSeed`), both in the memory of the
+  /// loss's device, without waiting for a GPU.
   template <class Seed>
   void accumulate_forward_backward(const Tensor<T, Device>& prediction, target_type target, const Seed& seed,
                                    double* loss_sum) {
@@ -124,7 +125,7 @@ class MSELoss {
 
  private:
   Tensor<T, Device> gradient_;
-  Tensor<value_type, Device> partials_;  // the device step's partial sums, reduced in a fixed order
+  Tensor<value_type, Device> partials_;  // a GPU step's partial sums, reduced in a fixed order
 };
 
 }  // namespace mpx::nn

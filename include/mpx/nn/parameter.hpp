@@ -29,6 +29,8 @@ class Parameter {
  public:
   /// @brief The owning layer's precision policy.
   using precision = P;
+  /// @brief Device the parameter lives on.
+  using device_type = Device;
   /// @brief Element type of the master weights.
   using master_element = master_t<P>;
   /// @brief Element type of the compute copy.

@@ -20,8 +20,9 @@ namespace mpx {
 /// left undefined so that a non-tag is detected by `NumericTag`.
 ///
 /// Members: `storage_type` (host element type; bit-compatible with the CUDA type of the same width),
-/// `math_type` (the type arithmetic on this format happens in), `name`, `mantissa_bits` (explicit
-/// fraction bits), `exponent_bits`, and `max_finite`, `epsilon` (2^-mantissa_bits), `min_normal`.
+/// `math_type` (the type arithmetic on this format happens in, and so what products, sums, losses and
+/// gradients accumulate in: a `Precision`'s `accumulate_type` is its compute type's), `name`, `mantissa_bits`
+/// (explicit fraction bits), `exponent_bits`, and `max_finite`, `epsilon` (2^-mantissa_bits), `min_normal`.
 template <class Tag>
 struct numeric_traits;
 

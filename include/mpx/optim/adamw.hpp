@@ -27,18 +27,18 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
   using Device = typename Model::device_type;
   using Base::model_;
   using Base::options_;
-  using Base::steps_;
 
  public:
   using typename Base::Options;
 
   /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter. Allocates both moment
   /// buffers now, so that a step cannot fail half-way for want of memory.
-  AdamW(Model& model, const Options& options) : Base(model, options) {
-    model_.for_each_parameter([](std::string_view, auto& p) {
-      (void)p.state(0);
-      (void)p.state(1);
-    });
+  AdamW(Model& model, const Options& options) : Base(model, options) { allocate_state(); }
+
+  /// @brief Over the parameters of an `nn::ParameterList` only; otherwise as above.
+  AdamW(Model&& parameters, const Options& options) requires nn::is_parameter_list_v<Model>
+      : Base(std::move(parameters), options) {
+    allocate_state();
   }
 
   /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
@@ -57,22 +57,20 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
  private:
   friend Base;  // calls update()
 
-  // Host steps (control is null) pass t from the host; device steps pass the scalars the kernels read
-  // it from (see OptimizerBase::device_update_rounding).
-  template <class Control>
-  void update(const Control* control) {
+  void allocate_state() {
+    model_.for_each_parameter([](std::string_view, auto& p) {
+      (void)p.state(0);
+      (void)p.state(1);
+    });
+  }
+
+  // One update of every parameter under `control` (device memory: see OptimizerBase::step).
+  void update(const UpdateControl* control) {
     int index = 0;
     model_.for_each_parameter([&](std::string_view, auto& p) {
-      using Param = std::remove_cvref_t<decltype(p)>;
-      if constexpr (std::is_void_v<Control>) {
-        const auto rounding = this->template update_rounding<Param>(steps_ + 1, index++);
-        Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1),
-                                      steps_ + 1, options_, rounding);
-      } else {
-        const auto rounding = this->template device_update_rounding<Param>(index++);
-        Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1),
-                                      options_, rounding, control);
-      }
+      const auto rounding = this->template update_rounding<std::remove_cvref_t<decltype(p)>>(index++);
+      Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1), options_,
+                                    rounding, control);
     });
   }
 };

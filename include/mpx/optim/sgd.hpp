@@ -27,18 +27,17 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
   using Device = typename Model::device_type;
   using Base::model_;
   using Base::options_;
-  using Base::steps_;
 
  public:
   using typename Base::Options;
 
   /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter. Allocates the momentum
   /// buffers now, so that a step cannot fail half-way for want of memory.
-  SGD(Model& model, const Options& options) : Base(model, options) {
-    if (options_.momentum != 0.0) {
-      model_.for_each_parameter([](std::string_view, auto& p) { (void)p.state(0); });
-    }
-  }
+  SGD(Model& model, const Options& options) : Base(model, options) { allocate_state(); }
+
+  /// @brief Over the parameters of an `nn::ParameterList` only; otherwise as above.
+  SGD(Model&& parameters, const Options& options)
+  requires nn::is_parameter_list_v<Model> : Base(std::move(parameters), options) { allocate_state(); }
 
   /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
   static void validate(const Options& o) {
@@ -62,23 +61,20 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
  private:
   friend Base;  // calls update()
 
-  // Host steps (control is null) pass the update count and first-step flag from the host; device
-  // steps pass the scalars the kernels read them from (see OptimizerBase::device_update_rounding).
-  template <class Control>
-  void update(const Control* control) {
+  void allocate_state() {
+    if (options_.momentum != 0.0) {
+      model_.for_each_parameter([](std::string_view, auto& p) { (void)p.state(0); });
+    }
+  }
+
+  // One update of every parameter under `control` (device memory: see OptimizerBase::step).
+  void update(const UpdateControl* control) {
     int index = 0;
     model_.for_each_parameter([&](std::string_view, auto& p) {
       auto* momentum = options_.momentum != 0.0 ? &p.state(0) : nullptr;
-      using Param = std::remove_cvref_t<decltype(p)>;
-      if constexpr (std::is_void_v<Control>) {
-        const auto rounding = this->template update_rounding<Param>(steps_ + 1, index++);
-        Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, steps_ == 0, options_,
-                                    rounding);
-      } else {
-        const auto rounding = this->template device_update_rounding<Param>(index++);
-        Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, options_, rounding,
-                                    control);
-      }
+      const auto rounding = this->template update_rounding<std::remove_cvref_t<decltype(p)>>(index++);
+      Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, options_, rounding,
+                                  control);
     });
   }
 };

@@ -124,8 +124,9 @@ struct Precision {
   using compute_type = Compute;
   /// Type of parameters and optimizer state.
   using master_type = Master;
-  /// Type that matmul products and sums, reductions and losses accumulate in.
-  using accumulate_type = std::conditional_t<std::is_same_v<Compute, Double>, Double, Float>;
+  /// Type that matmul products and sums, reductions and losses accumulate in: the compute type's
+  /// `math_t` (fp32, fp64 under fp64), the one accumulate type of mpx.
+  using accumulate_type = tag_of_t<math_t<Compute>>;
   /// How optimizers round updated weights into `master_type` (`RoundNearest` or `RoundStochastic`).
   using update_rounding = UpdateRounding;
 

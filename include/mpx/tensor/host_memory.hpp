@@ -20,7 +20,8 @@
 
 namespace mpx {
 
-/// @brief Raw memory operations of a device: `allocate`, `deallocate`, `zero`, `copy`, `alignment`.
+/// @brief Raw memory operations of a device: `allocate`, `deallocate`, `zero`, `copy`, `copy_from_host`,
+/// `copy_to_host`, `alignment`.
 /// Specialised for `Host` here and for `Cuda` in backend/cuda.
 template <class Device>
 struct DeviceMemory;
@@ -55,6 +56,16 @@ struct DeviceMemory<Host> {
 
   static void copy(void* destination, const void* source, std::size_t bytes) noexcept {
     if (bytes != 0) std::memcpy(destination, source, bytes);
+  }
+
+  /// @brief Copies from host memory: on the host, a plain copy.
+  static void copy_from_host(void* destination, const void* host, std::size_t bytes) noexcept {
+    copy(destination, host, bytes);
+  }
+
+  /// @brief Copies to host memory: on the host, a plain copy (the device's form waits for its queue).
+  static void copy_to_host(void* host, const void* source, std::size_t bytes) noexcept {
+    copy(host, source, bytes);
   }
 
   /// @brief Physical memory not in use, for out-of-memory messages (-1 where the OS does not say).

@@ -12,10 +12,11 @@
 /// (no weight or optimizer state changes), flagged in its `StepResult` and reported through
 /// `mpx::log` (see log.hpp), as is a loss scale that backs off below 1.
 ///
-/// On `mpx::Cuda` the same step runs with its decisions on the device: the loss, the finite check,
-/// the gradient norm, the clipping coefficient, the skip and the scaler update live in device memory
-/// (`TrainingState<Cuda, ...>`, backend/cuda/training_state.cuh), so `enqueue_step` queues a whole
-/// step without waiting for the GPU, and `last_result()` is the one, optional, synchronisation.
+/// The step is written once for every device: its scalars (the loss, the finite checks, the gradient
+/// norm, the clipping coefficient, the skip and the scaler state) live in the memory of the device
+/// the model runs on (`TrainingState`, train/training_state.hpp), and every decision is taken there.
+/// `queue_step` queues a whole step (on a GPU without waiting for it; on the CPU it runs), and
+/// `read_result()` tells what it did (on a GPU the one, optional, synchronisation).
 
 #include <cmath>
 #include <cstdint>
@@ -29,12 +30,15 @@
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/backend.hpp"
-#include "mpx/backend/optimizer_math.hpp"
 #include "mpx/error.hpp"
 #include "mpx/log.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/train/loss_scaler.hpp"
+#include "mpx/train/loss_seed.hpp"
+#include "mpx/train/step_graph.hpp"
+#include "mpx/train/step_scalars.hpp"
+#include "mpx/train/training_state.hpp"
 
 namespace mpx {
 
@@ -76,7 +80,7 @@ template <class Model>
 using model_default_scaler_t = default_scaler_for_t<Model::has_half_compute>;
 
 /// @brief Runs training steps of `Model` under `Loss` with `Optimizer` and loss-scaling policy
-/// `Scaling`.
+/// `Scaling`, on the model's device.
 ///
 /// A model with fp16 layers and `NoLossScaling` does not compile (fp16 gradients underflow) unless
 /// written `AllowFp16Underflow<NoLossScaling>`. With `NoLossScaling` the scaling multiplies compile
@@ -85,7 +89,6 @@ template <class Model, class Loss, class Optimizer, class Scaling = model_defaul
 class Trainer {
   using Device = typename Model::device_type;
   using Grad = accumulate_t<typename Model::precision>;
-  static constexpr bool on_device = !std::is_same_v<Device, Host>;
   static_assert(std::is_same_v<typename Loss::input_type, typename Model::output_type>,
                 "mpx::Trainer: the loss must take the model's output type; declare the loss with the "
                 "precision of the model's last layer, e.g. SoftmaxCrossEntropy<mpx::fp32> after a "
@@ -133,115 +136,132 @@ class Trainer {
     }
   }
 
-  /// @brief One step on one batch in the model's input type; on CUDA it waits for the step to finish.
+  /// @brief One step on one batch in the model's input type: `queue_step` then `read_result`.
   StepResult step(const Tensor<input_element, Device>& inputs, target_type targets) {
-    enqueue_step(inputs, targets);
-    return last_result();
+    queue_step(inputs, targets);
+    return read_result();
   }
 
-  /// @brief One step on an fp32 batch for a model whose input is another type: the batch is rounded
-  /// into a buffer the trainer keeps (which counts as activation memory).
+  /// @brief One step on an fp32 batch for a model whose input is another type (see `queue_step`).
   StepResult step(const Tensor<float, Device>& inputs,
                   target_type targets) requires(!std::is_same_v<input_element, float>) {
-    enqueue_step(inputs, targets);
-    return last_result();
+    queue_step(inputs, targets);
+    return read_result();
   }
 
   /// @brief One step whose gradient is the mean over several micro-batches (gradient accumulation).
   StepResult step(std::span<const Batch> micro_batches) {
-    enqueue_step(micro_batches);
-    return last_result();
+    queue_step(micro_batches);
+    return read_result();
   }
 
-  /// @brief Queues one step on one batch: on the host it runs; on CUDA it is queued on the context's
-  /// stream and this returns without waiting for the device. `last_result()` tells what it did.
-  void enqueue_step(const Tensor<input_element, Device>& inputs, target_type targets) {
+  /// @brief Queues one step on one batch: on the CPU it runs now; on a GPU it is queued on the
+  /// context's stream and this returns without waiting. `read_result()` tells what it did.
+  void queue_step(const Tensor<input_element, Device>& inputs, target_type targets) {
     const Batch batch{inputs, targets};
-    enqueue_step(std::span<const Batch>(&batch, 1));
+    queue_step(std::span<const Batch>(&batch, 1));
   }
 
-  /// @brief Queues one step on an fp32 batch for a model whose input is another type (see `step`).
-  void enqueue_step(const Tensor<float, Device>& inputs,
-                    target_type targets) requires(!std::is_same_v<input_element, float>) {
-    ensure_input_shape(inputs.shape());
-    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
-    enqueue_step(input_, targets);
+  /// @brief Queues one step on an fp32 batch for a model whose input is another type: the batch is
+  /// rounded (to nearest even) into a buffer the trainer keeps, which counts as activation memory.
+  void queue_step(const Tensor<float, Device>& inputs,
+                  target_type targets) requires(!std::is_same_v<input_element, float>) {
+    round_input(inputs);
+    queue_step(input_, targets);
   }
 
   /// @brief Queues one step over several micro-batches (see the single-batch overload).
-  void enqueue_step(std::span<const Batch> micro_batches) {
+  void queue_step(std::span<const Batch> micro_batches) {
     if (micro_batches.empty()) throw invalid_argument("mpx::Trainer::step: no micro-batches");
+    (void)state_.scalars();  // allocated before the first step's memory is measured
     if (steps_ == 0) {
-      measure_first_step([&] { run_step(micro_batches); });
+      measure_first_step([&] { queue_and_count(micro_batches); });
     } else {
-      run_step(micro_batches);
+      queue_and_count(micro_batches);
     }
   }
 
-  /// @brief What the last step did. On CUDA this copies the step's scalars from the device (the only
-  /// synchronisation of a training loop, and an optional one) and brings `scaler()` and the
-  /// optimizer's update count up to date; skipped steps since the last call are logged then.
-  StepResult last_result() {
-    if constexpr (on_device) pull_device_result();
-    return last_;
+  /// @brief What the last step did. On a GPU this waits for the queued work and copies the step's
+  /// scalars back (the only synchronisation of a training loop, and an optional one); on the CPU
+  /// there is nothing to wait for. Either way it brings `scaler()` and the optimizer's update count
+  /// up to date and logs the steps skipped since the last call.
+  StepResult read_result() {
+    if (!state_.has_scalars()) return last_;  // nothing queued yet (also after set_steps)
+    const std::int64_t skipped_before = scaler_.state().steps_skipped;
+    HostOwnedScalars host = host_owned();
+    const StepScalars scalars = state_.pull(host);
+    scaler_.load_state(host.scaler);
+    optimizer_.set_steps(host.optimizer_steps);
+    StepResult result;
+    result.step = scalars.step;
+    result.loss_scale = scalars.loss_scale;
+    result.loss = scalars.loss_sum / static_cast<double>(micro_batches_in_last_step_);
+    result.loss_finite = std::isfinite(result.loss);
+    result.inputs_finite = scalars.inputs_nonfinite == 0;
+    result.grad_norm = std::sqrt(scalars.sum_of_squares);
+    result.clipped = scalars.update.clipped != 0;
+    result.stepped = scalars.update.skip == 0;
+    result.scale_below_one = scaler_.scale() < 1.0f;
+    const bool already_reported = result.step == last_.step;
+    last_ = result;
+    if (already_reported) return result;
+    // Skips before the last step happened while nobody looked: say how many, once.
+    const std::int64_t unseen = scaler_.state().steps_skipped - skipped_before - (result.stepped ? 0 : 1);
+    if (unseen > 0) {
+      mpx::log(LogLevel::Info, detail::concat("mpx::Trainer: ", unseen, " step(s) before step ", result.step,
+                                              " were skipped for inf/NaN gradients (steps skipped so far: ",
+                                              scaler_.state().steps_skipped, ")"));
+    }
+    // A scale below 1 is reported when it gets there; the skipped steps that follow report themselves.
+    if (!result.stepped || (result.scale_below_one && result.loss_scale >= 1.0f)) {
+      report(result, scalars.gradients_nonfinite == 0);
+    }
+    return result;
   }
 
-  /// @brief Captures one training step on `inputs` and `targets` into a CUDA graph, for
-  /// `replay_step()`: the inputs and targets are read from the same device buffers at each replay
-  /// (refill them in place on the context's stream). Runs an eager step on them first unless the
-  /// last step had the same input shape, so that every buffer exists before capture (an allocation
-  /// during capture throws). The captured step is not run.
+  /// @brief Records one training step on `inputs` and `targets` for `replay_step()`: on a GPU as a
+  /// CUDA graph, on the CPU as the step itself, so the same loop runs on both. Each replay reads the
+  /// inputs and targets from the same buffers (refill them in place; on a GPU on the context's
+  /// stream), so they must outlive the recording. Runs an eager step on them first unless the last
+  /// step had the same input shape, so that every buffer exists before capture (a GPU allocation
+  /// during capture throws). The recorded step is not run.
   ///
-  /// The graph replays into the buffers the model holds now: a step with another input shape drops
-  /// it (`replay_step` then throws until the next capture), and so must the caller's own use of the
+  /// The recording uses the buffers the model holds now: a step with another input shape drops it
+  /// (`replay_step` then throws until the next capture), and so must the caller's own use of the
   /// model with other shapes (an evaluation with another batch size reallocates the layers'
   /// outputs): evaluate with the training batch size, or capture again afterwards.
-  void capture_step(const Tensor<input_element, Device>& inputs, target_type targets) requires on_device {
-    if (eager_input_shape_ != inputs.shape()) enqueue_step(inputs, targets);
-    capture(inputs.shape(), [&] {
-      const Batch batch{inputs, targets};
-      queue_device_step(std::span<const Batch>(&batch, 1));
-    });
+  void capture_step(const Tensor<input_element, Device>& inputs, target_type targets) {
+    if (eager_input_shape_ != inputs.shape()) queue_step(inputs, targets);
+    capture(inputs.shape(),
+            [this, batch = Batch{inputs, targets}] { queue_device_step(std::span(&batch, 1)); });
   }
 
-  /// @brief Captures a step on an fp32 batch for a model whose input is another type: the rounding
-  /// into the model's input type is part of the graph.
+  /// @brief Records a step on an fp32 batch for a model whose input is another type: the rounding
+  /// into the model's input type is part of the recording.
   void capture_step(const Tensor<float, Device>& inputs,
-                    target_type targets) requires(on_device && !std::is_same_v<input_element, float>) {
-    if (eager_input_shape_ != inputs.shape()) enqueue_step(inputs, targets);
-    capture(inputs.shape(), [&] {
-      Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
-      const Batch batch{input_, targets};
-      queue_device_step(std::span<const Batch>(&batch, 1));
+                    target_type targets) requires(!std::is_same_v<input_element, float>) {
+    if (eager_input_shape_ != inputs.shape()) queue_step(inputs, targets);
+    capture(inputs.shape(), [this, fp32_inputs = &inputs, batch = Batch{input_, targets}] {
+      Backend<Device>::template round_into<tag_of_t<input_element>>(*fp32_inputs, input_);
+      queue_device_step(std::span(&batch, 1));
     });
   }
 
-  /// @brief Replays the step captured by `capture_step()` (one graph launch; the learning rate and
-  /// any scaler state or update count loaded on the host since are pushed to the device first).
-  /// Throws if nothing is captured, or if optimizer settings other than the learning rate changed
-  /// since the capture (the graph holds them; capture again).
-  void replay_step() requires on_device {
-    if (!captured_options_) {
-      throw invalid_argument(
-          "mpx::Trainer::replay_step: no step captured (or the last step had another input shape); call "
-          "capture_step first");
-    }
-    auto current = optimizer_.options();
-    current.lr = captured_options_->lr;
-    if (!(current == *captured_options_)) {
-      throw invalid_argument(
-          "mpx::Trainer::replay_step: optimizer settings other than lr (momentum, weight decay, betas, "
-          "the rounding seed, ...) changed since capture_step; the graph holds the old ones, capture again");
-    }
+  /// @brief Replays the step recorded by `capture_step()` (on a GPU one graph launch; the learning
+  /// rate and any scaler state or update count loaded on the host since are pushed first). Throws if
+  /// nothing is recorded, or if optimizer settings other than the learning rate changed since the
+  /// capture (the recording holds them; capture again).
+  void replay_step() {
+    graph_.require_replayable(optimizer_.options());
     push_host_changes();
-    device_.replay();
+    graph_.launch();
     micro_batches_in_last_step_ = 1;
     ++steps_;
-    device_.step_queued();
+    state_.step_queued();
   }
 
-  /// @brief The loss scaler (its state is part of a checkpoint). On CUDA this is the host's copy as of
-  /// the last `last_result()`; a state loaded into it is sent to the device before the next step.
+  /// @brief The loss scaler (its state is part of a checkpoint), as of the last `read_result()`; a
+  /// state loaded into it is sent to the step's device before the next step.
   [[nodiscard]] LossScaler<Scaling>& scaler() noexcept { return scaler_; }
   /// @brief The loss scaler and its state.
   [[nodiscard]] const LossScaler<Scaling>& scaler() const noexcept { return scaler_; }
@@ -249,7 +269,7 @@ class Trainer {
   [[nodiscard]] Model& model() noexcept { return model_; }
   /// @brief The optimizer this trainer steps (its settings and step count are part of a checkpoint).
   [[nodiscard]] Optimizer& optimizer() noexcept { return optimizer_; }
-  /// @brief Steps completed, taken or skipped.
+  /// @brief Steps queued, taken or skipped.
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
   /// @brief Restores the step count (checkpoints); a trainer restored past step 0 does not measure
   /// `first_step_memory()`.
@@ -281,25 +301,22 @@ class Trainer {
         [&](std::string_view, auto& p) { first_step_memory_.parameter_count += p.shape().numel(); });
   }
 
-  void run_step(std::span<const Batch> micro_batches) {
-    if constexpr (on_device) {
-      try {
-        push_host_changes();
-        queue_device_step(micro_batches);
-      } catch (...) {
-        device_.forget();  // the device may have counted part of the step: resend everything next time
-        throw;
-      }
-      micro_batches_in_last_step_ = static_cast<std::int64_t>(micro_batches.size());
-      ++steps_;  // only once the step is queued: a step that threw is not counted
-      device_.step_queued();
-      // Buffers follow the first micro-batch's shape; another shape than the captured one reallocated
-      // what the graph writes into.
-      eager_input_shape_ = micro_batches.front().inputs.shape();
-      if (captured_input_shape_ != eager_input_shape_) captured_options_.reset();
-    } else {
-      last_ = host_step(micro_batches);
+  // Queues one step and counts it, once it is queued: a step that threw is not counted.
+  void queue_and_count(std::span<const Batch> micro_batches) {
+    try {
+      push_host_changes();
+      queue_device_step(micro_batches);
+    } catch (...) {
+      state_.forget();  // the device may have counted part of the step: resend everything next time
+      throw;
     }
+    micro_batches_in_last_step_ = static_cast<std::int64_t>(micro_batches.size());
+    ++steps_;
+    state_.step_queued();
+    // Buffers follow the first micro-batch's shape; another shape than the recorded one reallocated
+    // what the recording writes into.
+    eager_input_shape_ = micro_batches.front().inputs.shape();
+    graph_.drop_unless_recorded_for(eager_input_shape_);
   }
 
   // What the model's parameters hold, summed over them.
@@ -317,145 +334,50 @@ class Trainer {
     return total;
   }
 
-  StepResult host_step(std::span<const Batch> micro_batches) {
-    StepResult result;
-    result.step = steps_ + 1;
-    result.loss_scale = scaler_.scale();
-    for (const Batch& batch : micro_batches)
-      result.inputs_finite = result.inputs_finite && all_finite(batch.inputs);
-
-    model_.zero_grad();
-    // d(mean over micro-batches of the scaled loss) / d(loss of one micro-batch).
-    const float grad_seed = result.loss_scale / static_cast<float>(micro_batches.size());
-    double loss_sum = 0.0;
-    for (const Batch& batch : micro_batches) {
-      const auto& outputs = model_.forward(batch.inputs);
-      loss_sum += static_cast<double>(loss_.forward_backward(outputs, batch.targets, grad_seed));
-      model_.backward(loss_.gradient());
-    }
-    result.loss = loss_sum / static_cast<double>(micro_batches.size());
-    result.loss_finite = std::isfinite(result.loss);
-
-    // Unscale once, fused with the finite check and the squared norm.
-    const auto inverse = static_cast<Grad>(scaler_.inverse_scale());
-    double sum_of_squares = 0.0;
-    bool finite = true;
-    model_.for_each_parameter([&](std::string_view, auto& p) {
-      const auto stats =
-          Backend<Device>::template unscale_and_inspect<Scaling::scales_loss>(p.grad(), inverse);
-      sum_of_squares += stats.sum_of_squares;
-      finite = finite && stats.finite;
-    });
-    result.grad_norm = std::sqrt(sum_of_squares);
-    const bool gradients_finite = finite;
-    finite = finite && result.loss_finite && result.inputs_finite;
-
-    if (finite) {
-      if (options_.max_grad_norm) {
-        const double coefficient = clip_coefficient(*options_.max_grad_norm, result.grad_norm);
-        if (coefficient < 1.0) {
-          model_.for_each_parameter([&](std::string_view, auto& p) {
-            Backend<Device>::scale_in_place(p.grad(), static_cast<Grad>(coefficient));
-          });
-          result.clipped = true;
-        }
-      }
-      optimizer_.step();
-    }
-    result.stepped = finite;
-    scaler_.update(!finite);
-    result.scale_below_one = scaler_.scale() < 1.0f;
-    ++steps_;  // only once the step is complete: a step that threw is not counted
-    // A scale below 1 is reported when it gets there; the skipped steps that follow report themselves.
-    if (!finite || (result.scale_below_one && result.loss_scale >= 1.0f)) report(result, gradients_finite);
-    return result;
-  }
-
-  // Records the device step `queue` queues into the trainer's graph. What depends on host values at
-  // each replay (the learning rate, a loaded state) is pushed before, never captured.
+  // Records the step `queue` queues. What depends on host values at each replay (the learning rate,
+  // a loaded state) is pushed before, never recorded.
   template <class Queue>
   void capture(const Shape& input_shape, Queue&& queue) {
     push_host_changes();
-    captured_options_.reset();  // a failed capture leaves nothing to replay
-    device_.capture(std::forward<Queue>(queue));
-    captured_options_ = optimizer_.options();
-    captured_input_shape_ = input_shape;
+    graph_.capture(input_shape, optimizer_.options(), std::forward<Queue>(queue));
   }
 
-  // The CUDA step: the host step's sequence, with every decision taken on the device from the
-  // step's scalars (see backend/cuda/training_state.cuh), so nothing here waits for the GPU. Only
-  // what is the same at every step may be queued here: CUDA graphs capture this function.
+  // The step, for every device: forward -> loss -> backward of the scaled loss -> unscale + finite
+  // check -> clip decision -> optimizer update or skip -> scaler update, every decision taken where
+  // the step's scalars live, so nothing here waits for a GPU. Only what is the same at every step
+  // may be queued here: CUDA graphs record this function.
   void queue_device_step(std::span<const Batch> micro_batches) {
-    device_.begin_step();
-    for (const Batch& batch : micro_batches) device_.flag_nonfinite_inputs(batch.inputs);
+    state_.begin_step();
+    for (const Batch& batch : micro_batches) state_.flag_nonfinite_inputs(batch.inputs);
     model_.zero_grad();
-    // The backward's seed is loss_scale / micro-batches, read from device memory by the loss kernel.
-    const auto seed = device_.loss_seed(static_cast<float>(micro_batches.size()));
+    // The backward's seed is loss_scale / micro-batches, read where the step's scalars live.
+    const LossSeed seed = state_.loss_seed(static_cast<float>(micro_batches.size()));
     for (const Batch& batch : micro_batches) {
       const auto& outputs = model_.forward(batch.inputs);
-      loss_.accumulate_forward_backward(outputs, batch.targets, seed, device_.loss_sum());
+      loss_.accumulate_forward_backward(outputs, batch.targets, seed, state_.loss_sum());
       model_.backward(loss_.gradient());
     }
     gradients_.clear();
     model_.for_each_parameter([&](std::string_view, auto& p) { gradients_.push_back(&p.grad()); });
-    device_.template unscale_and_inspect<Scaling::scales_loss>(std::span(gradients_));
-    device_.finish_gradients(options_.max_grad_norm.value_or(0.0));
-    optimizer_.enqueue_step(device_.scalars());
-    device_.template end_step<Scaling>(scaler_.options());
+    state_.template unscale_and_inspect<Scaling::scales_loss>(std::span(gradients_));
+    state_.finish_gradients(options_.max_grad_norm.value_or(0.0));
+    optimizer_.step(state_.update_control());
+    state_.template end_step<Scaling>(scaler_.options());
   }
 
-  // Sends what the host changed since the device last saw it (the learning rate of a schedule, a
-  // scaler state or update count loaded from a checkpoint) with one small kernel, ordered before the
-  // next step on the stream.
-  void push_host_changes() {
-    device_.push_if_changed({scaler_.state(), optimizer_.steps(), optimizer_.options().lr, steps_});
+  // The fields of the step's scalars the host owns, as the host has them now.
+  HostOwnedScalars host_owned() const {
+    return {scaler_.state(), optimizer_.steps(), optimizer_.options().lr, steps_};
   }
 
-  // Reads the last step's scalars back, refreshes the host's copies of the scaler state and the
-  // update count, and reports the step as the host path does, plus any steps skipped unseen since the
-  // previous read.
-  void pull_device_result() {
-    if (!device_.has_scalars()) return;  // nothing ran on the device yet (also after set_steps)
-    const std::int64_t skipped_before = scaler_.state().steps_skipped;
-    typename TrainingState<Device, Grad>::HostCopies host{scaler_.state(), optimizer_.steps(),
-                                                          optimizer_.options().lr, steps_};
-    const auto scalars = device_.pull(host);
-    scaler_.load_state(host.scaler);
-    optimizer_.set_steps(host.optimizer_steps);
-    StepResult result;
-    result.step = scalars.step;
-    result.loss_scale = scalars.loss_scale;
-    result.loss = scalars.loss_sum / static_cast<double>(micro_batches_in_last_step_);
-    result.loss_finite = std::isfinite(result.loss);
-    result.inputs_finite = scalars.inputs_nonfinite == 0;
-    result.grad_norm = std::sqrt(scalars.sum_of_squares);
-    result.clipped = scalars.clipped != 0;
-    result.stepped = scalars.skip == 0;
-    result.scale_below_one = scaler_.scale() < 1.0f;
-    const bool already_reported = result.step == last_.step;
-    last_ = result;
-    if (already_reported) return;
-    // Skips before the last step happened while nobody looked: say how many, once.
-    const std::int64_t unseen = scaler_.state().steps_skipped - skipped_before - (result.stepped ? 0 : 1);
-    if (unseen > 0) {
-      mpx::log(LogLevel::Info, detail::concat("mpx::Trainer: ", unseen, " step(s) before step ", result.step,
-                                              " were skipped for inf/NaN gradients (steps skipped so far: ",
-                                              scaler_.state().steps_skipped, ")"));
-    }
-    if (!result.stepped || (result.scale_below_one && result.loss_scale >= 1.0f)) {
-      report(result, scalars.gradients_nonfinite == 0);
-    }
-  }
+  // Sends what the host changed since the step's device last saw it (the learning rate of a
+  // schedule, a scaler state or update count loaded from a checkpoint), ordered before the next step.
+  void push_host_changes() { state_.push_if_changed(host_owned()); }
 
-  // The host step's input check (the CUDA step flags non-finite inputs on the device).
-  template <class T>
-  static bool all_finite(const Tensor<T, Device>& tensor) {
-    if constexpr (std::is_same_v<Device, Host>) {
-      for (const T value : tensor.values()) {
-        if (!std::isfinite(static_cast<double>(value))) return false;
-      }
-    }
-    return true;
+  void round_input(const Tensor<float, Device>& inputs) {
+    if (!(input_.shape() == inputs.shape()))
+      input_ = Tensor<input_element, Device>::uninitialized(inputs.shape());
+    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
   }
 
   // Skipped steps and a scale below 1 go to mpx::log: a warning when the run has a problem, info for
@@ -488,10 +410,6 @@ class Trainer {
     mpx::log(level, message);
   }
 
-  void ensure_input_shape(const Shape& shape) {
-    if (!(input_.shape() == shape)) input_ = Tensor<input_element, Device>::uninitialized(shape);
-  }
-
   Model& model_;
   Loss& loss_;
   Optimizer& optimizer_;
@@ -501,14 +419,11 @@ class Trainer {
   std::int64_t steps_ = 0;
   StepMemory first_step_memory_;
   StepResult last_;
-  // The device's side of the step (empty on the host) and the gradient list handed to it.
-  [[no_unique_address]] TrainingState<Device, Grad> device_;
-  std::vector<Tensor<Grad, Device>*> gradients_;
+  TrainingState<Device, Grad> state_;
+  std::vector<Tensor<Grad, Device>*> gradients_;  // the list handed to the gradient pass
   std::int64_t micro_batches_in_last_step_ = 1;
-  Shape eager_input_shape_;     // of the last step queued eagerly (rank 0: none yet)
-  Shape captured_input_shape_;  // of the captured step
-  // The optimizer settings the captured graph holds; empty when there is no graph to replay.
-  std::optional<typename Optimizer::Options> captured_options_;
+  Shape eager_input_shape_;  // of the last step queued eagerly (rank 0: none yet)
+  StepGraph<Device, typename Optimizer::Options> graph_;
 };
 
 }  // namespace mpx

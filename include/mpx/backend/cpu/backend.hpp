@@ -11,6 +11,7 @@
 #include "mpx/backend/cpu/activation.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
+#include "mpx/backend/cpu/graph.hpp"
 #include "mpx/backend/cpu/layer_norm.hpp"
 #include "mpx/backend/cpu/mse_loss.hpp"
 #include "mpx/backend/cpu/optimizer.hpp"
@@ -24,6 +25,19 @@ namespace mpx {
 /// @brief The CPU backend: each operation forwards to the `mpx::cpu` kernel of the same name.
 template <>
 struct Backend<Host> {
+  /// @brief Scratch memory of the multi-tensor `unscale_and_inspect` (none on the CPU).
+  using GradientWorkspace = cpu::GradientWorkspace;
+  /// @brief A captured training step, replayed by `launch()`; see `cpu::Graph`.
+  using Graph = cpu::Graph;
+
+  /// @brief Runs `f(args...)` once, in order with the operations queued before and after: on the
+  /// CPU, now. (The CUDA backend runs it in a one-thread kernel: `f` is a `MPX_HOST_DEVICE` functor
+  /// and `args` are device pointers or values.)
+  template <class F, class... Args>
+  static void single_thread(const F& f, Args... args) {
+    f(args...);
+  }
+
   /// @brief GEMM in the `Compute` precision; see `cpu::gemm`.
   template <NumericTag Compute, class... Args>
   static void gemm(Args&&... args) {
@@ -57,6 +71,7 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(sgd_update);
   MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
   MPX_DETAIL_FORWARD_TO_CPU(scale_in_place);
+  MPX_DETAIL_FORWARD_TO_CPU(flag_nonfinite);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.

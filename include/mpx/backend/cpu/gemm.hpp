@@ -32,9 +32,6 @@
 
 namespace mpx::cpu {
 
-/// @brief Accumulate element type for compute precision `Compute` (see `mpx::gemm_accumulate_t`).
-using mpx::gemm_accumulate_t;
-
 /// @brief `mpx::GemmOperands` for host tensors.
 template <Element TD, class Acc = math_t<tag_of_t<TD>>>
 using GemmOperands = mpx::GemmOperands<TD, Acc, Host>;
@@ -296,8 +293,8 @@ inline void release_gemm_scratch() noexcept {
 template <NumericTag Compute, Element TD>
 void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Compute>, Host>& b,
           Tensor<TD, Host>& d, const GemmConfig& config,
-          const GemmOperands<TD, gemm_accumulate_t<Compute>>& operands = {}) {
-  using Acc = gemm_accumulate_t<Compute>;
+          const GemmOperands<TD, math_t<Compute>>& operands = {}) {
+  using Acc = math_t<Compute>;  // what cuBLASLt accumulates in: COMPUTE_64F or COMPUTE_32F*
   static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
                 "mpx::cpu::gemm<Compute>: D must hold the compute type or the accumulate type "
                 "(float; double for mpx::Double)");

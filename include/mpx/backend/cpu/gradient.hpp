@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 #include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/error.hpp"
 #include "mpx/tensor/tensor.hpp"
 
 namespace mpx::cpu {
@@ -48,6 +50,37 @@ GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor) {
                                                 finite = std::isfinite(sum);
                                               return GradientStats{sum, finite};
                                             });
+}
+
+/// @brief The CPU needs no scratch memory for `unscale_and_inspect`; the type exists so that a
+/// training step holds one workspace whatever its device.
+struct GradientWorkspace {};
+
+/// @brief One pass over all `gradients` of a training step, as `cuda::unscale_and_inspect` does it
+/// on the GPU: multiplies each by `G(float(1.0 / double(*scale)))` (GradScaler's inverse; only when
+/// `Scale`), raises `*nonfinite` to 1 when a value is inf or NaN, and adds the sum of the squares of
+/// the unscaled values to `*sum_of_squares`, tensor by tensor in list order.
+template <bool Scale, Element G>
+void unscale_and_inspect(std::span<Tensor<G, Host>* const> gradients, const float* scale,
+                         double* sum_of_squares, int* nonfinite, GradientWorkspace& /*workspace*/) {
+  const G inverse = static_cast<G>(static_cast<float>(1.0 / static_cast<double>(*scale)));
+  for (Tensor<G, Host>* g : gradients) {
+    if (g == nullptr) throw invalid_argument("mpx::cpu::unscale_and_inspect: a gradient is null");
+    const GradientStats stats = unscale_and_inspect<Scale>(*g, inverse);
+    *sum_of_squares += stats.sum_of_squares;
+    if (!stats.finite) *nonfinite = 1;
+  }
+}
+
+/// @brief Sets `*flag` to 1 when `x` holds inf or NaN (leaves it otherwise).
+template <Element T>
+void flag_nonfinite(const Tensor<T, Host>& x, int* flag) {
+  for (const T value : x.values()) {
+    if (!std::isfinite(static_cast<double>(value))) {
+      *flag = 1;
+      return;
+    }
+  }
 }
 
 /// @brief grad *= factor.

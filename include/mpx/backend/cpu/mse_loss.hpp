@@ -31,4 +31,14 @@ math_t<tag_of_t<T>> mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, 
   return count == 0 ? Math(0) : total / static_cast<Math>(count);
 }
 
+/// @brief The training step's form: the seed is `seed.value()` (a `LossSeed`), the loss is *added*
+/// to `*loss_sum`, as the CUDA backend does it in device memory. `partials` is the CUDA form's
+/// scratch; the CPU does not need it.
+template <Element T, Element U, class Seed>
+void mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, Host>& target, const Seed& seed,
+              Tensor<T, Host>* dprediction, Tensor<math_t<tag_of_t<T>>, Host>& /*partials*/,
+              double* loss_sum) {
+  *loss_sum += static_cast<double>(mse_loss(prediction, target, seed.value(), dprediction));
+}
+
 }  // namespace mpx::cpu

@@ -16,6 +16,7 @@
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/optimizer_math.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
+#include "mpx/backend/update_control.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
 
@@ -30,44 +31,74 @@ void require_same_shapes(const char* where, const Tensor<M, Host>& master, const
 }
 }  // namespace detail
 
-/// @brief One SGD step, as PyTorch's single-tensor SGD: d = g + wd * p; with momentum the buffer
-/// is d on the first step and momentum * buf + (1 - dampening) * d after; Nesterov uses
-/// d + momentum * buf; p -= lr * d. `momentum_buffer` may be null when momentum is 0. `compute` is
-/// the compute copy to refresh (null when the compute weights are the master weights).
-template <Element M, Element C, Element G, class Rounding = RoundNearest>
+/// @brief One SGD update of a training step, as PyTorch's single-tensor SGD: d = g + wd * p; with
+/// momentum the buffer is d on the first update (`control->optimizer_step == 0`) and
+/// momentum * buf + (1 - dampening) * d after; Nesterov uses d + momentum * buf; p -= lr * d.
+/// `control` (see `UpdateControl`) decides: nothing happens when `skip`; lr is `control->lr`
+/// (`s.lr` is not read); each gradient is multiplied by its clipping factor when `clipped` (the
+/// gradient tensor is not written). `momentum_buffer` may be null when momentum is 0; `compute` is
+/// the compute copy to refresh (null when the compute weights are the master weights). `rounding`
+/// is `RoundNearest`, `RoundStochastic` or `RoundStochasticPerUpdate` (update number
+/// `control->optimizer_step + 1`).
+template <Element M, Element C, Element G, class Rounding>
 void sgd_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
-                Tensor<G, Host>* momentum_buffer, bool first_step, const SgdSettings& s,
-                const Rounding& rounding = {}) {
+                Tensor<G, Host>* momentum_buffer, const SgdSettings& s, const Rounding& rounding,
+                const UpdateControl* control) {
+  static_assert(
+      is_optimizer_rounding<Rounding>,
+      "mpx::cpu::sgd_update: Rounding must be RoundNearest, RoundStochastic or RoundStochasticPerUpdate");
   detail::require_same_shapes("mpx::cpu::sgd_update", master, compute, grad);
+  if (control->skip != 0) return;
   using Math = G;
-  const auto coefficients = sgd_coefficients<Math>(s, s.lr, first_step);
+  const auto coefficients = sgd_coefficients<Math>(s, control->lr, control->optimizer_step == 0);
+  const auto round = rounding_at(rounding, control->optimizer_step + 1);
+  const Math clip = clip_factor<Math>(*control);
   M* p = master.data();
   C* copy = compute != nullptr ? compute->data() : nullptr;
   const G* g = grad.data();
   G* buf = momentum_buffer != nullptr ? momentum_buffer->data() : nullptr;
   parallel_for_chunks(master.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const Math weight =
-          sgd_step(static_cast<Math>(p[i]), g[i], buf != nullptr ? buf + i : nullptr, coefficients);
-      mpx::detail::store_weight(p, copy, i, weight, rounding);
+      const Math weight = sgd_step(static_cast<Math>(p[i]), clipped_gradient(g[i], *control, clip),
+                                   buf != nullptr ? buf + i : nullptr, coefficients);
+      mpx::detail::store_weight(p, copy, i, weight, round);
     }
   });
 }
 
-/// @brief One AdamW step, as PyTorch's single-tensor AdamW; `step` counts from 1.
+/// @brief One SGD step at `s.lr` outside a training step; the momentum buffer starts when
+/// `first_step`. The same update as the `UpdateControl` overload.
+template <Element M, Element C, Element G, class Rounding = RoundNearest>
+void sgd_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
+                Tensor<G, Host>* momentum_buffer, bool first_step, const SgdSettings& s,
+                const Rounding& rounding = {}) {
+  const UpdateControl control{.lr = s.lr, .optimizer_step = first_step ? 0 : 1};
+  sgd_update(master, compute, grad, momentum_buffer, s, rounding, &control);
+}
+
+/// @brief One AdamW update of a training step, as PyTorch's single-tensor AdamW, with
+/// t = `control->optimizer_step + 1`:
 ///
 /// p *= 1 - lr * wd; m = lerp(m, g, 1 - beta1); v = v * beta2 + (1 - beta2) g^2;
 /// p += -(lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps). Scalars are computed in
 /// double and rounded once; lerp is PyTorch's (m + w (g - m) for w < 0.5, else g - (g - m)(1 - w)).
-template <Element M, Element C, Element G, class Rounding = RoundNearest>
+/// `control` and `rounding` as for `sgd_update`.
+template <Element M, Element C, Element G, class Rounding>
 void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
-                  Tensor<G, Host>& exp_avg, Tensor<G, Host>& exp_avg_sq, std::int64_t step,
-                  const AdamWSettings& s, const Rounding& rounding = {}) {
+                  Tensor<G, Host>& exp_avg, Tensor<G, Host>& exp_avg_sq, const AdamWSettings& s,
+                  const Rounding& rounding, const UpdateControl* control) {
+  static_assert(
+      is_optimizer_rounding<Rounding>,
+      "mpx::cpu::adamw_update: Rounding must be RoundNearest, RoundStochastic or RoundStochasticPerUpdate");
   detail::require_same_shapes("mpx::cpu::adamw_update", master, compute, grad);
   require_shape("mpx::cpu::adamw_update", "exp_avg", exp_avg.shape(), master.shape());
   require_shape("mpx::cpu::adamw_update", "exp_avg_sq", exp_avg_sq.shape(), master.shape());
+  if (control->skip != 0) return;
   using Math = G;
-  const auto coefficients = adamw_coefficients<Math>(s, s.lr, step);
+  const std::int64_t step = control->optimizer_step + 1;
+  const auto coefficients = adamw_coefficients<Math>(s, control->lr, step);
+  const auto round = rounding_at(rounding, step);
+  const Math clip = clip_factor<Math>(*control);
   M* p = master.data();
   C* copy = compute != nullptr ? compute->data() : nullptr;
   const G* g = grad.data();
@@ -75,10 +106,21 @@ void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tenso
   G* v = exp_avg_sq.data();
   parallel_for_chunks(master.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const Math weight = adamw_step(static_cast<Math>(p[i]), g[i], m[i], v[i], coefficients);
-      mpx::detail::store_weight(p, copy, i, weight, rounding);
+      const Math weight = adamw_step(static_cast<Math>(p[i]), clipped_gradient(g[i], *control, clip), m[i],
+                                     v[i], coefficients);
+      mpx::detail::store_weight(p, copy, i, weight, round);
     }
   });
+}
+
+/// @brief One AdamW step number `step` (from 1) at `s.lr` outside a training step; the same update
+/// as the `UpdateControl` overload.
+template <Element M, Element C, Element G, class Rounding = RoundNearest>
+void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
+                  Tensor<G, Host>& exp_avg, Tensor<G, Host>& exp_avg_sq, std::int64_t step,
+                  const AdamWSettings& s, const Rounding& rounding = {}) {
+  const UpdateControl control{.lr = s.lr, .optimizer_step = step - 1};
+  adamw_update(master, compute, grad, exp_avg, exp_avg_sq, s, rounding, &control);
 }
 
 }  // namespace mpx::cpu

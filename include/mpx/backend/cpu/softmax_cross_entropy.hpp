@@ -79,6 +79,16 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::sp
   return total / static_cast<Math>(batch);
 }
 
+/// @brief The training step's form: the seed is `seed.value()` (a `LossSeed`: the running step's loss
+/// scale over its micro-batches), the batch mean is *added* to `*loss_sum`, as the CUDA backend does it
+/// in device memory. `row_losses` is the CUDA form's scratch; the CPU does not need it.
+template <Element T, class Seed>
+void softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
+                           float smoothing, const Seed& seed, Tensor<T, Host>* dlogits,
+                           Tensor<math_t<tag_of_t<T>>, Host>& /*row_losses*/, double* loss_sum) {
+  *loss_sum += static_cast<double>(softmax_cross_entropy(logits, labels, smoothing, seed.value(), dlogits));
+}
+
 /// @brief Number of rows whose largest logit is at the label's index.
 template <Element T>
 std::int64_t count_correct(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels) {

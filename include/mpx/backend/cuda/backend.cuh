@@ -8,8 +8,9 @@
 /// Each name has `Backend<Host>`'s signature and meaning. The operations that return a value on the
 /// host (`softmax_cross_entropy`, `count_correct`, `mse_loss`, the single-tensor
 /// `unscale_and_inspect`) wait for the device to return it; they serve evaluation and tests. The
-/// training step uses the overloads that leave their results in device memory instead (a `LossSeed`
-/// and a device `loss_sum`; `StepScalars` for the optimizers), and never waits.
+/// training step (train/) uses the overloads that leave their results in device memory instead (a
+/// seed and a device `loss_sum` for the losses, an `UpdateControl` for the optimizers, the
+/// multi-tensor `unscale_and_inspect`), runs its bookkeeping with `single_thread`, and never waits.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
@@ -27,7 +28,8 @@
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/gradient.cuh"
 #include "mpx/backend/cuda/layer_norm.cuh"
-#include "mpx/backend/cuda/loss_seed.hpp"
+#include "mpx/backend/cuda/graph.hpp"
+#include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/mse_loss.cuh"
 #include "mpx/backend/cuda/optimizer.cuh"
@@ -41,6 +43,17 @@ namespace mpx {
 /// queued on `cuda_context()`'s stream.
 template <>
 struct Backend<Cuda> {
+  /// @brief Scratch memory of the multi-tensor `unscale_and_inspect`; see `cuda::GradientWorkspace`.
+  using GradientWorkspace = cuda::GradientWorkspace;
+  /// @brief A captured CUDA graph of queued work; see `cuda::Graph`.
+  using Graph = cuda::Graph;
+
+  /// @brief Queues `f(args...)` in one device thread; see `cuda::single_thread`.
+  template <class F, class... Args>
+  static void single_thread(const F& f, Args... args) {
+    cuda::single_thread(f, args...);
+  }
+
   /// @brief GEMM in the `Compute` precision through cuBLASLt; see `cuda::gemm`.
   template <NumericTag Compute, class... Args>
   static void gemm(Args&&... args) {
@@ -77,6 +90,7 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CUDA(add_into);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
+  MPX_DETAIL_FORWARD_TO_CUDA(flag_nonfinite);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 

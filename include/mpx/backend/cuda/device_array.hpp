@@ -27,7 +27,7 @@
 namespace mpx::cuda {
 
 /// @brief An owning, move-only array of `T` in device memory, ordered on the context's stream.
-/// @tparam T a trivially copyable type (int32 labels, counters, `StepScalars`).
+/// @tparam T a trivially copyable type (int32 labels, counters, partial sums).
 template <class T>
 requires std::is_trivially_copyable_v<T>
 class DeviceArray {

@@ -290,9 +290,9 @@ inline void clear_gemm_cache() noexcept {
 template <NumericTag Compute, Element TD>
 void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Compute>, Cuda>& b,
           Tensor<TD, Cuda>& d, const GemmConfig& config,
-          const GemmOperands<TD, gemm_accumulate_t<Compute>>& operands = {},
+          const GemmOperands<TD, math_t<Compute>>& operands = {},
           CudaContext& context = cuda_context()) {
-  using Acc = gemm_accumulate_t<Compute>;
+  using Acc = math_t<Compute>;
   static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
                 "mpx::cuda::gemm<Compute>: D must hold the compute type or the accumulate type "
                 "(float; double for mpx::Double)");

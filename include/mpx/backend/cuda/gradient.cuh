@@ -3,8 +3,8 @@
 #pragma once
 /// @file
 /// @brief Whole-gradient passes on the GPU: unscale fused with the finite check and the squared norm
-/// (over many tensors in one launch, results in the step's device scalars), the decision to skip or
-/// clip, and in-place scaling. Mirrors cpu/gradient.hpp and the CPU trainer's step.
+/// (over many tensors in one launch, results in device memory) and in-place scaling. Mirrors
+/// cpu/gradient.hpp.
 ///
 /// The squared norm is deterministic: each tensor is cut into fixed chunks of `gradient_chunk`
 /// elements, one block sums one chunk in a fixed order into a partial, and one single-block pass adds
@@ -27,7 +27,6 @@
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
-#include "mpx/backend/cuda/step_state.hpp"
 #include "mpx/backend/optimizer_math.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -260,40 +259,26 @@ __global__ void scale_in_place_kernel(G* g, std::int64_t count, G factor) {
     g[i] = scaled(g[i], factor);
 }
 
-// skip and clipping from the step's findings, as the CPU trainer decides them.
-template <class Scalars>
-__global__ void finish_gradients_kernel(Scalars* scalars, double max_grad_norm) {
-  const bool loss_finite = is_finite(scalars->loss_sum);
-  const bool skip = scalars->gradients_nonfinite != 0 || scalars->inputs_nonfinite != 0 || !loss_finite;
-  scalars->skip = skip ? 1 : 0;
-  if (!skip && max_grad_norm > 0.0) {
-    const double coefficient = clip_coefficient(max_grad_norm, mpx::detail::sqrt_rn(scalars->sum_of_squares));
-    if (coefficient < 1.0) {
-      scalars->clipped = 1;
-      scalars->clip_coefficient = coefficient;
-    }
-  }
-}
-
 }  // namespace detail
 
 /// @brief One pass over all `gradients` of a training step: multiplies each by
-/// `float(1.0 / double(scalars->scaler.scale))` (GradScaler's inverse, computed on the device; only
-/// when `Scale`), raises `scalars->gradients_nonfinite` (to 1) when a value is inf or NaN, and adds
-/// the sum of the squares of the (unscaled) values, in double, to `scalars->sum_of_squares`
-/// (`begin_step` zeroes both). Queued on the context's stream without a host synchronisation or copy;
-/// up to 64 tensors per launch, more launches when more. The sum is deterministic (see the file
-/// comment). `scalars` is device memory; `workspace` holds the partial sums.
+/// `float(1.0 / double(*scale))` (GradScaler's inverse, computed on the device; only when `Scale`),
+/// raises `*nonfinite` (to 1) when a value is inf or NaN, and adds the sum of the squares of the
+/// (unscaled) values, in double, to `*sum_of_squares`. Queued on the context's stream without a host
+/// synchronisation or copy; up to 64 tensors per launch, more launches when more. The sum is
+/// deterministic (see the file comment). The three pointers are device memory; `workspace` holds the
+/// partial sums.
 template <bool Scale, Element G>
-void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, StepScalars* scalars,
-                         GradientWorkspace& workspace) {
-  detail::require_step_scalars("mpx::cuda::unscale_and_inspect", scalars);
+void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, const float* scale,
+                         double* sum_of_squares, int* nonfinite, GradientWorkspace& workspace) {
+  if (scale == nullptr || sum_of_squares == nullptr || nonfinite == nullptr) {
+    throw invalid_argument("mpx::cuda::unscale_and_inspect: the scale, sum or flag pointer is null");
+  }
   for (const Tensor<G, Cuda>* g : gradients) {
     if (g == nullptr) throw invalid_argument("mpx::cuda::unscale_and_inspect: a gradient is null");
   }
-  detail::launch_unscale_and_inspect<Scale, G>(
-      gradients, detail::UnscaleFactor<G>{&scalars->scaler.scale, G{}}, &scalars->sum_of_squares,
-      &scalars->gradients_nonfinite, workspace);
+  detail::launch_unscale_and_inspect<Scale, G>(gradients, detail::UnscaleFactor<G>{scale, G{}},
+                                               sum_of_squares, nonfinite, workspace);
 }
 
 /// @brief The CPU signature (`cpu::unscale_and_inspect`): multiplies `grad` by `factor` (only when
@@ -301,15 +286,19 @@ void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, StepScalar
 /// it has no place in a training step; the step uses the multi-tensor overload.
 template <bool Scale, Element G>
 cpu::GradientStats unscale_and_inspect(Tensor<G, Cuda>& grad, G factor) {
-  StepScalars zero{};
-  DeviceArray<StepScalars> result(std::span<const StepScalars>(&zero, 1));
+  struct Found {
+    double sum_of_squares;
+    int nonfinite;
+  };
+  const Found zero{0.0, 0};
+  DeviceArray<Found> result(std::span<const Found>(&zero, 1));
   GradientWorkspace workspace;
   Tensor<G, Cuda>* const list[] = {&grad};
   detail::launch_unscale_and_inspect<Scale, G>(
       std::span<Tensor<G, Cuda>* const>(list), detail::UnscaleFactor<G>{nullptr, factor},
-      &result.data()->sum_of_squares, &result.data()->gradients_nonfinite, workspace);
-  const StepScalars found = result.download()[0];
-  return {found.sum_of_squares, found.gradients_nonfinite == 0};
+      &result.data()->sum_of_squares, &result.data()->nonfinite, workspace);
+  const Found found = result.download()[0];
+  return {found.sum_of_squares, found.nonfinite == 0};
 }
 
 /// @brief grad *= factor, elementwise (queued; no synchronisation).
@@ -319,19 +308,6 @@ void scale_in_place(Tensor<G, Cuda>& grad, G factor) {
   detail::scale_in_place_kernel<<<detail::elementwise_blocks(grad.numel()), detail::elementwise_threads, 0,
                                   detail::stream()>>>(grad.data(), grad.numel(), factor);
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::scale_in_place_kernel");
-}
-
-/// @brief Decides, on the device, what the optimizer does with this step's gradients, as the CPU
-/// trainer does: `skip` when a gradient, an input or the loss sum is not finite; otherwise, when
-/// `max_grad_norm > 0`, the clipping coefficient `clip_coefficient(max_grad_norm, sqrt(sum_of_squares))`
-/// (PyTorch's clip_grad_norm_) and, when it is below 1, `clipped = 1` and
-/// `clip_coefficient = coefficient` (the optimizer kernels multiply gradients by it, rounded into the
-/// gradients' type as the CPU trainer does).
-/// One thread; no synchronisation.
-inline void finish_gradients(StepScalars* scalars, double max_grad_norm) {
-  detail::require_step_scalars("mpx::cuda::finish_gradients", scalars);
-  detail::finish_gradients_kernel<<<1, 1, 0, detail::stream()>>>(scalars, max_grad_norm);
-  MPX_CUDA_CHECK_LAUNCH("mpx::cuda::finish_gradients_kernel");
 }
 
 }  // namespace mpx::cuda

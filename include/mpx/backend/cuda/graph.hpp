@@ -15,15 +15,48 @@
 #include <cuda_runtime_api.h>
 
 #include "mpx/backend/cuda/check.hpp"
+#include "mpx/backend/cuda/context.hpp"
 
 namespace mpx::cuda {
+
+/// @brief Captures the work queued on a stream for as long as it lives (RAII, as tiny-cuda-nn's
+/// capture guard): the constructor begins the capture; `finish()` ends it and returns the graph;
+/// a guard destroyed before `finish()` (the queuing code threw) ends the capture and discards it,
+/// so the stream is never left capturing.
+class StreamCapture {
+ public:
+  /// @brief Begins capturing `stream` (`cudaStreamCaptureModeThreadLocal`: other host threads may
+  /// keep using CUDA meanwhile).
+  explicit StreamCapture(cudaStream_t stream) : stream_(stream) {
+    MPX_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  }
+  StreamCapture(const StreamCapture&) = delete;
+  StreamCapture& operator=(const StreamCapture&) = delete;
+  ~StreamCapture() {
+    if (!capturing_) return;
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(stream_, &partial);
+    if (partial != nullptr) (void)cudaGraphDestroy(partial);
+  }
+
+  /// @brief Ends the capture; the caller owns the returned graph.
+  [[nodiscard]] cudaGraph_t finish() {
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    MPX_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    return graph;
+  }
+
+ private:
+  cudaStream_t stream_;
+  bool capturing_ = true;
+};
 
 /// @brief An instantiated CUDA graph captured from a stream; move-only.
 ///
 /// What is captured must not depend on host values that change between replays (kernel arguments
 /// are frozen): mpx's training step reads everything that changes (loss scale, learning rate, update
-/// count) from device memory for this reason. Capture uses `cudaStreamCaptureModeThreadLocal`, so
-/// other host threads may keep using CUDA meanwhile.
+/// count) from device memory for this reason.
 class Graph {
  public:
   Graph() = default;
@@ -48,26 +81,26 @@ class Graph {
   template <class Queue>
   void capture(cudaStream_t stream, Queue&& queue) {
     reset();
-    MPX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      std::forward<Queue>(queue)();
-    } catch (...) {
-      cudaGraph_t partial = nullptr;
-      (void)cudaStreamEndCapture(stream, &partial);
-      if (partial != nullptr) (void)cudaGraphDestroy(partial);
-      throw;
-    }
-    MPX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    StreamCapture capture(stream);
+    std::forward<Queue>(queue)();
+    graph_ = capture.finish();
     MPX_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  /// @brief `capture` on the stream of `cuda_context()`, where every mpx operation is queued.
+  template <class Queue>
+  void capture(Queue&& queue) {
+    capture(cuda_context().stream(), std::forward<Queue>(queue));
   }
 
   /// @brief Queues one replay of the captured work on `stream`.
   void launch(cudaStream_t stream) const { MPX_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+  /// @brief Queues one replay on the stream of `cuda_context()`.
+  void launch() const { launch(cuda_context().stream()); }
 
   /// @brief Whether nothing has been captured.
   [[nodiscard]] bool empty() const noexcept { return exec_ == nullptr; }
 
- private:
+  /// @brief Destroys the captured graph (it becomes empty).
   void reset() noexcept {
     if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
     if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
@@ -75,6 +108,7 @@ class Graph {
     graph_ = nullptr;
   }
 
+ private:
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
 };

@@ -32,6 +32,19 @@ inline unsigned int elementwise_blocks(std::int64_t count, int threads = element
   return static_cast<unsigned int>(std::max<std::int64_t>(1, std::min(needed, cap)));
 }
 
+/// A loss seed known on the host, for the losses that take any seed with a device-callable `value()`
+/// (the training step's `LossSeed` reads the loss scale from device memory instead).
+struct ConstantSeed {
+  float seed = 1.0f;
+  [[nodiscard]] __host__ __device__ float value() const { return seed; }
+};
+
+/// Runs `f(args...)` in one thread (the training step's bookkeeping; see `cuda::single_thread`).
+template <class F, class... Args>
+__global__ void single_thread_kernel(F f, Args... args) {
+  f(args...);
+}
+
 /// The stream every mpx kernel is queued on.
 inline cudaStream_t stream() {
   return cuda_context().stream();
@@ -43,3 +56,17 @@ inline cudaStream_t stream() {
 /// errors inside the kernel surface at the next synchronising call.
 #define MPX_CUDA_CHECK_LAUNCH(kernel_name) \
   ::mpx::detail::check_cuda(cudaGetLastError(), "launch of " kernel_name, __FILE__, __LINE__)
+
+namespace mpx::cuda {
+
+/// @brief Queues `f(args...)` in one device thread on the context's stream, in order with the other
+/// kernels and without waiting: how a training step's bookkeeping (begin, skip and clip decisions,
+/// the scaler update; train/step_scalars.hpp) runs where its scalars live. `f` is a `MPX_HOST_DEVICE`
+/// functor; `args` are device pointers or values.
+template <class F, class... Args>
+void single_thread(const F& f, Args... args) {
+  detail::single_thread_kernel<<<1, 1, 0, detail::stream()>>>(f, args...);
+  MPX_CUDA_CHECK_LAUNCH("mpx::cuda::single_thread_kernel");
+}
+
+}  // namespace mpx::cuda

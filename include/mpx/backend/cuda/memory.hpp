@@ -85,6 +85,23 @@ struct DeviceMemory<Cuda> {
           cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, cuda_context().stream()));
     }
   }
+
+  /// @brief Copies host bytes to the device, ordered on the stream; returns once `host` may be
+  /// reused (a pageable source is staged before the call returns).
+  static void copy_from_host(void* device, const void* host, std::size_t bytes) {
+    if (bytes != 0) {
+      MPX_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, cuda_context().stream()));
+    }
+  }
+
+  /// @brief Copies device bytes to host memory once the work queued before has run (waits for the
+  /// stream: a synchronisation point).
+  static void copy_to_host(void* host, const void* device, std::size_t bytes) {
+    if (bytes == 0) return;
+    CudaContext& context = cuda_context();
+    MPX_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, context.stream()));
+    context.synchronize();
+  }
 };
 
 /// @brief A device copy of a host tensor (same shape and bits). Returns before the copy has finished;

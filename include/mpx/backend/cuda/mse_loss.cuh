@@ -18,7 +18,6 @@
 
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
-#include "mpx/backend/cuda/loss_seed.hpp"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/reduce.cuh"
 #include "mpx/numeric/rounding.hpp"
@@ -34,8 +33,8 @@ namespace detail {
 
 // Each block sums (prediction - target)^2 over a grid-stride range into partials[blockIdx.x] and,
 // when dprediction is set, writes seed * 2 (prediction - target) / count rounded into T.
-template <class T, class U>
-__global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64_t count, LossSeed seed,
+template <class T, class U, class Seed>
+__global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64_t count, Seed seed,
                                 T* dprediction, math_t<tag_of_t<T>>* partials) {
   using Math = math_t<tag_of_t<T>>;
   const Math grad_scale = dprediction != nullptr ? static_cast<Math>(2) * static_cast<Math>(seed.value()) /
@@ -57,8 +56,8 @@ __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64
 
 /// @brief The training step's MSE: mean((prediction - target)^2) over all elements (PyTorch's
 /// default reduction) *added* to `*loss_sum` (device memory), and optionally dprediction =
-/// seed * 2 (prediction - target) / count, with the seed read on the device (see LossSeed). No
-/// synchronisation.
+/// seed * 2 (prediction - target) / count, with `seed.value()` read on the device (a `LossSeed` in the
+/// training step). No synchronisation.
 ///
 /// @param prediction  the model's output in the compute type.
 /// @param target      one value per prediction.
@@ -69,8 +68,8 @@ __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64
 ///                 (per-block sums, then one block over them) in the math type, then converted to
 ///                 double; an empty prediction adds 0, as the CPU version returns.
 /// @param loss_sum device memory, or null to compute only the gradient.
-template <Element T, Element U>
-void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, LossSeed seed,
+template <Element T, Element U, class Seed>
+void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, Seed seed,
               std::type_identity_t<Tensor<T, Cuda>>* dprediction, Tensor<math_t<tag_of_t<T>>, Cuda>& partials,
               double* loss_sum) {
   constexpr const char* where = "mpx::cuda::mse_loss";
@@ -103,7 +102,7 @@ math_t<tag_of_t<T>> mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, 
   auto partials = Tensor<Math, Cuda>::uninitialized(Shape{mse_loss_partials});
   DeviceArray<double> loss_sum(1);
   MPX_CUDA_CHECK(cudaMemsetAsync(loss_sum.data(), 0, sizeof(double), detail::stream()));
-  mse_loss(prediction, target, LossSeed{.numerator = grad_seed}, dprediction, partials, loss_sum.data());
+  mse_loss(prediction, target, detail::ConstantSeed{grad_seed}, dprediction, partials, loss_sum.data());
   return static_cast<Math>(loss_sum.download()[0]);
 }
 

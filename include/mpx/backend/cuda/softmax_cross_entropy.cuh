@@ -25,7 +25,6 @@
 
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
-#include "mpx/backend/cuda/loss_seed.hpp"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/reduce.cuh"
 #include "mpx/error.hpp"
@@ -39,10 +38,10 @@ namespace detail {
 // One block per row: max, sum of exponentials, log-sum-exp, the smoothed loss into row_losses[row]
 // and, when dlogits is set, the gradient seed / batch * (softmax - target) rounded into T.
 // A label outside [0, classes) cannot throw here: its row's loss and gradient are NaN instead.
-template <class T>
+template <class T, class Seed>
 __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t* labels,
                                              std::int64_t classes, math_t<tag_of_t<T>> on_target,
-                                             math_t<tag_of_t<T>> off_target, LossSeed seed, T* dlogits,
+                                             math_t<tag_of_t<T>> off_target, Seed seed, T* dlogits,
                                              math_t<tag_of_t<T>>* row_losses) {
   using Math = math_t<tag_of_t<T>>;
   const std::int64_t row = blockIdx.x;
@@ -164,10 +163,12 @@ class DeviceLabels {
 /// @param logits     [batch, classes] in any element type; read as fp32 (fp64 for double).
 /// @param labels     device memory, one class index per row.
 /// @param smoothing  label smoothing in [0, 1).
-/// @param seed       dL/dloss, read on the device (see LossSeed); the gradient is
+/// @param seed       dL/dloss: `seed.value()` is called on the device (the training step passes a
+///                   `LossSeed`, train/loss_seed.hpp); the gradient is
 ///                   seed * (softmax - target) / batch.
 /// @param dlogits    if not null, receives the gradient (same shape and type as logits).
-/// @param row_losses [batch] scratch in the math type: each row's loss (left there after the call).
+/// @param row_losses scratch in the math type, given the shape [batch] here if it has another (so a
+///                   loss can keep an empty tensor for it): each row's loss (left there after the call).
 /// @param loss_sum   device memory (or null: no loss); the batch mean is added to it, reduced in a fixed
 ///                   order in the math type and then converted to double.
 ///
@@ -175,16 +176,16 @@ class DeviceLabels {
 /// become NaN, so the mean is NaN and the training step skips the update as non-finite. Non-finite
 /// logits likewise give a non-finite loss and gradient. Throws `mpx::shape_error` /
 /// `mpx::invalid_argument` on the host, as the CPU version, for shapes and smoothing.
-template <Element T>
+template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
-                           LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                           Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
                            Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
   using Math = math_t<tag_of_t<T>>;
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
   detail::check_softmax_cross_entropy(where, logits, -1, smoothing, dlogits);
   const std::int64_t batch = logits.shape()[0];
   const std::int64_t classes = logits.shape()[1];
-  require_shape(where, "row_losses", row_losses.shape(), Shape{batch});
+  if (!(row_losses.shape() == Shape{batch})) row_losses = Tensor<Math, Cuda>::uninitialized(Shape{batch});
 
   const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
   const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
@@ -207,9 +208,9 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* la
 /// step never waits, so it cannot copy host labels, and a CUDA graph replays from fixed addresses.
 /// Otherwise as the pointer overload. Throws `mpx::shape_error` for a label count that is not the
 /// batch and `mpx::invalid_argument` for host labels.
-template <Element T>
+template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
-                           float smoothing, LossSeed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                           float smoothing, Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
                            Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
   detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
@@ -268,7 +269,7 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::sp
   auto row_losses = Tensor<Math, Cuda>::uninitialized(Shape{batch});
   DeviceArray<double> loss_sum(1);
   MPX_CUDA_CHECK(cudaMemsetAsync(loss_sum.data(), 0, sizeof(double), detail::stream()));
-  softmax_cross_entropy(logits, device_labels.data(), smoothing, LossSeed{.numerator = grad_seed}, dlogits,
+  softmax_cross_entropy(logits, device_labels.data(), smoothing, detail::ConstantSeed{grad_seed}, dlogits,
                         row_losses, loss_sum.data());
   return static_cast<Math>(loss_sum.download()[0]);
 }
