@@ -6,8 +6,10 @@
 /// updates the optimizer state and the master weights, and refreshes the compute copy.
 ///
 /// The update rules are those of PyTorch's single-tensor `torch.optim.SGD` and `torch.optim.AdamW`,
-/// operation by operation, in the gradient's type (fp32; fp64 under fp64); PyTorch's CPU kernels may
-/// fuse some multiply-adds, so results agree to rounding, not always to the bit.
+/// operation by operation, in the gradient's type (fp32; fp64 under fp64), each operation rounded on
+/// its own. That is bit for bit torch's `fused=True` (and, for SGD, every implementation) on torch's
+/// CPU kernels without SIMD; docs/training.md measures where its other configurations differ (fused
+/// multiply-adds, a `sqrt` that is not correctly rounded).
 
 #include <cmath>
 #include <cstdint>
