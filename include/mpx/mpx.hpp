@@ -36,6 +36,7 @@
 
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/cast.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
 #include "mpx/nn/linear.hpp"
@@ -52,4 +53,5 @@
 
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/checkpoint.hpp"
+#include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"
