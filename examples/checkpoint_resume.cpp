@@ -54,8 +54,8 @@ int main() {
   mpx::io::save_checkpoint("run.safetensors", first.trainer, mpx::io::batcher_state(first.batcher));
 
   Run resumed(data);  // fresh model, optimizer, scaler and batcher
-  const mpx::io::Metadata metadata = mpx::io::load_checkpoint("run.safetensors", resumed.trainer);
-  mpx::io::restore_batcher(resumed.batcher, metadata);
+  const mpx::io::LoadedCheckpoint loaded = mpx::io::load_checkpoint("run.safetensors", resumed.trainer);
+  mpx::io::restore_batcher(resumed.batcher, loaded.metadata);
 
   first.train(30);  // both continue for 30 steps: the same batches, the same bits
   resumed.train(30);
@@ -67,7 +67,7 @@ int main() {
   const bool identical =
       a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
   std::printf("resumed at step %s (%s, loss scale %s): weights after 30 more steps %s\n",
-              metadata.at("step").c_str(), metadata.at("precision").c_str(),
-              metadata.at("scaler.scale").c_str(), identical ? "identical" : "DIFFER");
+              loaded.metadata.at("step").c_str(), loaded.metadata.at("precision").c_str(),
+              loaded.metadata.at("scaler.scale").c_str(), identical ? "identical" : "DIFFER");
   return identical ? 0 : 1;
 }

@@ -38,6 +38,7 @@
 
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/cast.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
 #include "mpx/nn/linear.hpp"
@@ -59,4 +60,5 @@
 
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/checkpoint.hpp"
+#include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"

@@ -4,16 +4,22 @@
 //   safetensors_interop_tool write <file>       writes the reference tensors (values below)
 //   safetensors_interop_tool check <file>       checks a file Python wrote holds them, bit for bit
 //   safetensors_interop_tool checkpoint <file>  trains a small model 3 steps and saves a checkpoint
+//   safetensors_interop_tool torch <directory>  for tests/interop/torch_rebuild.py: trains the
+//       Fashion-MNIST MLP (784-512-256-10) and the same with LayerNorms a few steps in bf16, saves
+//       checkpoints <name>.safetensors, loads their weights into fp32 models and writes a few inputs
+//       with those models' logits to <name>_probe.safetensors (name: mlp3, mlp3_layer_norm)
 // The reference values are the same formulas in both languages; every one is exact in its dtype.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <mpx/experiment/models.hpp>
 #include <mpx/io/checkpoint.hpp>
 #include <mpx/io/safetensors.hpp>
 #include <mpx/mpx.hpp>
@@ -101,11 +107,58 @@ void write_checkpoint(const char* path) {
   });
 }
 
+/// Pixel-like values in [0, 1) from a cheap hash: no state, the same on every machine.
+mpx::Tensor<float> pixels(std::int64_t rows, std::uint32_t seed) {
+  mpx::Tensor<float> x(mpx::Shape{rows, 784});
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    const std::uint32_t h = (static_cast<std::uint32_t>(i) * 2654435761u) ^ (seed * 40503u);
+    x[i] = static_cast<float>((h >> 8) % 256) / 256.0f;
+  }
+  return x;
+}
+
+/// Trains `model` (bf16) a few steps, saves `<directory>/<name>.safetensors`, loads its weights into
+/// `fp32_model` and saves four inputs with their fp32 logits to `<directory>/<name>_probe.safetensors`.
+template <class Model, class Fp32Model>
+void write_torch_case(const std::filesystem::path& directory, const std::string& name, Model& model,
+                      Fp32Model& fp32_model) {
+  model.initialize(11);
+  mpx::nn::SoftmaxCrossEntropy<mpx::bf16_mixed> loss;
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-3});
+  mpx::Trainer trainer(model, loss, optimizer);
+  std::vector<std::int32_t> labels(32);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 10);
+  for (std::uint32_t step = 0; step < 3; ++step) (void)trainer.step(pixels(32, step), labels);
+  const std::filesystem::path checkpoint = directory / (name + ".safetensors");
+  mpx::io::save_checkpoint(checkpoint, trainer);
+
+  mpx::io::load_weights(fp32_model, checkpoint);
+  const mpx::Tensor<float> inputs = pixels(4, 99);
+  const mpx::Tensor<float>& logits = fp32_model.forward(inputs);
+  const std::vector<mpx::io::TensorToWrite> tensors{
+      {"inputs", Dtype::F32, {4, 784}, std::as_bytes(inputs.values())},
+      {"logits", Dtype::F32, {4, 10}, std::as_bytes(logits.values())}};
+  mpx::io::save_safetensors(directory / (name + "_probe.safetensors"), tensors);
+  std::printf("%s: checkpoint and probe written\n", name.c_str());
+}
+
+void write_torch_cases(const std::filesystem::path& directory) {
+  std::filesystem::create_directories(directory);
+  auto mlp = mpx::experiment::mlp3<mpx::bf16_mixed>(784, 512, 256, 10);
+  auto mlp_fp32 = mpx::experiment::mlp3<mpx::fp32>(784, 512, 256, 10);
+  write_torch_case(directory, "mlp3", mlp, mlp_fp32);
+  using Bf16 = mpx::experiment::LayerPrecisions<mpx::bf16_mixed>;
+  using Fp32 = mpx::experiment::LayerPrecisions<mpx::fp32>;
+  auto normed = mpx::experiment::mlp3_layer_norm<Bf16>(784, 512, 256, 10);
+  auto normed_fp32 = mpx::experiment::mlp3_layer_norm<Fp32>(784, 512, 256, 10);
+  write_torch_case(directory, "mlp3_layer_norm", normed, normed_fp32);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s write|check|checkpoint <file>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s write|check|checkpoint <file> | torch <directory>\n", argv[0]);
     return 2;
   }
   try {
@@ -119,6 +172,10 @@ int main(int argc, char** argv) {
     if (mode == "check") return check(argv[2]);
     if (mode == "checkpoint") {
       write_checkpoint(argv[2]);
+      return 0;
+    }
+    if (mode == "torch") {
+      write_torch_cases(argv[2]);
       return 0;
     }
     std::fprintf(stderr, "unknown mode %s\n", argv[1]);

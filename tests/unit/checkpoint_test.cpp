@@ -125,7 +125,10 @@ void check_resume_is_exact(MakeOptimizer make_optimizer, const std::vector<int>&
     mpx::nn::SoftmaxCrossEntropy<P> loss;
     auto optimizer = make_optimizer(model, seed + 1);
     mpx::Trainer trainer(model, loss, optimizer);
-    const mpx::io::Metadata metadata = mpx::io::load_checkpoint(path, trainer);
+    const mpx::io::LoadedCheckpoint loaded = mpx::io::load_checkpoint(path, trainer);
+    const mpx::io::Metadata& metadata = loaded.metadata;
+    CHECK(loaded.optimizer_restored);
+    CHECK(loaded.scaler_restored);
     CHECK(optimizer.options().rounding_seed == seed);
     CHECK(metadata.at("note") == "n steps");
     CHECK(metadata.at("precision") == P::name);
@@ -208,7 +211,10 @@ TEST_CASE("A checkpoint saved under one precision loads into another and keeps i
   mpx::nn::SoftmaxCrossEntropy<mpx::fp16_mixed> fp16_loss;
   mpx::optim::AdamW fp16_optimizer(fp16_model, {.lr = 0.02});
   mpx::Trainer fp16_trainer(fp16_model, fp16_loss, fp16_optimizer);
-  const mpx::io::Metadata metadata = mpx::io::load_checkpoint(path, fp16_trainer);
+  const mpx::io::LoadedCheckpoint loaded = mpx::io::load_checkpoint(path, fp16_trainer);
+  const mpx::io::Metadata& metadata = loaded.metadata;
+  CHECK(loaded.optimizer_restored);
+  CHECK_FALSE(loaded.scaler_restored);
   CHECK(metadata.at("precision") == "bf16_mixed");
   CHECK(metadata.at("scaler.policy") == "none");
   // Master weights and optimizer state are the same fp32 bits; the compute copy is fp16 now.
@@ -239,21 +245,24 @@ TEST_CASE(
     "load_checkpoint rejects a checkpoint that does not fit, listing every problem, and changes nothing",
     "[io][checkpoint]") {
   const auto path = scratch("mismatch");
-  // Saved: 6 -> 12 -> 3 with SGD momentum.
-  auto saved_model = make_model<mpx::fp32>(1);
-  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> saved_loss;
+  // Saved: 6 -> 12 (no bias) -> 3 -> 3 with SGD momentum.
+  mpx::nn::Sequential saved_model{
+      mpx::nn::Linear<mpx::fp32, mpx::nn::Activation::ReLU>(features, 12, {.bias = false}),
+      mpx::nn::Linear<mpx::fp32>(12, classes), mpx::nn::Linear<mpx::fp32>(classes, classes)};
+  saved_model.initialize(1);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
   mpx::optim::SGD saved_optimizer(saved_model, {.lr = 0.1, .momentum = 0.9});
-  mpx::Trainer saved_trainer(saved_model, saved_loss, saved_optimizer);
+  mpx::Trainer saved_trainer(saved_model, loss, saved_optimizer);
   train(saved_trainer, 0, 2);
   mpx::io::save_checkpoint(path, saved_trainer);
 
-  // Loading into: 6 -> 10 -> 3 -> 3 with AdamW (slots exp_avg, exp_avg_sq instead of momentum_buffer).
-  mpx::nn::Sequential model{mpx::nn::Linear<mpx::fp32, mpx::nn::Activation::ReLU>(features, 10),
-                            mpx::nn::Linear<mpx::fp32>(10, classes),
-                            mpx::nn::Linear<mpx::fp32>(classes, classes)};
-  model.initialize(2);
-  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
-  mpx::optim::AdamW optimizer(model, {.lr = 0.01});
+  // Loading into: 6 -> 10 -> 3, also with SGD momentum (so that its state is checked too).
+  const auto narrower_model = [] {
+    return mpx::nn::Sequential{mpx::nn::Linear<mpx::fp32, mpx::nn::Activation::ReLU>(features, 10),
+                               mpx::nn::Linear<mpx::fp32>(10, classes)};
+  };
+  auto model = narrower_model();
+  mpx::optim::SGD optimizer(model, {.lr = 0.01, .momentum = 0.5});
   mpx::Trainer trainer(model, loss, optimizer);
   train(trainer, 0, 1);
   const auto before = state_bytes(model);
@@ -264,23 +273,42 @@ TEST_CASE(
     const std::string message = e.what();
     CAPTURE(message);
     CHECK_THAT(message, Contains(path.string()));
-    CHECK_THAT(message, Contains("nothing was loaded"));
+    CHECK_THAT(message, Contains("(10 problems); nothing was loaded"));
     CHECK_THAT(message,
                Contains("tensor \"layers.0.weight\" has shape [12, 6] in the file, [10, 6] in the model"));
-    CHECK_THAT(message, Contains("tensor \"layers.0.bias\" has shape [12] in the file, [10] in the model"));
+    CHECK_THAT(message, Contains("missing tensor \"layers.0.bias\" of shape [10]"));
     CHECK_THAT(message,
                Contains("tensor \"layers.1.weight\" has shape [3, 12] in the file, [3, 10] in the model"));
-    CHECK_THAT(message, Contains("missing tensor \"layers.2.weight\" of shape [3, 3]"));
-    CHECK_THAT(message, Contains("missing tensor \"layers.2.bias\""));
-    CHECK_THAT(message, Contains("missing tensor \"optimizer.layers.0.weight.exp_avg\""));
-    CHECK_THAT(message, Contains("missing tensor \"optimizer.layers.1.bias.exp_avg_sq\""));
-    CHECK_THAT(message, Contains("unexpected tensor \"optimizer.layers.0.weight.momentum_buffer\""));
-    CHECK_THAT(message, Contains("unexpected tensor \"optimizer.layers.1.bias.momentum_buffer\""));
+    CHECK_THAT(message,
+               Contains("tensor \"optimizer.layers.0.weight.momentum_buffer\" has shape [12, 6] in the "
+                        "file, [10, 6] in the model"));
+    CHECK_THAT(message, Contains("missing tensor \"optimizer.layers.0.bias.momentum_buffer\" of shape [10]"));
+    CHECK_THAT(message, Contains("unexpected tensor \"layers.2.weight\" of shape [3, 3] (not in the model)"));
+    CHECK_THAT(message, Contains("unexpected tensor \"layers.2.bias\""));
+    CHECK_THAT(message,
+               Contains("unexpected tensor \"optimizer.layers.2.weight.momentum_buffer\" of shape [3, 3] "
+                        "(not in the model or its optimizer's state)"));
   }
   CHECK(state_bytes(model) == before);
   CHECK(trainer.steps() == 1);
   CHECK(optimizer.steps() == 1);
   CHECK(optimizer.options().lr == 0.01);
+
+  // Another optimizer's state is not read, so not checked: only the weights' problems are listed.
+  auto adamw_model = narrower_model();
+  mpx::optim::AdamW adamw_optimizer(adamw_model, {.lr = 0.01});
+  mpx::Trainer adamw_trainer(adamw_model, loss, adamw_optimizer);
+  const auto adamw_before = state_bytes(adamw_model);
+  try {
+    (void)mpx::io::load_checkpoint(path, adamw_trainer);
+    FAIL("load_checkpoint accepted a checkpoint of another architecture");
+  } catch (const mpx::io_error& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK_THAT(message, Contains("(5 problems)"));
+    CHECK_THAT(message, !Contains("optimizer."));
+  }
+  CHECK(state_bytes(adamw_model) == adamw_before);
   std::filesystem::remove(path);
 }
 

@@ -2,22 +2,26 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief `save_checkpoint` / `load_checkpoint`: a whole training state in one safetensors file,
-/// written atomically, loaded all-or-nothing.
+/// @brief Checkpoints and weight files: `save_checkpoint` / `load_checkpoint` keep a whole training
+/// state in one safetensors file, written atomically, loaded all-or-nothing; `save_weights` /
+/// `load_weights` keep only the master weights, for a bare model of any precision.
 ///
 /// Tensors (see docs/checkpoints.md):
 /// - `<parameter>`: the master weights under `Model::for_each_parameter`'s names ("layers.0.weight"),
 ///   as F32 (F64 for fp64 masters; fp16/bf16 masters are widened to F32, which is exact);
-/// - `optimizer.<parameter>.<slot>`: each allocated optimizer state slot under PyTorch's name
-///   (`momentum_buffer` for SGD, `exp_avg` and `exp_avg_sq` for AdamW), in the gradient type.
+/// - `optimizer.<parameter>.<slot>` (checkpoints only): each allocated optimizer state slot under
+///   PyTorch's name (`momentum_buffer` for SGD, `exp_avg` and `exp_avg_sq` for AdamW), in the
+///   gradient type.
 ///
-/// `__metadata__` (all strings): `mpx.format` = "mpx.checkpoint", `mpx.format_version` = "1",
-/// `precision`, `step`, `optimizer`, `optimizer.steps`, `optimizer.lr`, `optimizer.rounding_seed`
-/// (the seed of stochastic updates of fp16/bf16 masters), `scaler.policy` and
-/// `scaler.<field>` for the nine fields of `LossScalerState`, plus whatever the caller adds
-/// (for instance `batcher_state`'s `data.*` keys). Numbers are written so that they read back exactly
-/// (shortest round-trip decimal).
+/// `__metadata__` (all strings): `mpx.format` = "mpx.checkpoint" (or "mpx.weights"),
+/// `mpx.format_version` = "1", `precision`, `model` (the model's layers as JSON, see
+/// io/model_json.hpp; written when the model can describe itself), and in checkpoints `step`,
+/// `optimizer`, `optimizer.steps`, `optimizer.lr`, `optimizer.rounding_seed` (the seed of
+/// stochastic updates of fp16/bf16 masters), `scaler.policy` and `scaler.<field>` for the nine fields
+/// of `LossScalerState`, plus whatever the caller adds (for instance `batcher_state`'s `data.*` keys).
+/// Numbers are written so that they read back exactly (shortest round-trip decimal).
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstddef>
@@ -35,7 +39,10 @@
 
 #include "mpx/data/batcher.hpp"
 #include "mpx/error.hpp"
+#include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"
+#include "mpx/log.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/optim/adamw.hpp"
@@ -71,18 +78,36 @@ struct optimizer_state_names<optim::AdamW<Model>> {
 inline constexpr std::string_view checkpoint_format = "mpx.checkpoint";
 /// @brief The value of checkpoint metadata key `mpx.format_version`.
 inline constexpr std::string_view checkpoint_format_version = "1";
+/// @brief The value of metadata key `mpx.format` in a file `save_weights` wrote (its
+/// `mpx.format_version` is `checkpoint_format_version`).
+inline constexpr std::string_view weights_format = "mpx.weights";
+
+/// @brief What `load_checkpoint` loaded besides the weights, the step count and the metadata.
+struct LoadedCheckpoint {
+  /// @brief The file's metadata, so that the caller can restore its own keys (e.g. with
+  /// `restore_batcher`).
+  Metadata metadata;
+  /// @brief Whether the optimizer's state (its slots, update count, learning rate and rounding
+  /// seed) came from the file. False when the file was saved with another optimizer, or with a
+  /// setting that changes which state it keeps (SGD with momentum and without); the optimizer then
+  /// starts from its initial state.
+  bool optimizer_restored = true;
+  /// @brief Why the optimizer state was not restored, naming both optimizers (the message also
+  /// logged through `mpx::log` as a warning); empty when it was restored.
+  std::string optimizer_warning;
+  /// @brief Whether the loss scaler's state came from the file (it does when the file's
+  /// `scaler.policy` is the trainer's).
+  bool scaler_restored = true;
+};
 
 namespace detail {
 
 using mpx::detail::concat;
 
-/// Shortest decimal that reads back to the same value (integers and floating point).
+/// Shortest decimal that reads back to the same value (integers and finite floating point).
 template <class T>
 [[nodiscard]] std::string format_exact(T value) {
-  std::array<char, 64> buffer{};
-  const auto [end, status] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  (void)status;  // 64 characters hold any int64 or double
-  return std::string(buffer.data(), end);
+  return json::number(value);
 }
 
 /// Parses what `format_exact` wrote; false for anything else (including trailing characters).
@@ -191,8 +216,8 @@ void for_each_scaler_field(LossScalerState& s, F&& f) {
 
 /// Keys mpx writes itself; a caller's extra metadata may not use them.
 [[nodiscard]] inline bool is_reserved_key(std::string_view key) {
-  return key == "mpx.format" || key == "mpx.format_version" || key == "precision" || key == "step" ||
-         key == "optimizer" || key.starts_with("optimizer.") || key.starts_with("scaler.");
+  return key == "mpx.format" || key == "mpx.format_version" || key == "precision" || key == "model" ||
+         key == "step" || key == "optimizer" || key.starts_with("optimizer.") || key.starts_with("scaler.");
 }
 
 /// Copies tensor `entry` of `file` into `tensor`, converting to its element type.
@@ -201,11 +226,121 @@ void convert_into_tensor(const SafetensorsFile& file, const TensorEntry& entry, 
   convert_into(entry.dtype, file.data(entry), tensor.data(), static_cast<std::size_t>(tensor.numel()));
 }
 
+/// The metadata every mpx file starts with: `extra` (which may not use a reserved key; `caller`
+/// names the function in the message), the format, the precision and the model's description.
+template <class Model>
+[[nodiscard]] Metadata file_metadata(const char* caller, std::string_view format, const Model& model,
+                                     const Metadata& extra) {
+  Metadata metadata;
+  for (const auto& [key, value] : extra) {
+    if (is_reserved_key(key)) {
+      throw invalid_argument(
+          concat(caller, ": extra metadata key \"", key, "\" is reserved for mpx's own fields"));
+    }
+    metadata.emplace(key, value);
+  }
+  metadata["mpx.format"] = format;
+  metadata["mpx.format_version"] = checkpoint_format_version;
+  metadata["precision"] = Model::precision::name;
+  if constexpr (nn::DescribableModel<Model>) metadata["model"] = model_json(model);
+  return metadata;
+}
+
+/// Appends `model`'s master weights to `tensors`, under their parameter names; 16-bit masters are
+/// widened to fp32 into `widened`, which must outlive the write.
+template <class Model>
+void append_master_weights(Model& model, std::vector<TensorToWrite>& tensors,
+                           std::vector<std::vector<float>>& widened) {
+  model.for_each_parameter([&](std::string_view name, auto& p) {
+    using Master = typename std::remove_cvref_t<decltype(p)>::master_element;
+    static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(p.master())>::device_type, Host>,
+                  "mpx::io: checkpoints and weight files are saved from and loaded into host tensors");
+    const std::vector<std::int64_t> shape = extents_of(p.shape());
+    if constexpr (std::is_same_v<Master, float> || std::is_same_v<Master, double>) {
+      tensors.push_back({std::string(name), saved_dtype<Master>, shape, std::as_bytes(p.master().values())});
+    } else {
+      auto& wide = widened.emplace_back(static_cast<std::size_t>(p.master().numel()));
+      for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(p.master().values()[i]);
+      tensors.push_back({std::string(name), Dtype::F32, shape, std::as_bytes(std::span<const float>(wide))});
+    }
+  });
+}
+
+/// Checks that tensor `name` is in `file`, floating point and of `shape`; records it in `expected`.
+inline void check_tensor(const SafetensorsFile& file, const std::string& name,
+                         const std::vector<std::int64_t>& shape, std::vector<std::string>& expected,
+                         std::vector<std::string>& problems) {
+  expected.push_back(name);
+  const TensorEntry* entry = file.find(name);
+  if (entry == nullptr) {
+    problems.push_back(concat("missing tensor \"", name, "\" of shape ", shape_text(shape)));
+    return;
+  }
+  if (!is_floating(entry->dtype)) {
+    problems.push_back(concat("tensor \"", name, "\" has dtype ", dtype_name(entry->dtype),
+                              ", expected a floating-point dtype (F32, F64, F16 or BF16)"));
+  }
+  if (!std::equal(shape.begin(), shape.end(), entry->shape.begin(), entry->shape.end())) {
+    problems.push_back(concat("tensor \"", name, "\" has shape ", shape_text(entry->shape), " in the file, ",
+                              shape_text(shape), " in the model"));
+  }
+}
+
+/// Checks every parameter of `model` with `check_tensor`.
+template <class Model>
+void check_master_weights(const SafetensorsFile& file, Model& model, std::vector<std::string>& expected,
+                          std::vector<std::string>& problems) {
+  model.for_each_parameter([&](std::string_view name, auto& p) {
+    check_tensor(file, std::string(name), extents_of(p.shape()), expected, problems);
+  });
+}
+
+/// Adds a problem for each tensor of `file` not in `expected`, except those `ignored(name)` accepts.
+template <class Ignored>
+void check_unexpected(const SafetensorsFile& file, const std::vector<std::string>& expected, Ignored ignored,
+                      std::vector<std::string>& problems) {
+  for (const auto& [name, entry] : file.tensors()) {
+    if (std::find(expected.begin(), expected.end(), name) != expected.end() || ignored(name)) continue;
+    problems.push_back(concat("unexpected tensor \"", name, "\" of shape ", shape_text(entry.shape),
+                              " (not in the model",
+                              name.starts_with("optimizer.") ? " or its optimizer's state" : "", ")"));
+  }
+}
+
+/// Throws one `io_error` listing every problem, unless there are none.
+inline void throw_if_problems(const char* caller, const std::filesystem::path& path, const char* target,
+                              const std::vector<std::string>& problems) {
+  if (problems.empty()) return;
+  std::string message =
+      concat(caller, ": \"", path.string(), "\" does not fit ", target, " (", problems.size(),
+             problems.size() == 1 ? " problem" : " problems", "); nothing was loaded:");
+  for (const std::string& problem : problems) message.append("\n  - ").append(problem);
+  throw io_error(message);
+}
+
+/// Copies the file's master weights into `model` (checked by `check_master_weights` first) and
+/// refreshes the compute copies.
+template <class Model>
+void load_master_weights(const SafetensorsFile& file, Model& model) {
+  model.for_each_parameter([&](std::string_view name, auto& p) {
+    convert_into_tensor(file, *file.find(name), p.master());
+    p.refresh_compute_copy();
+  });
+}
+
+/// "exp_avg, exp_avg_sq", or "no state".
+inline std::string slot_list(const std::vector<std::string>& slots) {
+  if (slots.empty()) return "no state";
+  std::string out = "state ";
+  for (std::size_t i = 0; i < slots.size(); ++i) out.append(i == 0 ? "" : ", ").append(slots[i]);
+  return out;
+}
+
 }  // namespace detail
 
 /// @brief Saves the training state of `trainer` (model weights, optimizer state and settings, loss
-/// scaler, step count) and `extra` metadata to `path`, atomically: the file is either the previous
-/// one or the new one, never a mix, whatever happens (crash, kill, full disk).
+/// scaler, step count), the model's description and `extra` metadata to `path`, atomically: the file
+/// is either the previous one or the new one, never a mix, whatever happens (crash, kill, full disk).
 ///
 /// @code
 /// mpx::io::save_checkpoint("run.safetensors", trainer, mpx::io::batcher_state(batcher));
@@ -216,17 +351,8 @@ template <class Model, class Loss, class Optimizer, class Scaling>
 void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Optimizer, Scaling>& trainer,
                      const Metadata& extra = {}) {
   using Names = optimizer_state_names<Optimizer>;
-  Metadata metadata;
-  for (const auto& [key, value] : extra) {
-    if (detail::is_reserved_key(key)) {
-      throw invalid_argument(mpx::detail::concat("mpx::io::save_checkpoint: extra metadata key \"", key,
-                                                 "\" is reserved for mpx's own fields"));
-    }
-    metadata.emplace(key, value);
-  }
-  metadata["mpx.format"] = checkpoint_format;
-  metadata["mpx.format_version"] = checkpoint_format_version;
-  metadata["precision"] = Model::precision::name;
+  Metadata metadata =
+      detail::file_metadata("mpx::io::save_checkpoint", checkpoint_format, trainer.model(), extra);
   metadata["step"] = detail::format_exact(trainer.steps());
   metadata["optimizer"] = Names::optimizer;
   metadata["optimizer.steps"] = detail::format_exact(trainer.optimizer().steps());
@@ -239,35 +365,22 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
 
   std::vector<TensorToWrite> tensors;
   std::vector<std::vector<float>> widened;  // 16-bit masters, widened to fp32
-  std::vector<TensorToWrite> states;
+  detail::append_master_weights(trainer.model(), tensors, widened);
   trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
-    using Master = typename std::remove_cvref_t<decltype(p)>::master_element;
     using Grad = typename std::remove_cvref_t<decltype(p)>::grad_element;
-    static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(p.master())>::device_type, Host>,
-                  "mpx::io::save_checkpoint: checkpoints are saved from host tensors");
-    const std::vector<std::int64_t> shape = detail::extents_of(p.shape());
-    if constexpr (std::is_same_v<Master, float> || std::is_same_v<Master, double>) {
-      tensors.push_back(
-          {std::string(name), detail::saved_dtype<Master>, shape, std::as_bytes(p.master().values())});
-    } else {
-      auto& wide = widened.emplace_back(static_cast<std::size_t>(p.master().numel()));
-      for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(p.master().values()[i]);
-      tensors.push_back({std::string(name), Dtype::F32, shape, std::as_bytes(std::span<const float>(wide))});
-    }
     for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
       if (!p.has_state(static_cast<int>(slot))) continue;
       std::string state_name = "optimizer.";
       state_name.append(name).append(".").append(Names::slots[slot]);
-      states.push_back({std::move(state_name), detail::saved_dtype<Grad>, shape,
-                        std::as_bytes(std::span<const Grad>(p.state(static_cast<int>(slot)).values()))});
+      tensors.push_back({std::move(state_name), detail::saved_dtype<Grad>, detail::extents_of(p.shape()),
+                         std::as_bytes(std::span<const Grad>(p.state(static_cast<int>(slot)).values()))});
     }
   });
-  tensors.insert(tensors.end(), states.begin(), states.end());
   save_safetensors(path, tensors, metadata);
 }
 
-/// @brief Loads a checkpoint written by `save_checkpoint` into `trainer` and returns its metadata
-/// (so that the caller can restore its own keys, e.g. with `restore_batcher`).
+/// @brief Loads a checkpoint written by `save_checkpoint` into `trainer`; returns the file's
+/// metadata and what of the optimizer and scaler state was restored.
 ///
 /// Everything is validated before anything changes: a file that is corrupt, or that does not fit the
 /// model — missing, unexpected, wrongly shaped or non-floating tensors, unreadable metadata, an
@@ -279,9 +392,16 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
 /// the file's `scaler.policy` is the trainer's; otherwise the trainer keeps its fresh scaler (an fp16
 /// run resumed from bf16 starts dynamic scaling at its initial scale, not at bf16's 1).
 /// The optimizer's hyper-parameters other than lr come from the optimizer as constructed.
+///
+/// A checkpoint saved with another optimizer (AdamW, loaded with SGD), or with a setting that
+/// changes which state the optimizer keeps (SGD with momentum, loaded into SGD without), still loads
+/// the weights, the step count and the scaler: the optimizer then starts from its initial state
+/// (state zero, update count 0, its own learning rate and rounding seed), the file's optimizer
+/// tensors are ignored, and a warning naming both optimizers goes to `mpx::log` and into the
+/// result's `optimizer_warning`.
 template <class Model, class Loss, class Optimizer, class Scaling>
-Metadata load_checkpoint(const std::filesystem::path& path,
-                         Trainer<Model, Loss, Optimizer, Scaling>& trainer) {
+LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
+                                 Trainer<Model, Loss, Optimizer, Scaling>& trainer) {
   using Names = optimizer_state_names<Optimizer>;
   using mpx::detail::concat;
   const SafetensorsFile file = load_safetensors(path);
@@ -307,13 +427,40 @@ Metadata load_checkpoint(const std::filesystem::path& path,
   if (step < 0) problems.push_back(concat("metadata \"step\" = ", step, " is negative"));
   if (optimizer_steps < 0)
     problems.push_back(concat("metadata \"optimizer.steps\" = ", optimizer_steps, " is negative"));
-  auto optimizer_options = trainer.optimizer().options();
-  optimizer_options.lr = lr;
-  try {
-    Optimizer::validate(optimizer_options);
-  } catch (const invalid_argument& e) {
-    problems.push_back(concat("metadata \"optimizer.lr\": ", e.what()));
+  const auto saved_optimizer = metadata.find("optimizer");
+  if (saved_optimizer == metadata.end()) problems.push_back("metadata \"optimizer\" is missing");
+
+  // ---- optimizer: restored when the file's is of the same kind and keeps the same state slots ----
+  std::vector<std::string> own_slots;  // the slots this optimizer keeps, in its order
+  for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
+    bool kept = false;
+    trainer.model().for_each_parameter(
+        [&](std::string_view, auto& p) { kept = kept || p.has_state(static_cast<int>(slot)); });
+    if (kept) own_slots.emplace_back(Names::slots[slot]);
   }
+  std::vector<std::string> saved_slots;  // the slot names of the file's optimizer.<parameter>.<slot>
+  for (const auto& [name, entry] : file.tensors()) {
+    if (!name.starts_with("optimizer.")) continue;
+    std::string slot = name.substr(name.rfind('.') + 1);
+    if (std::find(saved_slots.begin(), saved_slots.end(), slot) == saved_slots.end())
+      saved_slots.push_back(std::move(slot));
+  }
+  const std::string saved_name = saved_optimizer == metadata.end() ? "?" : saved_optimizer->second;
+  const bool same_kind = saved_name == Names::optimizer;
+  const bool same_slots =
+      std::is_permutation(own_slots.begin(), own_slots.end(), saved_slots.begin(), saved_slots.end());
+  const bool restore_optimizer = same_kind && same_slots;
+  if (restore_optimizer) {
+    auto optimizer_options = trainer.optimizer().options();
+    optimizer_options.lr = lr;
+    try {
+      Optimizer::validate(optimizer_options);
+    } catch (const invalid_argument& e) {
+      problems.push_back(concat("metadata \"optimizer.lr\": ", e.what()));
+    }
+  }
+
+  // ---- scaler ----
   const auto policy = metadata.find("scaler.policy");
   const bool restore_scaler = policy != metadata.end() && policy->second == Scaling::name;
   LossScalerState scaler_state;
@@ -331,64 +478,127 @@ Metadata load_checkpoint(const std::filesystem::path& path,
 
   // ---- tensors: every expected one present, floating, of the model's shape; nothing else ----
   std::vector<std::string> expected;
-  trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
-    const std::vector<std::int64_t> shape = detail::extents_of(p.shape());
-    const auto check = [&](const std::string& tensor_name) {
-      expected.push_back(tensor_name);
-      const TensorEntry* entry = file.find(tensor_name);
-      if (entry == nullptr) {
-        problems.push_back(
-            concat("missing tensor \"", tensor_name, "\" of shape ", detail::shape_text(shape)));
-        return;
+  detail::check_master_weights(file, trainer.model(), expected, problems);
+  if (restore_optimizer) {
+    trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
+      for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
+        if (!p.has_state(static_cast<int>(slot))) continue;
+        std::string state_name = "optimizer.";
+        state_name.append(name).append(".").append(Names::slots[slot]);
+        detail::check_tensor(file, state_name, detail::extents_of(p.shape()), expected, problems);
       }
-      if (!detail::is_floating(entry->dtype)) {
-        problems.push_back(concat("tensor \"", tensor_name, "\" has dtype ", dtype_name(entry->dtype),
-                                  ", expected a floating-point dtype (F32, F64, F16 or BF16)"));
-      }
-      if (!std::equal(shape.begin(), shape.end(), entry->shape.begin(), entry->shape.end())) {
-        problems.push_back(concat("tensor \"", tensor_name, "\" has shape ", detail::shape_text(entry->shape),
-                                  " in the file, ", detail::shape_text(shape), " in the model"));
-      }
-    };
-    check(std::string(name));
-    for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
-      if (!p.has_state(static_cast<int>(slot))) continue;
-      std::string state_name = "optimizer.";
-      check(state_name.append(name).append(".").append(Names::slots[slot]));
-    }
-  });
-  for (const auto& [name, entry] : file.tensors()) {
-    if (std::find(expected.begin(), expected.end(), name) == expected.end()) {
-      problems.push_back(concat("unexpected tensor \"", name, "\" of shape ", detail::shape_text(entry.shape),
-                                " (not in the model",
-                                name.starts_with("optimizer.") ? " or its optimizer's state" : "", ")"));
-    }
+    });
   }
-  if (!problems.empty()) {
-    std::string message =
-        concat("mpx::io::load_checkpoint: \"", path.string(), "\" does not fit this trainer (",
-               problems.size(), problems.size() == 1 ? " problem" : " problems", "); nothing was loaded:");
-    for (const std::string& problem : problems) message.append("\n  - ").append(problem);
-    throw io_error(message);
-  }
+  // The state of an optimizer that is not restored is not read, so not checked either.
+  detail::check_unexpected(
+      file, expected,
+      [&](const std::string& name) { return !restore_optimizer && name.starts_with("optimizer."); },
+      problems);
+  detail::throw_if_problems("mpx::io::load_checkpoint", path, "this trainer", problems);
 
   // ---- commit: nothing below can fail (every target tensor exists and has the right size) ----
-  trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
-    const TensorEntry& weights = *file.find(name);
-    detail::convert_into_tensor(file, weights, p.master());
-    p.refresh_compute_copy();
-    for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
-      if (!p.has_state(static_cast<int>(slot))) continue;
-      std::string state_name = "optimizer.";
-      state_name.append(name).append(".").append(Names::slots[slot]);
-      detail::convert_into_tensor(file, *file.find(state_name), p.state(static_cast<int>(slot)));
-    }
-  });
-  trainer.optimizer().set_lr(lr);
-  trainer.optimizer().set_rounding_seed(rounding_seed);
-  trainer.optimizer().set_steps(optimizer_steps);
+  detail::load_master_weights(file, trainer.model());
+  LoadedCheckpoint loaded;
+  loaded.metadata = metadata;
+  loaded.scaler_restored = restore_scaler;
+  if (restore_optimizer) {
+    trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
+      for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
+        if (!p.has_state(static_cast<int>(slot))) continue;
+        std::string state_name = "optimizer.";
+        state_name.append(name).append(".").append(Names::slots[slot]);
+        detail::convert_into_tensor(file, *file.find(state_name), p.state(static_cast<int>(slot)));
+      }
+    });
+    trainer.optimizer().set_lr(lr);
+    trainer.optimizer().set_rounding_seed(rounding_seed);
+    trainer.optimizer().set_steps(optimizer_steps);
+  } else {
+    // The optimizer starts over, as constructed: its state belonged to other weights.
+    trainer.model().for_each_parameter([&](std::string_view, auto& p) {
+      for (int slot = 0; slot < static_cast<int>(Names::slots.size()); ++slot) {
+        if (p.has_state(slot)) p.state(slot).set_zero();
+      }
+    });
+    trainer.optimizer().set_steps(0);
+    loaded.optimizer_restored = false;
+    loaded.optimizer_warning = concat(
+        "mpx::io::load_checkpoint: \"", path.string(), "\": the optimizer state was not restored: ",
+        same_kind ? concat("the checkpoint's ", saved_name, " keeps ", detail::slot_list(saved_slots),
+                           ", this trainer's ", Names::optimizer, " keeps ", detail::slot_list(own_slots),
+                           " (a setting that changes its state, such as SGD's momentum, differs)")
+                  : concat("the checkpoint was saved with optimizer ", saved_name, " (",
+                           detail::slot_list(saved_slots), "), this trainer's optimizer is ",
+                           Names::optimizer, " (", detail::slot_list(own_slots), ")"),
+        "; loaded the weights, the step count (", step, ")", restore_scaler ? " and the scaler" : "", "; ",
+        Names::optimizer, " starts from its initial state (update count 0, its own learning rate ",
+        trainer.optimizer().options().lr, ")");
+    mpx::log(LogLevel::Warning, loaded.optimizer_warning);
+  }
   if (restore_scaler) trainer.scaler().load_state(scaler.state());
   trainer.set_steps(step);
+  return loaded;
+}
+
+/// @brief Saves `model`'s master weights (fp32; F64 for fp64 masters), its description and `extra`
+/// metadata to `path`, atomically, as `save_checkpoint` does: no trainer, optimizer or loss needed.
+/// `load_weights` reads the file back into a model of any precision.
+///
+/// @code
+/// mpx::io::save_weights(model, "mlp.safetensors");
+/// @endcode
+/// @throws mpx::invalid_argument when `extra` uses a key mpx writes itself; mpx::io_error when the
+/// file cannot be written (the previous file is then untouched).
+template <class Model>
+void save_weights(Model& model, const std::filesystem::path& path, const Metadata& extra = {}) {
+  const Metadata metadata = detail::file_metadata("mpx::io::save_weights", weights_format, model, extra);
+  std::vector<TensorToWrite> tensors;
+  std::vector<std::vector<float>> widened;  // 16-bit masters, widened to fp32
+  detail::append_master_weights(model, tensors, widened);
+  save_safetensors(path, tensors, metadata);
+}
+
+/// @brief Loads the master weights of a checkpoint (`save_checkpoint`), a weights file
+/// (`save_weights`) or any safetensors file holding the model's parameters under their names into
+/// `model`, whatever precision either was trained in, and returns the file's metadata.
+///
+/// Each parameter's master weights are set (converted to the master type: exact from F32 into fp32
+/// masters, rounded to nearest where narrower) and its compute copy refreshed. A checkpoint's
+/// optimizer state (`optimizer.*` tensors) is ignored; no trainer, optimizer or loss is involved.
+///
+/// Everything is validated before any parameter changes: a corrupt file, missing or unexpected
+/// tensors, a shape that differs from the model's, a non-floating dtype, or an mpx file of another
+/// format or version throws one `mpx::io_error` that names the path and lists every problem with the
+/// tensor and the values, and the model is left exactly as it was.
+/// @code
+/// auto model = mpx::experiment::mlp3<mpx::fp32>(784, 512, 256, 10);  // trained as bf16_mixed
+/// mpx::io::load_weights(model, "run.safetensors");
+/// @endcode
+template <class Model>
+Metadata load_weights(Model& model, const std::filesystem::path& path) {
+  using mpx::detail::concat;
+  const SafetensorsFile file = load_safetensors(path);
+  const Metadata& metadata = file.metadata();
+  std::vector<std::string> problems;
+  // Files without mpx.format come from other tools; mpx's own must be a format this mpx reads.
+  if (const auto format = metadata.find("mpx.format"); format != metadata.end()) {
+    if (format->second != checkpoint_format && format->second != weights_format) {
+      problems.push_back(concat("metadata \"mpx.format\" is \"", format->second, "\", expected \"",
+                                checkpoint_format, "\" or \"", weights_format, "\""));
+    } else if (const auto version = metadata.find("mpx.format_version");
+               version == metadata.end() || version->second != checkpoint_format_version) {
+      problems.push_back(
+          concat("metadata \"mpx.format_version\" is ",
+                 version == metadata.end() ? std::string("missing") : "\"" + version->second + "\"",
+                 "; this mpx reads version ", checkpoint_format_version));
+    }
+  }
+  std::vector<std::string> expected;
+  detail::check_master_weights(file, model, expected, problems);
+  detail::check_unexpected(
+      file, expected, [](const std::string& name) { return name.starts_with("optimizer."); }, problems);
+  detail::throw_if_problems("mpx::io::load_weights", path, "this model", problems);
+  detail::load_master_weights(file, model);
   return metadata;
 }
 

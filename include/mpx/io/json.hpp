@@ -2,17 +2,21 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief A small, strict JSON reader (RFC 8259) and the string escaping a writer needs: enough for
+/// @brief A small, strict JSON reader (RFC 8259) and the string and number text a writer needs: enough for
 /// mpx's own files (experiment records, safetensors headers), with errors that give the byte offset.
 ///
 /// Numbers keep their text, so that integers up to 64 bits and doubles both read back exactly.
 /// Nesting is limited (a hostile file cannot exhaust the stack), duplicate keys are errors, and
 /// strings must be valid UTF-8.
 
+#include <array>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -67,6 +71,20 @@ struct Value {
   }
   out.push_back('"');
   return out;
+}
+
+/// @brief `value` as a JSON number: integers exactly, floating point as the shortest decimal that
+/// reads back to the same value in its own type (1e-05f prints "1e-05"); `null` for inf and NaN,
+/// which JSON cannot hold.
+template <class T>
+requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) [[nodiscard]] std::string number(T value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) return "null";
+  }
+  std::array<char, 64> buffer{};
+  const auto [end, status] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  (void)status;  // 64 characters hold any 64-bit integer or double
+  return std::string(buffer.data(), end);
 }
 
 namespace detail {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "mpx/backend/cpu/backend.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -49,6 +50,8 @@ class ElementwiseActivation {
   void for_each_parameter(F&&) {}
   void initialize(std::uint64_t, std::uint64_t) {}
   void set_label(std::string label) { label_ = std::move(label); }
+  /// @brief No settings: kind and precision (which `describe_layer` adds) say everything.
+  [[nodiscard]] LayerDescription describe() const { return {}; }
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "mpx/backend/cpu/backend.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/numeric/traits.hpp"
 
@@ -41,6 +42,12 @@ class Cast {
     ensure_shape(input_grad_, dy.shape());
     Backend<Device>::template round_into<tag_of_t<From>>(dy, input_grad_);
     return &input_grad_;
+  }
+
+  /// @brief The element types converted between: "from" and "to" ("bf16", "fp32", ...).
+  [[nodiscard]] LayerDescription describe() const {
+    return {{"from", std::string(numeric_traits<tag_of_t<From>>::name)},
+            {"to", std::string(numeric_traits<tag_of_t<To>>::name)}};
   }
 
   /// @brief No parameters.

@@ -52,6 +52,17 @@ concept Layer = requires(L& layer, const Tensor<typename L::input_type, typename
 /// @brief The activation a `Linear` applies through its GEMM epilogue.
 enum class Activation { None, ReLU, GELU };
 
+/// @brief "None", "ReLU" or "GELU", as layer descriptions and messages spell the activation (GELU is
+/// the tanh approximation: PyTorch's `GELU(approximate="tanh")`).
+[[nodiscard]] constexpr std::string_view activation_name(Activation activation) noexcept {
+  switch (activation) {
+    case Activation::ReLU: return "ReLU";
+    case Activation::GELU: return "GELU";
+    case Activation::None: break;
+  }
+  return "None";
+}
+
 /// @brief How a weight is initialised.
 enum class Init {
   KaimingUniform,  ///< U(-b, b), b = sqrt(6 / fan_in): He et al., for ReLU-family activations

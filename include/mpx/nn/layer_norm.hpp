@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "mpx/backend/cpu/backend.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/policy/precision.hpp"
@@ -91,6 +92,13 @@ class LayerNorm {
   void for_each_parameter(F&& f) {
     f(std::string_view("weight"), gamma_);
     f(std::string_view("bias"), beta_);
+  }
+
+  /// @brief The settings another tool needs to rebuild the layer, under `torch.nn.LayerNorm`'s
+  /// names: normalized_shape (the feature count), eps, and bias (always true: gamma and beta are
+  /// learned).
+  [[nodiscard]] LayerDescription describe() const {
+    return {{"normalized_shape", features_}, {"eps", epsilon_}, {"bias", true}};
   }
 
   /// @brief Names the layer in messages.

@@ -12,6 +12,7 @@
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/policy/precision.hpp"
@@ -154,6 +155,15 @@ class Linear {
   void set_label(std::string label) { label_ = std::move(label); }
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
+
+  /// @brief The settings another tool needs to rebuild the layer, under `torch.nn.Linear`'s names:
+  /// in_features, out_features, bias, and the fused activation ("None", "ReLU" or "GELU").
+  [[nodiscard]] LayerDescription describe() const {
+    return {{"in_features", in_features_},
+            {"out_features", out_features_},
+            {"bias", bias_.has_value()},
+            {"activation", std::string(activation_name(A))}};
+  }
 
   /// @brief Input width.
   [[nodiscard]] std::int64_t in_features() const noexcept { return in_features_; }

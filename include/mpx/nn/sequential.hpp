@@ -12,11 +12,13 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <boost/hana/at.hpp>
 #include <boost/hana/tuple.hpp>
 
 #include "mpx/nn/cast.hpp"
+#include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 
 namespace mpx::nn {
@@ -107,6 +109,8 @@ class Sequential {
  public:
   /// @brief Number of layers.
   static constexpr std::size_t size = sizeof...(Layers);
+  /// @brief The model's kind in descriptions (`describe`, checkpoints' `model` metadata).
+  static constexpr std::string_view kind = "Sequential";
   /// @brief Device the layers run on.
   using device_type = typename layer_at<0>::device_type;
   /// @brief Element type of the first layer's input.
@@ -193,6 +197,17 @@ class Sequential {
   template <std::size_t I>
   [[nodiscard]] auto& layer() noexcept {
     return boost::hana::at_c<I>(layers_);
+  }
+
+  /// @brief Each layer's `describe_layer` in order: element I describes "layers.I" (the casts
+  /// Sequential inserts are not listed; the layers' precisions imply them). `io::model_json` turns
+  /// it into the JSON that checkpoints carry.
+  [[nodiscard]] std::vector<LayerDescription> describe() const {
+    std::vector<LayerDescription> descriptions;
+    descriptions.reserve(size);
+    for_each_index(
+        [&]<std::size_t I>() { descriptions.push_back(describe_layer(boost::hana::at_c<I>(layers_))); });
+    return descriptions;
   }
 
  private:
