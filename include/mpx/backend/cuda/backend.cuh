@@ -26,10 +26,11 @@
 #include "mpx/backend/cuda/activation.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/gemm.hpp"
+#include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
 #include "mpx/backend/cuda/gradient.cuh"
-#include "mpx/backend/cuda/layer_norm.cuh"
 #include "mpx/backend/cuda/graph.hpp"
 #include "mpx/backend/cuda/launch.cuh"
+#include "mpx/backend/cuda/layer_norm.cuh"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/mse_loss.cuh"
 #include "mpx/backend/cuda/optimizer.cuh"

@@ -15,8 +15,10 @@
 /// DGELU_BGRAD, BGRADA/B). DRelu/DReluBGrad always run unfused: cuBLASLt's DRELU reads the bit mask
 /// RELU_AUX writes, whereas mpx's aux is the pre-activation. When the heuristic returns no algorithm
 /// for a fused epilogue (a type or alignment it does not support), the call runs a plain GEMM into an
-/// fp32 (fp64) buffer and a kernel that applies the epilogue; that kernel needs nvcc, so a translation
-/// unit compiled by the host compiler throws `mpx::error` on that path instead.
+/// fp32 (fp64) buffer and a kernel that applies the epilogue. Those kernels are CUDA code
+/// (gemm_epilogue.cuh), reached through launcher pointers that any nvcc translation unit including
+/// <mpx/cuda.hpp> sets, so `gemm` has one body under every compiler; in a program with no such unit
+/// that path throws `mpx::error`.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA
@@ -41,10 +43,6 @@
 #include "mpx/error.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/tensor.hpp"
-
-#if defined(__CUDACC__)
-#include "mpx/backend/cuda/gemm_epilogue.cuh"
-#endif
 
 namespace mpx::cuda {
 
@@ -265,6 +263,46 @@ inline bool run_matmul(const MatmulCall& call, const GemmShape& g, CudaContext& 
   return true;
 }
 
+// The unfused path's kernel launchers. They are CUDA code, which only nvcc can compile, while
+// `gemm` must have one body whichever compiler includes this header (a second body of the same
+// inline function would break the one-definition rule). So the body calls them through these
+// pointers, constant-initialised to null and set during static initialisation by
+// gemm_epilogue.cuh, which every nvcc translation unit including <mpx/cuda.hpp> reaches. The
+// signatures are those of `launch_apply_epilogue` and `launch_reduce_operand` there.
+template <class Acc, class DT>
+struct UnfusedEpilogue {
+  using Launch = void (*)(const Acc* t, const DT* c, Acc beta, DT* d, const DT* bias, DT* aux, Acc* bias_grad,
+                          Epilogue epilogue, std::int64_t m, std::int64_t n, cudaStream_t stream);
+  static inline Launch launch = nullptr;
+};
+template <class Acc, class ST, bool Tf32>
+struct UnfusedOperandReduction {
+  using Launch = void (*)(const ST* x, Acc* out, std::int64_t count_i, std::int64_t count_j,
+                          std::int64_t stride_i, std::int64_t stride_j, cudaStream_t stream);
+  static inline Launch launch = nullptr;
+};
+
+// The launchers `gemm<Compute, TD>` calls: the epilogue writes D's device type; the reduction reads
+// A and B's, rounded to TF32 first for TF32.
+template <NumericTag Compute, Element TD>
+using UnfusedEpilogueFor = UnfusedEpilogue<math_t<Compute>, typename cuda_traits<tag_of_t<TD>>::device_type>;
+template <NumericTag Compute>
+using UnfusedOperandReductionFor =
+    UnfusedOperandReduction<math_t<Compute>, typename cuda_traits<Compute>::device_type,
+                            std::is_same_v<Compute, TF32>>;
+
+// `launch`, or an mpx::error saying why the unfused path cannot run in this program.
+template <class Launch>
+Launch unfused_launcher(Launch launch, const char* where, Epilogue epilogue, const GemmShape& g) {
+  if (launch == nullptr) {
+    throw error(mpx::detail::concat(
+        where, ": epilogue ", to_string(epilogue), " for M=", g.m, " N=", g.n, " K=", g.k,
+        " needs the unfused path (no fused cuBLASLt kernel), which is CUDA code: compile a translation unit ",
+        "of this program that includes <mpx/cuda.hpp> with nvcc"));
+  }
+  return launch;
+}
+
 }  // namespace detail
 
 /// @brief Frees this thread's cached cuBLASLt descriptors, layouts and algorithms.
@@ -290,8 +328,7 @@ inline void clear_gemm_cache() noexcept {
 template <NumericTag Compute, Element TD>
 void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Compute>, Cuda>& b,
           Tensor<TD, Cuda>& d, const GemmConfig& config,
-          const GemmOperands<TD, math_t<Compute>>& operands = {},
-          CudaContext& context = cuda_context()) {
+          const GemmOperands<TD, math_t<Compute>>& operands = {}, CudaContext& context = cuda_context()) {
   using Acc = math_t<Compute>;
   static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
                 "mpx::cuda::gemm<Compute>: D must hold the compute type or the accumulate type "
@@ -360,12 +397,22 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
                                          " K=", g.k, " (A ", a.shape(), ", B ", b.shape(), ")"));
   }
 
-#if defined(__CUDACC__)
+  // The unfused path: look its kernels up first, so that a program without them fails before work.
   using DT = typename cuda_traits<tag_of_t<TD>>::device_type;
-  const Acc zero = 0;
-  const cudaStream_t stream = context.stream();
+  using ST = typename cuda_traits<Compute>::device_type;
   const bool elementwise =
       epilogue != Epilogue::Default && epilogue != Epilogue::BGradA && epilogue != Epilogue::BGradB;
+  const bool operand_bias_grad = epilogue == Epilogue::BGradA || epilogue == Epilogue::BGradB;
+  const auto apply_epilogue =
+      elementwise || g.k == 0
+          ? detail::unfused_launcher(detail::UnfusedEpilogueFor<Compute, TD>::launch, where, epilogue, g)
+          : nullptr;
+  const auto reduce_operand =
+      operand_bias_grad
+          ? detail::unfused_launcher(detail::UnfusedOperandReductionFor<Compute>::launch, where, epilogue, g)
+          : nullptr;
+  const Acc zero = 0;
+  const cudaStream_t stream = context.stream();
   if (!elementwise) {
     // D = alpha op(A) op(B) + beta C without epilogue, then the operand's bias gradient.
     if (g.k > 0) {
@@ -375,13 +422,10 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
       }
     } else {
       auto t = Tensor<Acc, Cuda>(Shape{g.m, g.n});
-      detail::launch_apply_epilogue<Acc, DT>(t.data(), static_cast<const DT*>(c_pointer), beta,
-                                             reinterpret_cast<DT*>(d.data()), nullptr, nullptr, nullptr,
-                                             Epilogue::Default, g.m, g.n, stream);
+      apply_epilogue(t.data(), static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
+                     nullptr, nullptr, nullptr, Epilogue::Default, g.m, g.n, stream);
     }
-    if (epilogue == Epilogue::BGradA || epilogue == Epilogue::BGradB) {
-      using ST = typename cuda_traits<Compute>::device_type;
-      constexpr bool tf32 = std::is_same_v<Compute, TF32>;
+    if (operand_bias_grad) {
       const bool a_side = epilogue == Epilogue::BGradA;
       const bool transposed = a_side ? call.key.transpose_a : call.key.transpose_b;
       const std::int64_t cols = a_side ? call.a_cols : call.b_cols;
@@ -396,8 +440,7 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
         stride_j = transposed ? 1 : cols;
       }
       const auto* source = reinterpret_cast<const ST*>(a_side ? a.data() : b.data());
-      detail::launch_reduce_operand<Acc, ST, tf32>(source, operands.bias_grad->data(), a_side ? g.m : g.n,
-                                                   g.k, stride_i, stride_j, stream);
+      reduce_operand(source, operands.bias_grad->data(), a_side ? g.m : g.n, g.k, stride_i, stride_j, stream);
     }
     return;
   }
@@ -421,17 +464,11 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   } else {
     t.set_zero();
   }
-  detail::launch_apply_epilogue<Acc, DT>(
-      t.data(), static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
-      operands.bias != nullptr ? reinterpret_cast<const DT*>(operands.bias->data()) : nullptr,
-      operands.aux != nullptr ? reinterpret_cast<DT*>(operands.aux->data()) : nullptr,
-      writes_bias_grad(epilogue) ? operands.bias_grad->data() : nullptr, epilogue, g.m, g.n, stream);
-#else
-  throw error(
-      mpx::detail::concat(where, ": epilogue ", to_string(epilogue), " for M=", g.m, " N=", g.n, " K=", g.k,
-                          " needs the unfused path (no fused cuBLASLt kernel), which is CUDA code: compile ",
-                          "this translation unit with nvcc"));
-#endif
+  apply_epilogue(t.data(), static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
+                 operands.bias != nullptr ? reinterpret_cast<const DT*>(operands.bias->data()) : nullptr,
+                 operands.aux != nullptr ? reinterpret_cast<DT*>(operands.aux->data()) : nullptr,
+                 writes_bias_grad(epilogue) ? operands.bias_grad->data() : nullptr, epilogue, g.m, g.n,
+                 stream);
 }
 
 }  // namespace mpx::cuda

@@ -4,12 +4,13 @@
 /// @file
 /// @brief Kernels of the unfused GEMM path: the epilogue applied to an fp32 (fp64) product when
 /// cuBLASLt offers no fused kernel for it, and the operand reductions of BGradA/BGradB. nvcc only:
-/// gemm.hpp includes this file when compiled as CUDA.
+/// backend.cuh includes it, and it hands its launchers to `mpx::cuda::gemm` (gemm.hpp) through
+/// gemm.hpp's launcher pointers during static initialisation.
 
 #include "mpx/config.hpp"
-#if !MPX_HAS_CUDA || !defined(__CUDACC__)
+#if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 #error "mpx/backend/cuda/gemm_epilogue.cuh is CUDA code: compile it with nvcc and link mpx::cuda"
-#endif
+#endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
 #include <algorithm>
 #include <cstdint>
@@ -21,7 +22,10 @@
 
 #include "mpx/backend/cuda/check.hpp"
 #include "mpx/backend/cuda/data_type.hpp"
+#include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/gemm_spec.hpp"
+#include "mpx/numeric/tags.hpp"
+#include "mpx/numeric/traits.hpp"
 
 namespace mpx::cuda::detail {
 
@@ -144,5 +148,28 @@ void launch_reduce_operand(const ST* x, Acc* out, std::int64_t count_i, std::int
       <<<blocks, threads, 0, stream>>>(x, out, count_i, count_j, stride_i, stride_j);
   MPX_CUDA_CHECK(cudaGetLastError());
 }
+
+// Points a launcher slot of gemm.hpp at the launcher with the same template arguments.
+template <class Acc, class DT>
+void register_launcher(UnfusedEpilogue<Acc, DT>) {
+  UnfusedEpilogue<Acc, DT>::launch = &launch_apply_epilogue<Acc, DT>;
+}
+template <class Acc, class ST, bool Tf32>
+void register_launcher(UnfusedOperandReduction<Acc, ST, Tf32>) {
+  UnfusedOperandReduction<Acc, ST, Tf32>::launch = &launch_reduce_operand<Acc, ST, Tf32>;
+}
+
+// Fills every slot `gemm<Compute, TD>` reads, for TD = storage_t<Compute> and TD = math_t<Compute>.
+template <NumericTag... Computes>
+bool register_unfused_gemm() {
+  (register_launcher(UnfusedEpilogueFor<Computes, storage_t<Computes>>{}), ...);
+  (register_launcher(UnfusedEpilogueFor<Computes, math_t<Computes>>{}), ...);
+  (register_launcher(UnfusedOperandReductionFor<Computes>{}), ...);
+  return true;
+}
+
+// Every precision with `cuda_traits` (data_type.hpp). An inline variable: its initialiser runs once
+// per program, during static initialisation, however many translation units include this header.
+inline const bool unfused_gemm_registered = register_unfused_gemm<Double, Float, TF32, Half, BFloat16>();
 
 }  // namespace mpx::cuda::detail
