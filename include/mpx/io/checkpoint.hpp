@@ -16,7 +16,8 @@
 /// (the seed of stochastic updates of fp16/bf16 masters), `scaler.policy` and
 /// `scaler.<field>` for the nine fields of `LossScalerState`, plus whatever the caller adds
 /// (for instance `batcher_state`'s `data.*` keys). Numbers are written so that they read back exactly
-/// (shortest round-trip decimal).
+/// (shortest round-trip decimal); the scaler's factors are doubles, and a file written while they
+/// were floats (`0.3f` as "0.3") loads too, its decimal read as a double.
 
 #include <array>
 #include <charconv>
@@ -76,16 +77,9 @@ namespace detail {
 
 using mpx::detail::concat;
 
-/// Shortest decimal that reads back to the same value (integers and floating point).
-template <class T>
-[[nodiscard]] std::string format_exact(T value) {
-  std::array<char, 64> buffer{};
-  const auto [end, status] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  (void)status;  // 64 characters hold any int64 or double
-  return std::string(buffer.data(), end);
-}
+using mpx::detail::exact_text;
 
-/// Parses what `format_exact` wrote; false for anything else (including trailing characters).
+/// Parses what `exact_text` wrote; false for anything else (including trailing characters).
 template <class T>
 [[nodiscard]] bool parse_exact(std::string_view text, T& value) {
   if (text.empty()) return false;
@@ -227,15 +221,15 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
   metadata["mpx.format"] = checkpoint_format;
   metadata["mpx.format_version"] = checkpoint_format_version;
   metadata["precision"] = Model::precision::name;
-  metadata["step"] = detail::format_exact(trainer.steps());
+  metadata["step"] = detail::exact_text(trainer.steps());
   metadata["optimizer"] = Names::optimizer;
-  metadata["optimizer.steps"] = detail::format_exact(trainer.optimizer().steps());
-  metadata["optimizer.lr"] = detail::format_exact(trainer.optimizer().options().lr);
-  metadata["optimizer.rounding_seed"] = detail::format_exact(trainer.optimizer().options().rounding_seed);
+  metadata["optimizer.steps"] = detail::exact_text(trainer.optimizer().steps());
+  metadata["optimizer.lr"] = detail::exact_text(trainer.optimizer().options().lr);
+  metadata["optimizer.rounding_seed"] = detail::exact_text(trainer.optimizer().options().rounding_seed);
   metadata["scaler.policy"] = Scaling::name;
   LossScalerState scaler = trainer.scaler().state();
   detail::for_each_scaler_field(
-      scaler, [&](const char* key, auto value) { metadata[key] = detail::format_exact(value); });
+      scaler, [&](const char* key, auto value) { metadata[key] = detail::exact_text(value); });
 
   std::vector<TensorToWrite> tensors;
   std::vector<std::vector<float>> widened;  // 16-bit masters, widened to fp32
@@ -394,9 +388,9 @@ Metadata load_checkpoint(const std::filesystem::path& path,
 
 /// @brief A batcher's position as checkpoint metadata: `data.seed`, `data.epoch`, `data.position`.
 [[nodiscard]] inline Metadata batcher_state(const data::Batcher& batcher) {
-  return {{"data.seed", detail::format_exact(batcher.options().seed)},
-          {"data.epoch", detail::format_exact(batcher.epoch())},
-          {"data.position", detail::format_exact(batcher.position())}};
+  return {{"data.seed", detail::exact_text(batcher.options().seed)},
+          {"data.epoch", detail::exact_text(batcher.epoch())},
+          {"data.position", detail::exact_text(batcher.position())}};
 }
 
 /// @brief Moves `batcher` to the position `batcher_state` recorded in `metadata`, so that it deals
