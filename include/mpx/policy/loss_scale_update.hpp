@@ -47,9 +47,9 @@ struct LossScalerState {
 /// `growth_interval`, `scale *= growth_factor` unless that product is not finite, and the tracker
 /// resets either way. Each product is formed in double from the fp32 scale and the double factor and
 /// stored to fp32 once, `scale = float(double(scale) * factor)`, as torch's kernel does; an fp32
-/// factor such as `0.3f` would give another trajectory. The opt-in extensions act only when set: the scale is
-/// clamped to [min_scale, max_scale], and with `hysteresis = N` the scale backs off only on the N-th
-/// consecutive overflow. Other policies only count.
+/// factor such as `0.3f` would give another trajectory. The opt-in extensions act only when set: the
+/// scale is clamped to [min_scale, max_scale], and with `hysteresis = N` the scale backs off only on
+/// the N-th consecutive overflow. Other policies only count.
 /// @tparam Policy the loss-scaling policy.
 /// @param state the scaler's state, updated in place.
 /// @param options the policy's knobs (min/max scale and hysteresis are read for dynamic scaling).
