@@ -4,6 +4,8 @@
 /// @file
 /// @brief `mpx::error`, the one exception type every mpx failure derives from.
 
+#include <array>
+#include <charconv>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -49,6 +51,17 @@ template <class... Parts>
   std::ostringstream out;
   (out << ... << std::forward<Parts>(parts));
   return out.str();
+}
+
+/// The shortest decimal that reads back to exactly `value` (an integer or floating-point number), so
+/// that a message or a file names the very value: a double `1.0000000001` is not shown as `1`, and
+/// `0.3f` shows as `0.3` while the double nearest it shows as `0.30000001192092896`.
+template <class T>
+[[nodiscard]] std::string exact_text(T value) {
+  std::array<char, 64> buffer{};
+  const auto [end, status] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  (void)status;  // 64 characters hold any int64 or double
+  return std::string(buffer.data(), end);
 }
 }  // namespace detail
 

@@ -704,6 +704,14 @@ TEST_CASE(
   SECTION("min and max scale") {
     run({.init_scale = 1024.0f, .growth_interval = 3, .min_scale = 512.0f, .max_scale = 2048.0f});
   }
+  // Factors fp32 cannot hold: the device forms float(double(scale) * factor) as the host does, so
+  // 3 backed off by 0.3 is float(0.9), not 3 * 0.3f, and 1.1's growths stay on torch's trajectory.
+  SECTION("double factors 1.1 / 0.3") {
+    run({.init_scale = 3.0f, .growth_factor = 1.1, .backoff_factor = 0.3, .growth_interval = 3});
+  }
+  SECTION("double factors 1.1 / 0.9, growth_interval 1") {
+    run({.init_scale = 1000.0f, .growth_factor = 1.1, .backoff_factor = 0.9, .growth_interval = 1});
+  }
 }
 
 TEST_CASE("EndStep under static and no loss scaling only counts, on both devices", "[cuda][step]") {

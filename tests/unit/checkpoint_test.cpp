@@ -241,6 +241,56 @@ TEST_CASE("A checkpoint saved under one precision loads into another and keeps i
   std::filesystem::remove(path);
 }
 
+TEST_CASE("A checkpoint keeps the scaler's double factors exactly (a 0.3 backoff stays 0.3, not 0.3f)",
+          "[io][checkpoint]") {
+  const auto path = scratch("scaler_factors");
+  using P = mpx::fp16_mixed;
+  mpx::DynamicLossScaling::Options scaling;
+  scaling.init_scale = 3.0f;  // 3 * 0.3 rounds differently from 3 * 0.3f: a float factor would show
+  scaling.growth_factor = 1.1;
+  scaling.backoff_factor = 0.3;
+  scaling.growth_interval = 2;
+  const std::vector<int> poisoned = {1, 4, 5, 9};
+
+  auto model = make_model<P>(3);
+  mpx::nn::SoftmaxCrossEntropy<P> loss;
+  auto optimizer = sgd(model, 5);
+  mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = {}, .scaler = scaling});
+  train(trainer, 0, 7, poisoned);
+  REQUIRE(trainer.scaler().state().backoffs > 0);
+  mpx::io::save_checkpoint(path, trainer);
+  CHECK(mpx::io::load_safetensors(path).metadata().at("scaler.backoff_factor") == "0.3");
+  CHECK(mpx::io::load_safetensors(path).metadata().at("scaler.growth_factor") == "1.1");
+
+  // A fresh trainer with other factors takes the saved ones, bit for bit, and continues identically.
+  auto resumed_model = make_model<P>(4);
+  mpx::nn::SoftmaxCrossEntropy<P> resumed_loss;
+  auto resumed_optimizer = sgd(resumed_model, 5);
+  mpx::Trainer resumed(resumed_model, resumed_loss, resumed_optimizer);
+  (void)mpx::io::load_checkpoint(path, resumed);
+  CHECK(resumed.scaler().state().backoff_factor == 0.3);
+  CHECK(resumed.scaler().state().growth_factor == 1.1);
+  CHECK(resumed.scaler().state() == trainer.scaler().state());
+  train(trainer, 7, 6, poisoned);
+  train(resumed, 7, 6, poisoned);
+  CHECK(resumed.scaler().state() == trainer.scaler().state());
+  CHECK(state_bytes(resumed_model) == state_bytes(model));
+
+  // A checkpoint written while the factors were floats holds the float's shortest decimal ("0.3" for
+  // 0.3f, "1.1" for 1.1f: the factor the user wrote); it still loads, and the decimal is read as a
+  // double. A float written with all its digits reads back as exactly that float.
+  const mpx::io::SafetensorsFile file = mpx::io::load_safetensors(path);
+  mpx::io::Metadata metadata = file.metadata();
+  metadata["scaler.backoff_factor"] = "0.30000001192092896";  // double(0.3f), printed exactly
+  std::vector<mpx::io::TensorToWrite> tensors;
+  for (const auto& [name, entry] : file.tensors())
+    tensors.push_back({name, entry.dtype, entry.shape, file.data(entry)});
+  mpx::io::save_safetensors(path, tensors, metadata);
+  (void)mpx::io::load_checkpoint(path, resumed);
+  CHECK(resumed.scaler().state().backoff_factor == static_cast<double>(0.3f));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE(
     "load_checkpoint rejects a checkpoint that does not fit, listing every problem, and changes nothing",
     "[io][checkpoint]") {

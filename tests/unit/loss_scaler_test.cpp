@@ -3,10 +3,12 @@
 // mpx::LossScaler against an independent transcription of PyTorch's GradScaler update
 // (aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp, _amp_update_scale_cpu_kernel), plus mpx's
 // opt-in extensions (min/max scale, hysteresis), checkpoints and the static and no-op policies.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iomanip>
 #include <limits>
 #include <random>
 #include <string>
@@ -32,11 +34,10 @@ std::uint32_t bits(float x) {
   return std::bit_cast<std::uint32_t>(x);
 }
 
-/// GradScaler's update as PyTorch's CPU kernel writes it: the factors are doubles, the products are
-/// formed in double and stored into the fp32 scale. (For fp32 factors this is the correctly rounded
-/// fp32 product, since a product of two 24-bit significands is exact in double; mpx computes it in
-/// fp32 directly, so agreement here is a real check of that equivalence, subnormals and overflow
-/// included.)
+/// GradScaler's update as PyTorch's kernels (CPU and CUDA alike) write it: the scale is fp32, the
+/// factors are doubles, and each product `float * double` is formed in double and stored into the
+/// fp32 scale, `scale = float(double(scale) * factor)`. The growth is refused when the stored product
+/// is not finite; the tracker resets on an overflow and on reaching growth_interval.
 struct ReferenceGradScaler {
   float scale;
   double growth_factor;
@@ -47,6 +48,7 @@ struct ReferenceGradScaler {
   std::int64_t taken = 0;
   std::int64_t skipped = 0;
   std::int64_t backoffs = 0;
+  std::int64_t growths = 0;          // growths applied (coverage)
   std::int64_t blocked_growths = 0;  // growths suppressed because the product was inf (coverage)
 
   void update(bool found_inf) {
@@ -63,6 +65,7 @@ struct ReferenceGradScaler {
       const auto new_scale = static_cast<float>(static_cast<double>(scale) * growth_factor);
       if (std::isfinite(new_scale)) {
         scale = new_scale;
+        ++growths;
       } else {
         ++blocked_growths;
       }
@@ -112,12 +115,106 @@ int count_mismatches(Scaler& scaler, ReferenceGradScaler& reference, const std::
         s.growth_tracker == reference.growth_tracker && s.steps_taken == reference.taken &&
         s.steps_skipped == reference.skipped && s.backoffs == reference.backoffs && s.hysteresis_tracker == 0;
     if (!same && mismatches++ == 0) {
-      UNSCOPED_INFO("first mismatch at step " << step << ": scale " << s.scale << " vs " << reference.scale
-                                              << ", tracker " << s.growth_tracker << " vs "
-                                              << reference.growth_tracker);
+      UNSCOPED_INFO("first mismatch at step " << step << ": scale " << std::setprecision(9) << s.scale
+                                              << " vs " << reference.scale << ", tracker " << s.growth_tracker
+                                              << " vs " << reference.growth_tracker);
     }
   }
   return mismatches;
+}
+
+/// What mpx computed while it held the factors as `float`: both operands fp32, the product rounded
+/// in fp32, `scale = scale * float(factor)`. It exists to show that the trajectory test below can
+/// fail: for a factor fp32 cannot hold it leaves the reference's trajectory.
+struct FloatFactorGradScaler {
+  float scale;
+  float growth_factor;
+  float backoff_factor;
+  std::int32_t growth_interval;
+  std::int32_t growth_tracker = 0;
+
+  void update(bool found_inf) {
+    if (found_inf) {
+      scale = scale * backoff_factor;
+      growth_tracker = 0;
+    } else if (++growth_tracker == growth_interval) {
+      const float grown = scale * growth_factor;
+      if (std::isfinite(grown)) scale = grown;
+      growth_tracker = 0;
+    }
+  }
+};
+
+/// Integers in [lo, hi] from mt19937's raw output, whose sequence the standard fixes (the
+/// distributions' algorithms are left to the library), so the scripts are the same everywhere.
+class Draw {
+ public:
+  explicit Draw(std::uint32_t seed) : bits_(seed) {}
+  int operator()(int lo, int hi) {
+    return lo + static_cast<int>(bits_() % static_cast<std::uint32_t>(hi - lo + 1));
+  }
+
+ private:
+  std::mt19937 bits_;
+};
+
+/// A script shaped like an fp16 run, whatever the factors: phases in which gradients overflow
+/// whenever the scale is above a ceiling (so runs of consecutive overflows back it off below, and it
+/// grows back up to the ceiling), with random bursts of 1..8 overflows; long clean phases in which
+/// it grows for hundreds of steps (up to the inf guard with large factors); storms of bursts of up
+/// to 20 overflows; and deep phases with the ceiling at 2^-60..2^-100 that push the scale toward the
+/// subnormals. Nothing overflows below 2^-120, so the scale never reaches 0 (where every factor gives
+/// 0 and the comparison would be vacuous). The decisions follow the scale of a reference run from
+/// `start` and are recorded, so the scalers under test replay exactly the same steps.
+std::vector<bool> adaptive_script(ReferenceGradScaler reference, std::size_t steps, std::uint32_t seed) {
+  std::vector<bool> script;
+  script.reserve(steps);
+  Draw draw(seed);
+  int burst_left = 0;
+  bool first = true;  // the first phase is a long clean stretch: growth from the start
+  while (script.size() < steps) {
+    const int kind = first ? 12 : draw(0, 19);
+    first = false;
+    float ceiling = inf;
+    int burst_odds = 60;  // a burst starts on 1 step in `burst_odds`
+    int burst_max = 8;
+    int length = draw(200, 1500);
+    if (kind <= 11) {
+      ceiling = std::ldexp(1.0f, draw(-20, 40));
+    } else if (kind <= 15) {
+      burst_odds = 0;  // a long clean stretch: 10..40 growths and more
+      length = draw(100, 600) + draw(10, 40) * reference.growth_interval;
+    } else if (kind <= 17) {
+      burst_odds = 8;  // a storm of bursts
+      burst_max = 20;
+    } else if (kind == 18) {
+      ceiling = std::ldexp(1.0f, draw(-140, -110));  // deep: toward and into the subnormals
+      length = draw(100, 400);
+    }
+    for (int i = 0; i < length && script.size() < steps; ++i) {
+      if (burst_left == 0 && burst_odds > 0 && draw(1, burst_odds) == 1) burst_left = draw(1, burst_max);
+      bool overflow = reference.scale > ceiling;
+      if (burst_left > 0) {
+        overflow = true;
+        --burst_left;
+      }
+      overflow = overflow && reference.scale > 0x1p-144f;
+      script.push_back(overflow);
+      reference.update(overflow);
+    }
+  }
+  return script;
+}
+
+/// The longest run of consecutive overflows in `script`.
+std::size_t longest_overflow_run(const std::vector<bool>& script) {
+  std::size_t longest = 0;
+  std::size_t run = 0;
+  for (bool overflow : script) {
+    run = overflow ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
 }
 
 using mpx::test::thrown_message;
@@ -132,18 +229,18 @@ TEST_CASE("LossScaler<Dynamic> follows GradScaler's scale and tracker trajectory
   struct Config {
     const char* name;
     float init_scale;
-    float growth_factor;
-    float backoff_factor;
+    double growth_factor;
+    double backoff_factor;
     int growth_interval;
   };
   const Config configs[] = {
-      {"defaults' factors, interval 7", 65536.0f, 2.0f, 0.5f, 7},
-      {"defaults' factors, interval 50", 65536.0f, 2.0f, 0.5f, 50},
+      {"defaults' factors, interval 7", 65536.0f, 2.0, 0.5, 7},
+      {"defaults' factors, interval 50", 65536.0f, 2.0, 0.5, 50},
       // FLT_MAX/2 grows to FLT_MAX once; the next growth would be inf and must be refused.
-      {"init FLT_MAX/2, interval 7", flt_max / 2.0f, 2.0f, 0.5f, 7},
+      {"init FLT_MAX/2, interval 7", flt_max / 2.0f, 2.0, 0.5, 7},
       // Factors whose products round in fp32 (and in the subnormal range, where rounding is coarse).
-      {"awkward factors 1.7 / 0.6, interval 7", 3.0f, 1.7f, 0.6f, 7},
-      {"awkward factors 1.37 / 0.77, interval 50", 1000.0f, 1.37f, 0.77f, 50},
+      {"awkward factors 1.7 / 0.6, interval 7", 3.0f, 1.7, 0.6, 7},
+      {"awkward factors 1.37 / 0.77, interval 50", 1000.0f, 1.37, 0.77, 50},
   };
   for (const Config& c : configs) {
     CAPTURE(c.name);
@@ -178,12 +275,127 @@ TEST_CASE("LossScaler<Dynamic> follows GradScaler's scale and tracker trajectory
   CHECK(reached_subnormal);
 }
 
+TEST_CASE(
+    "LossScaler<Dynamic> with factors fp32 cannot hold (0.3, 1.1, 0.9) follows GradScaler's "
+    "double-factor trajectory bit for bit, where float factors would not",
+    "[train][loss_scaler]") {
+  struct Config {
+    const char* name;
+    float init_scale;
+    double growth_factor;
+    double backoff_factor;
+    int growth_interval;
+  };
+  const Config configs[] = {
+      {"torch's factors 2 / 0.5, interval 3", 65536.0f, 2.0, 0.5, 3},
+      {"growth 2, backoff 0.3, interval 5", 65536.0f, 2.0, 0.3, 5},
+      {"growth 1.1, backoff 0.9, interval 3", 65536.0f, 1.1, 0.9, 3},
+      {"growth 1.1, backoff 0.3, interval 10", 1024.0f, 1.1, 0.3, 10},
+      {"growth 1.5, backoff 0.9, interval 50", 65536.0f, 1.5, 0.9, 50},
+      {"growth 1.01, backoff 0.99, interval 4", 3.0f, 1.01, 0.99, 4},
+      {"growth 3, backoff 0.7, interval 7", 1.0f, 3.0, 0.7, 7},
+      {"growth 1.5, backoff 0.75 (both fp32 values), interval 20", 65536.0f, 1.5, 0.75, 20},
+      {"growth 1.1, backoff 0.9, from just below FLT_MAX, interval 3", flt_max / 1.05f, 1.1, 0.9, 3},
+  };
+  constexpr std::size_t steps = 12000;
+  std::int64_t blocked_growths = 0;
+  bool reached_subnormal = false;
+  std::uint32_t seed = 1;
+  for (const Config& c : configs) {
+    CAPTURE(c.name);
+    const ReferenceGradScaler start{c.init_scale, c.growth_factor, c.backoff_factor, c.growth_interval};
+    const std::vector<bool> script = adaptive_script(start, steps, seed++);
+    REQUIRE(script.size() == steps);
+
+    mpx::DynamicLossScaling::Options options;
+    options.init_scale = c.init_scale;
+    options.growth_factor = c.growth_factor;
+    options.backoff_factor = c.backoff_factor;
+    options.growth_interval = c.growth_interval;
+    Dynamic scaler(options);
+    REQUIRE(scaler.state().growth_factor == c.growth_factor);  // held exactly, not rounded to fp32
+    REQUIRE(scaler.state().backoff_factor == c.backoff_factor);
+
+    // Every step: the same scale bits, tracker and counters as the reference.
+    ReferenceGradScaler reference = start;
+    CHECK(count_mismatches(scaler, reference, script) == 0);
+
+    // The script exercised what it claims to: many growths and backoffs, runs of overflows.
+    CHECK(reference.growths >= 100);
+    CHECK(reference.backoffs >= 100);
+    CHECK(longest_overflow_run(script) >= 8);
+    blocked_growths += reference.blocked_growths;
+
+    // The test can fail: the same steps with the factors held as float leave the reference's
+    // trajectory exactly when a factor is not an fp32 value (and only then: the float model is
+    // otherwise the same rule).
+    const bool factors_are_floats =
+        static_cast<double>(static_cast<float>(c.growth_factor)) == c.growth_factor &&
+        static_cast<double>(static_cast<float>(c.backoff_factor)) == c.backoff_factor;
+    FloatFactorGradScaler as_floats{c.init_scale, static_cast<float>(c.growth_factor),
+                                    static_cast<float>(c.backoff_factor), c.growth_interval};
+    ReferenceGradScaler replay = start;
+    std::size_t first_divergence = script.size();
+    for (std::size_t step = 0; step < script.size(); ++step) {
+      as_floats.update(script[step]);
+      replay.update(script[step]);
+      reached_subnormal =
+          reached_subnormal || (replay.scale > 0.0f && replay.scale < std::numeric_limits<float>::min());
+      if (first_divergence == script.size() && bits(as_floats.scale) != bits(replay.scale)) {
+        first_divergence = step;
+      }
+    }
+    INFO("float-held factors first diverge at step " << first_divergence);
+    if (factors_are_floats) {
+      CHECK(first_divergence == script.size());
+    } else {
+      CHECK(first_divergence < script.size());
+    }
+  }
+  CHECK(blocked_growths > 0);  // the inf guard was met with non-power-of-two factors too
+  CHECK(reached_subnormal);
+}
+
+TEST_CASE("LossScaler<Dynamic> rounds once, as torch: 3 backed off by 0.3 is float(0.9), not 3 * 0.3f",
+          "[train][loss_scaler]") {
+  // In double, 3 * 0.3 = 0.8999999999999999, nearest float 0.89999998 (= 0.9f). With the factor
+  // rounded to fp32 first, 3 * 0.3f = 0.90000004 exactly: one ulp above torch's result.
+  mpx::DynamicLossScaling::Options options;
+  options.init_scale = 3.0f;
+  options.backoff_factor = 0.3;
+  Dynamic scaler(options);
+  scaler.update(true);
+  CHECK(bits(scaler.scale()) == bits(static_cast<float>(3.0 * 0.3)));
+  CHECK(bits(scaler.scale()) == bits(0.9f));
+  CHECK(bits(3.0f * 0.3f) == bits(std::nextafter(0.9f, 1.0f)));
+  CHECK(bits(scaler.scale()) != bits(3.0f * 0.3f));
+
+  // And growth: 1.1 * 1.1 * ... stays on torch's trajectory for 100 growths.
+  options.init_scale = 1.0f;
+  options.growth_factor = 1.1;
+  options.growth_interval = 1;
+  Dynamic growing(options);
+  float expected = 1.0f;
+  float with_float_factor = 1.0f;
+  bool same = true;
+  bool float_factor_differs = false;
+  for (int i = 0; i < 100; ++i) {
+    growing.update(false);
+    expected = static_cast<float>(static_cast<double>(expected) * 1.1);
+    with_float_factor = with_float_factor * 1.1f;
+    same = same && bits(growing.scale()) == bits(expected);
+    float_factor_differs = float_factor_differs || bits(with_float_factor) != bits(expected);
+  }
+  CHECK(same);
+  CHECK(float_factor_differs);
+}
+
 TEST_CASE("LossScaler<Dynamic> defaults are GradScaler's: 2^16, x2 every 2000 clean steps, x0.5 on overflow",
           "[train][loss_scaler]") {
   Dynamic scaler;
   CHECK(scaler.scale() == 65536.0f);
-  CHECK(scaler.state().growth_factor == 2.0f);
-  CHECK(scaler.state().backoff_factor == 0.5f);
+  CHECK(scaler.state().growth_factor == 2.0);
+  CHECK(scaler.state().backoff_factor == 0.5);
   CHECK(scaler.state().growth_interval == 2000);
   CHECK(scaler.state().growth_tracker == 0);
 
@@ -334,8 +546,8 @@ TEST_CASE("LossScaler state() / load_state() resumes a run identically", "[train
   const std::vector<bool> script = overflow_script();
   mpx::DynamicLossScaling::Options options;
   options.growth_interval = 7;
-  options.growth_factor = 1.7f;
-  options.backoff_factor = 0.3f;
+  options.growth_factor = 1.7;
+  options.backoff_factor = 0.3;
   options.hysteresis = 2;
   options.min_scale = 1e-3f;
 
@@ -347,8 +559,8 @@ TEST_CASE("LossScaler state() / load_state() resumes a run identically", "[train
 
   // A fresh scaler built from different options takes the factors and interval from the state.
   mpx::DynamicLossScaling::Options other = options;
-  other.growth_factor = 2.0f;
-  other.backoff_factor = 0.5f;
+  other.growth_factor = 2.0;
+  other.backoff_factor = 0.5;
   other.growth_interval = 2000;
   Dynamic resumed(other);
   resumed.load_state(saved);
@@ -386,10 +598,10 @@ TEST_CASE("LossScaler::load_state rejects states no scaler could have produced, 
       {[](auto& s) { s.scale = -2.0f; }, "scale = -2"},
       {[](auto& s) { s.scale = inf; }, "scale = inf"},
       {[](auto& s) { s.scale = std::numeric_limits<float>::quiet_NaN(); }, "scale = nan"},
-      {[](auto& s) { s.growth_factor = 1.0f; }, "growth_factor = 1"},
-      {[](auto& s) { s.growth_factor = std::numeric_limits<float>::quiet_NaN(); }, "growth_factor = nan"},
-      {[](auto& s) { s.backoff_factor = 1.0f; }, "backoff_factor = 1"},
-      {[](auto& s) { s.backoff_factor = 0.0f; }, "backoff_factor = 0"},
+      {[](auto& s) { s.growth_factor = 1.0; }, "growth_factor = 1"},
+      {[](auto& s) { s.growth_factor = std::numeric_limits<double>::quiet_NaN(); }, "growth_factor = nan"},
+      {[](auto& s) { s.backoff_factor = 1.0; }, "backoff_factor = 1"},
+      {[](auto& s) { s.backoff_factor = 0.0; }, "backoff_factor = 0"},
       {[](auto& s) { s.growth_interval = 0; }, "growth_interval = 0"},
       {[](auto& s) { s.growth_tracker = -1; }, "growth_tracker = -1"},
       {[](auto& s) { s.growth_tracker = 2000; }, "growth_tracker = 2000"},  // == growth_interval
@@ -469,8 +681,8 @@ TEST_CASE("LossScaler constructors validate their options and name the bad field
     return thrown_message([&] { Dynamic scaler(options); });
   };
   CHECK_THAT(dynamic_with([](auto& o) { o.init_scale = 0.0f; }), Contains("init_scale = 0"));
-  CHECK_THAT(dynamic_with([](auto& o) { o.growth_factor = 1.0f; }), Contains("growth_factor = 1"));
-  CHECK_THAT(dynamic_with([](auto& o) { o.backoff_factor = 1.5f; }), Contains("backoff_factor = 1.5"));
+  CHECK_THAT(dynamic_with([](auto& o) { o.growth_factor = 1.0; }), Contains("growth_factor = 1"));
+  CHECK_THAT(dynamic_with([](auto& o) { o.backoff_factor = 1.5; }), Contains("backoff_factor = 1.5"));
   CHECK_THAT(dynamic_with([](auto& o) { o.growth_interval = 0; }), Contains("growth_interval = 0"));
   CHECK_THAT(dynamic_with([](auto& o) { o.hysteresis = 0; }), Contains("hysteresis = 0"));
   CHECK_THAT(dynamic_with([](auto& o) { o.max_scale = 1.0f; }), Contains("max_scale = 1"));

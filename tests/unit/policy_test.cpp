@@ -36,8 +36,8 @@ struct InvalidDynamic {
 TEST_CASE("DynamicLossScaling::Options defaults are GradScaler's and are valid", "[policy][loss_scaling]") {
   const Dynamic options;
   CHECK(options.init_scale == 65536.0f);
-  CHECK(options.growth_factor == 2.0f);
-  CHECK(options.backoff_factor == 0.5f);
+  CHECK(options.growth_factor == 2.0);  // double, as GradScaler's factors
+  CHECK(options.backoff_factor == 0.5);
   CHECK(options.growth_interval == 2000);
   // The extensions are off at their defaults: no floor, no ceiling, back off on the first overflow.
   CHECK(options.min_scale == 0.0f);
@@ -53,15 +53,19 @@ TEST_CASE("DynamicLossScaling::Options::validate names each invalid field and it
       {[](Dynamic& o) { o.init_scale = -1.0f; }, "init_scale = -1 "},
       {[](Dynamic& o) { o.init_scale = quiet_nan; }, "init_scale = nan "},
       {[](Dynamic& o) { o.init_scale = inf; }, "init_scale = inf "},
-      {[](Dynamic& o) { o.growth_factor = 1.0f; }, "growth_factor = 1 "},  // must grow
-      {[](Dynamic& o) { o.growth_factor = 0.5f; }, "growth_factor = 0.5 "},
+      {[](Dynamic& o) { o.growth_factor = 1.0; }, "growth_factor = 1 "},  // must grow
+      {[](Dynamic& o) { o.growth_factor = 0.5; }, "growth_factor = 0.5 "},
       {[](Dynamic& o) { o.growth_factor = quiet_nan; }, "growth_factor = nan "},
       {[](Dynamic& o) { o.growth_factor = inf; }, "growth_factor = inf "},
-      {[](Dynamic& o) { o.backoff_factor = 0.0f; }, "backoff_factor = 0 "},
-      {[](Dynamic& o) { o.backoff_factor = 1.0f; }, "backoff_factor = 1 "},  // must shrink
-      {[](Dynamic& o) { o.backoff_factor = 1.5f; }, "backoff_factor = 1.5 "},
-      {[](Dynamic& o) { o.backoff_factor = -0.5f; }, "backoff_factor = -0.5 "},
+      {[](Dynamic& o) { o.backoff_factor = 0.0; }, "backoff_factor = 0 "},
+      {[](Dynamic& o) { o.backoff_factor = 1.0; }, "backoff_factor = 1 "},  // must shrink
+      {[](Dynamic& o) { o.backoff_factor = 1.5; }, "backoff_factor = 1.5 "},
+      {[](Dynamic& o) { o.backoff_factor = -0.5; }, "backoff_factor = -0.5 "},
       {[](Dynamic& o) { o.backoff_factor = quiet_nan; }, "backoff_factor = nan "},
+      // Values are named exactly (shortest round-trip decimal), not to 6 digits: a factor 1 + 1e-10
+      // would print as "1" and a double 1 - 2^-53 as "1".
+      {[](Dynamic& o) { o.growth_factor = 1.0 - 0x1p-53; }, "growth_factor = 0.9999999999999999 "},
+      {[](Dynamic& o) { o.backoff_factor = 1.0 + 1e-10; }, "backoff_factor = 1.0000000001 "},
       {[](Dynamic& o) { o.growth_interval = 0; }, "growth_interval = 0 "},
       {[](Dynamic& o) { o.growth_interval = -3; }, "growth_interval = -3 "},
       {[](Dynamic& o) { o.min_scale = -1.0f; }, "min_scale = -1 "},
@@ -85,7 +89,7 @@ TEST_CASE("DynamicLossScaling::Options::validate names each invalid field and it
 
 TEST_CASE("DynamicLossScaling::Options::validate explains the valid range", "[policy][loss_scaling]") {
   Dynamic options;
-  options.backoff_factor = 2.0f;
+  options.backoff_factor = 2.0;
   CHECK_THROWS_MATCHES(options.validate(), mpx::invalid_argument,
                        MessageContains({"backoff_factor", "(0, 1)"}));
   options = Dynamic{};
@@ -104,9 +108,13 @@ TEST_CASE("DynamicLossScaling::Options::validate accepts the edges of each range
       [](Dynamic& o) { o.init_scale = 1.0f; },
       [](Dynamic& o) { o.init_scale = std::numeric_limits<float>::denorm_min(); },
       [](Dynamic& o) { o.init_scale = std::numeric_limits<float>::max(); },
-      [](Dynamic& o) { o.growth_factor = 1.0001f; },
-      [](Dynamic& o) { o.backoff_factor = 0.999f; },
-      [](Dynamic& o) { o.backoff_factor = 1e-6f; },
+      [](Dynamic& o) { o.growth_factor = 1.0001; },
+      [](Dynamic& o) { o.backoff_factor = 0.999; },
+      [](Dynamic& o) { o.backoff_factor = 1e-6; },
+      // Factors are doubles: ones that differ from the bounds past fp32's precision are still valid
+      // (as floats these would round to exactly 1 and be rejected).
+      [](Dynamic& o) { o.growth_factor = 1.0 + 0x1p-40; },
+      [](Dynamic& o) { o.backoff_factor = 1.0 - 0x1p-40; },
       [](Dynamic& o) { o.growth_interval = 1; },
       [](Dynamic& o) { o.min_scale = 65536.0f; },  // equal to init_scale
       [](Dynamic& o) { o.max_scale = 65536.0f; },  // equal to init_scale

@@ -19,7 +19,9 @@
 /// `optimizer`, `optimizer.steps`, `optimizer.lr`, `optimizer.rounding_seed` (the seed of
 /// stochastic updates of fp16/bf16 masters), `scaler.policy` and `scaler.<field>` for the nine fields
 /// of `LossScalerState`, plus whatever the caller adds (for instance `batcher_state`'s `data.*` keys).
-/// Numbers are written so that they read back exactly (shortest round-trip decimal).
+/// Numbers are written so that they read back exactly (shortest round-trip decimal); the scaler's
+/// factors are doubles, and a file written while they were floats (`0.3f` as "0.3") loads too, its
+/// decimal read as a double.
 
 #include <algorithm>
 #include <array>
@@ -104,13 +106,9 @@ namespace detail {
 
 using mpx::detail::concat;
 
-/// Shortest decimal that reads back to the same value (integers and finite floating point).
-template <class T>
-[[nodiscard]] std::string format_exact(T value) {
-  return json::number(value);
-}
+using mpx::detail::exact_text;
 
-/// Parses what `format_exact` wrote; false for anything else (including trailing characters).
+/// Parses what `exact_text` wrote; false for anything else (including trailing characters).
 template <class T>
 [[nodiscard]] bool parse_exact(std::string_view text, T& value) {
   if (text.empty()) return false;
@@ -353,15 +351,15 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
   using Names = optimizer_state_names<Optimizer>;
   Metadata metadata =
       detail::file_metadata("mpx::io::save_checkpoint", checkpoint_format, trainer.model(), extra);
-  metadata["step"] = detail::format_exact(trainer.steps());
+  metadata["step"] = detail::exact_text(trainer.steps());
   metadata["optimizer"] = Names::optimizer;
-  metadata["optimizer.steps"] = detail::format_exact(trainer.optimizer().steps());
-  metadata["optimizer.lr"] = detail::format_exact(trainer.optimizer().options().lr);
-  metadata["optimizer.rounding_seed"] = detail::format_exact(trainer.optimizer().options().rounding_seed);
+  metadata["optimizer.steps"] = detail::exact_text(trainer.optimizer().steps());
+  metadata["optimizer.lr"] = detail::exact_text(trainer.optimizer().options().lr);
+  metadata["optimizer.rounding_seed"] = detail::exact_text(trainer.optimizer().options().rounding_seed);
   metadata["scaler.policy"] = Scaling::name;
   LossScalerState scaler = trainer.scaler().state();
   detail::for_each_scaler_field(
-      scaler, [&](const char* key, auto value) { metadata[key] = detail::format_exact(value); });
+      scaler, [&](const char* key, auto value) { metadata[key] = detail::exact_text(value); });
 
   std::vector<TensorToWrite> tensors;
   std::vector<std::vector<float>> widened;  // 16-bit masters, widened to fp32
@@ -604,9 +602,9 @@ Metadata load_weights(Model& model, const std::filesystem::path& path) {
 
 /// @brief A batcher's position as checkpoint metadata: `data.seed`, `data.epoch`, `data.position`.
 [[nodiscard]] inline Metadata batcher_state(const data::Batcher& batcher) {
-  return {{"data.seed", detail::format_exact(batcher.options().seed)},
-          {"data.epoch", detail::format_exact(batcher.epoch())},
-          {"data.position", detail::format_exact(batcher.position())}};
+  return {{"data.seed", detail::exact_text(batcher.options().seed)},
+          {"data.epoch", detail::exact_text(batcher.epoch())},
+          {"data.position", detail::exact_text(batcher.position())}};
 }
 
 /// @brief Moves `batcher` to the position `batcher_state` recorded in `metadata`, so that it deals

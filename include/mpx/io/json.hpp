@@ -81,10 +81,7 @@ requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) [[nodiscard]] std:
   if constexpr (std::is_floating_point_v<T>) {
     if (!std::isfinite(value)) return "null";
   }
-  std::array<char, 64> buffer{};
-  const auto [end, status] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  (void)status;  // 64 characters hold any 64-bit integer or double
-  return std::string(buffer.data(), end);
+  return mpx::detail::exact_text(value);
 }
 
 namespace detail {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <concepts>
 #include <limits>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -28,37 +29,42 @@ struct DynamicLossScaling {
   static constexpr bool is_dynamic = true;
 
   /// Runtime knobs. The first four and their defaults are GradScaler's; the rest are opt-in
-  /// extensions that are inactive at their defaults.
+  /// extensions that are inactive at their defaults. As in GradScaler, the scale is fp32 and the two
+  /// factors are doubles: each update is `scale = float(double(scale) * factor)`, so a factor fp32
+  /// cannot hold (0.3, 1.1, 0.9) gives torch's trajectory, not that of its nearest float.
   struct Options {
-    float init_scale = 65536.0f;  ///< 2^16
+    float init_scale = 65536.0f;  ///< 2^16 (fp32, as GradScaler's `_scale` tensor)
     /// @brief Scale multiplier after `growth_interval` steps without overflow.
-    float growth_factor = 2.0f;
+    double growth_factor = 2.0;
     /// @brief Scale multiplier after an overflow.
-    float backoff_factor = 0.5f;
+    double backoff_factor = 0.5;
     /// @brief Overflow-free steps before the scale grows.
     int growth_interval = 2000;
     float min_scale = 0.0f;                                    ///< floor after backoff (off: 0)
     float max_scale = std::numeric_limits<float>::infinity();  ///< ceiling after growth (off: inf)
     int hysteresis = 1;  ///< back off only after this many consecutive overflows (Apex; off: 1)
 
-    /// @brief Throws `mpx::invalid_argument` naming the field and its value if a knob is unusable.
+    /// @brief Throws `mpx::invalid_argument` naming the field and its exact value if a knob is
+    /// unusable. Stricter than GradScaler (which asserts only growth_factor > 1 and backoff_factor
+    /// < 1): a non-finite growth factor or a backoff factor <= 0 would destroy the scale.
     void validate() const {
-      const auto fail = [](const char* field, auto value, const char* expected) {
-        throw invalid_argument(detail::concat("mpx::DynamicLossScaling::Options: ", field, " = ", value,
-                                              " is invalid; expected ", expected));
+      const auto fail = [](const char* field, auto value, const std::string& expected) {
+        throw invalid_argument(detail::concat("mpx::DynamicLossScaling::Options: ", field, " = ",
+                                              detail::exact_text(value), " is invalid; expected ", expected));
       };
       if (!(std::isfinite(init_scale) && init_scale > 0.0f))
         fail("init_scale", init_scale, "a finite value > 0");
-      if (!(std::isfinite(growth_factor) && growth_factor > 1.0f))
+      if (!(std::isfinite(growth_factor) && growth_factor > 1.0))
         fail("growth_factor", growth_factor, "a finite value > 1");
-      if (!(backoff_factor > 0.0f && backoff_factor < 1.0f))
+      if (!(backoff_factor > 0.0 && backoff_factor < 1.0))
         fail("backoff_factor", backoff_factor, "a value in (0, 1)");
       if (growth_interval < 1) fail("growth_interval", growth_interval, "an integer >= 1");
       if (!(min_scale >= 0.0f && min_scale <= init_scale))
         fail("min_scale", min_scale,
-             detail::concat("0 <= min_scale <= init_scale (", init_scale, ")").c_str());
+             detail::concat("0 <= min_scale <= init_scale (", detail::exact_text(init_scale), ")"));
       if (!(max_scale >= init_scale)) {
-        fail("max_scale", max_scale, detail::concat("max_scale >= init_scale (", init_scale, ")").c_str());
+        fail("max_scale", max_scale,
+             detail::concat("max_scale >= init_scale (", detail::exact_text(init_scale), ")"));
       }
       if (hysteresis < 1) fail("hysteresis", hysteresis, "an integer >= 1");
     }
@@ -83,8 +89,9 @@ struct StaticLossScaling {
     /// @brief Throws `mpx::invalid_argument` if the scale is not a finite positive number.
     void validate() const {
       if (!(std::isfinite(scale) && scale > 0.0f)) {
-        throw invalid_argument(detail::concat("mpx::StaticLossScaling::Options: scale = ", scale,
-                                              " is invalid; expected a finite value > 0"));
+        throw invalid_argument(
+            detail::concat("mpx::StaticLossScaling::Options: scale = ", detail::exact_text(scale),
+                           " is invalid; expected a finite value > 0"));
       }
     }
   };

@@ -16,10 +16,11 @@ namespace mpx {
 
 /// @brief Holds the loss scale and updates it after each step.
 ///
-/// For `DynamicLossScaling` the update is GradScaler's (`torch._amp_update_scale_`), in fp32:
-/// on an overflow the step is skipped, `scale *= backoff_factor` and the growth tracker resets; after
-/// a clean step the tracker counts up and, on reaching `growth_interval`, `scale *= growth_factor`
-/// unless that product is not finite, and the tracker resets either way. The opt-in extensions act
+/// For `DynamicLossScaling` the update is GradScaler's (`torch._amp_update_scale_`): on an overflow
+/// the step is skipped, `scale *= backoff_factor` and the growth tracker resets; after a clean step
+/// the tracker counts up and, on reaching `growth_interval`, `scale *= growth_factor` unless that
+/// product is not finite, and the tracker resets either way. The scale is fp32 and the factors are
+/// doubles, as in torch: each product is `float(double(scale) * factor)`. The opt-in extensions act
 /// only when set: the scale is clamped to [min_scale, max_scale], and with `hysteresis = N` the scale
 /// backs off only on the N-th consecutive overflow (each overflowing step is still skipped).
 ///
@@ -76,14 +77,14 @@ class LossScaler {
   /// run must still be resumable (and visibly stuck: every step is skipped).
   void load_state(const LossScalerState& state) {
     const auto fail = [](const char* field, auto value) {
-      throw invalid_argument(detail::concat("mpx::LossScaler::load_state: ", field, " = ", value,
-                                            " is not a valid saved state"));
+      throw invalid_argument(detail::concat("mpx::LossScaler::load_state: ", field, " = ",
+                                            detail::exact_text(value), " is not a valid saved state"));
     };
     if (!(std::isfinite(state.scale) && state.scale >= 0.0f)) fail("scale", state.scale);
-    if (!(std::isfinite(state.growth_factor) && state.growth_factor > 1.0f)) {
+    if (!(std::isfinite(state.growth_factor) && state.growth_factor > 1.0)) {
       fail("growth_factor", state.growth_factor);
     }
-    if (!(state.backoff_factor > 0.0f && state.backoff_factor < 1.0f)) {
+    if (!(state.backoff_factor > 0.0 && state.backoff_factor < 1.0)) {
       fail("backoff_factor", state.backoff_factor);
     }
     if (state.growth_interval < 1) fail("growth_interval", state.growth_interval);
