@@ -645,3 +645,22 @@ TEST_CASE("An allocation that cannot be satisfied throws out_of_memory naming th
       MessageContains({"mpx::Tensor<fp32, cpu>", "[268435456, 268435456]", "288230376151711744 bytes"}));
   CHECK(mpx::memory_stats<mpx::Host>().live_bytes() == live_before);
 }
+
+// ---- int32 tensors (labels) -------------------------------------------------------------------
+
+TEST_CASE("Tensor<std::int32_t> holds labels: zero-filled, indexed, named int32 in messages", "[tensor]") {
+  static_assert(mpx::Element<std::int32_t> && !mpx::FloatingElement<std::int32_t>);
+  static_assert(mpx::element_name<std::int32_t> == "int32" && mpx::element_name<Eigen::bfloat16> == "bf16");
+  Tensor<std::int32_t> labels(Shape{5});
+  CHECK(labels.size_bytes() == 20);
+  CHECK(all_bytes_zero(labels));
+  for (std::int64_t i = 0; i < labels.numel(); ++i) labels[i] = static_cast<std::int32_t>(4 - i);
+  CHECK(std::vector<std::int32_t>(labels.values().begin(), labels.values().end()) ==
+        std::vector<std::int32_t>{4, 3, 2, 1, 0});
+  const Tensor<std::int32_t> copy = labels.clone();
+  CHECK(copy[0] == 4);
+  CHECK(is_aligned_64(copy.data()));
+  const mpx::Shape huge{std::int64_t{1} << 28, std::int64_t{1} << 28};
+  CHECK_THROWS_MATCHES(Tensor<std::int32_t>::uninitialized(huge), mpx::out_of_memory,
+                       MessageContains({"mpx::Tensor<int32, cpu>"}));
+}

@@ -67,7 +67,7 @@ struct Backend<Host> {
   }
 
   /// @brief Fills with values uniform on [low, high): element i from random_bits(seed, stream, i).
-  template <Element T>
+  template <FloatingElement T>
   static void fill_uniform(Tensor<T, Host>& tensor, double low, double high, std::uint64_t seed,
                            std::uint64_t stream) {
     const std::int64_t count = tensor.numel();

@@ -26,7 +26,7 @@ namespace mpx::cpu {
 /// @param dlogits     if not null, receives the gradient (same shape and type as logits).
 /// @return the mean loss over the batch, in the math type. Non-finite logits give a non-finite loss
 ///         and gradient, which the training step detects.
-template <Element T>
+template <FloatingElement T>
 math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
                                           float smoothing, float grad_seed, Tensor<T, Host>* dlogits) {
   using Math = math_t<tag_of_t<T>>;
@@ -80,7 +80,7 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::sp
 }
 
 /// @brief Number of rows whose largest logit is at the label's index.
-template <Element T>
+template <FloatingElement T>
 std::int64_t count_correct(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels) {
   const std::int64_t batch = logits.shape()[0];
   const std::int64_t classes = logits.shape()[1];
