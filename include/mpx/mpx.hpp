@@ -23,6 +23,7 @@
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/tensor/shape.hpp"
 #include "mpx/tensor/tensor.hpp"
+#include "mpx/tensor/transfer.hpp"
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/backend.hpp"
