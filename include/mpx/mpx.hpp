@@ -39,6 +39,7 @@
 #include "mpx/nn/cast.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
+#include "mpx/nn/layers.hpp"
 #include "mpx/nn/linear.hpp"
 #include "mpx/nn/loss.hpp"
 #include "mpx/nn/parameter.hpp"
