@@ -24,14 +24,14 @@ void train(const mpx::data::FashionMnist& data, int epochs) {
   mpx::data::Batcher batcher(data.train,
                              {.batch_size = 128, .seed = 42, .last_batch = mpx::data::LastBatch::Drop});
   mpx::Tensor<mpx::compute_t<P>> images;  // one host batch, already in the model's input type
-  std::vector<std::int32_t> labels;
+  mpx::Tensor<std::int32_t> labels;
   for (int epoch = 0; epoch < epochs; ++epoch) {
     batcher.start_epoch(epoch);
     for (std::int64_t step = 1; batcher.next(images, labels); ++step) {
       if constexpr (std::is_same_v<Device, mpx::Cuda>) {
-        const auto device_images = mpx::to_device(images);  // queued copies: no wait
-        const mpx::cuda::DeviceArray<std::int32_t> device_labels{std::span<const std::int32_t>(labels)};
-        trainer.enqueue_step(device_images, device_labels.device_span());
+        const auto device_images = mpx::to<mpx::Cuda>(images);  // queued copies: no wait
+        const auto device_labels = mpx::to<mpx::Cuda>(labels);
+        trainer.enqueue_step(device_images, device_labels);
       } else {
         trainer.enqueue_step(images, labels);
       }
@@ -47,10 +47,10 @@ void train(const mpx::data::FashionMnist& data, int epochs) {
   mpx::data::Batcher test(data.test, {.batch_size = 1000, .shuffle = false});
   while (test.next(images, labels)) {
     if constexpr (std::is_same_v<Device, mpx::Cuda>) {
-      const auto device_images = mpx::to_device(images);
-      correct += mpx::Backend<mpx::Cuda>::count_correct(model.forward(device_images), labels);
+      const auto device_images = mpx::to<mpx::Cuda>(images);
+      correct += mpx::nn::count_correct(model.forward(device_images), mpx::to<mpx::Cuda>(labels));
     } else {
-      correct += mpx::Backend<mpx::Host>::count_correct(model.forward(images), labels);
+      correct += mpx::nn::count_correct(model.forward(images), labels);
     }
   }
   std::printf("%s on %s: test accuracy %.2f%%\n", P::name.data(), Device::name.data(),

@@ -25,6 +25,7 @@
 #include "mpx/tensor/tensor.hpp"
 #include "mpx/tensor/transfer.hpp"
 
+#include "mpx/backend/argmax_spec.hpp"
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
@@ -43,6 +44,7 @@
 #include "mpx/nn/linear.hpp"
 #include "mpx/nn/loss.hpp"
 #include "mpx/nn/parameter.hpp"
+#include "mpx/nn/predict.hpp"
 #include "mpx/nn/sequential.hpp"
 
 #include "mpx/optim/adamw.hpp"

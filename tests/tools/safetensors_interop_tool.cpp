@@ -5,10 +5,12 @@
 //   safetensors_interop_tool check <file>       checks a file Python wrote holds them, bit for bit
 //   safetensors_interop_tool checkpoint <file>  trains a small model 3 steps and saves a checkpoint
 // The reference values are the same formulas in both languages; every one is exact in its dtype.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -91,7 +93,9 @@ void write_checkpoint(const char* path) {
   mpx::Trainer trainer(model, loss, optimizer);
   mpx::Tensor<float> x(mpx::Shape{5, 4});
   for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
-  const std::vector<std::int32_t> y{0, 1, 2, 1, 0};
+  mpx::Tensor<std::int32_t> y(mpx::Shape{5});
+  const std::int32_t labels[] = {0, 1, 2, 1, 0};
+  std::copy(std::begin(labels), std::end(labels), y.values().begin());
   for (int step = 0; step < 3; ++step) (void)trainer.step(x, y);
   mpx::io::save_checkpoint(path, trainer, {{"data.epoch", "0"}});
   // Python compares the first weight with what mpx holds: print it exactly.

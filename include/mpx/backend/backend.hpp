@@ -8,11 +8,12 @@
 ///
 /// Each backend provides, as static functions with the CPU versions' signatures:
 /// `gemm<Compute>`, `relu_forward`, `relu_backward`, `gelu_forward`, `gelu_backward`,
-/// `layer_norm_forward`, `layer_norm_backward`, `softmax_cross_entropy`, `count_correct`, `mse_loss`,
-/// `sgd_update`, `adamw_update`, `unscale_and_inspect<Scale>`, `scale_in_place`, `round_into<To>`,
-/// `add_into`, `fill_uniform`. `Backend<Cuda>` adds the training step's device-path overloads, which
-/// leave their results in device memory instead of returning them: the losses with a `LossSeed` and
-/// a device `loss_sum`, the optimizers with the step's `StepScalars` (backend/cuda/backend.cuh).
+/// `layer_norm_forward`, `layer_norm_backward`, `softmax_cross_entropy`, `count_correct`, `argmax`,
+/// `mse_loss`, `sgd_update`, `adamw_update`, `unscale_and_inspect<Scale>`, `scale_in_place`,
+/// `round_into<To>`, `add_into`, `fill_uniform`. `Backend<Cuda>` adds the training step's device-path
+/// overloads, which leave their results in device memory instead of returning them: the losses with a
+/// `LossSeed` and a device `loss_sum`, the optimizers with the step's `StepScalars`
+/// (backend/cuda/backend.cuh).
 
 namespace mpx {
 

@@ -53,6 +53,7 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(layer_norm_backward);
   MPX_DETAIL_FORWARD_TO_CPU(softmax_cross_entropy);
   MPX_DETAIL_FORWARD_TO_CPU(count_correct);
+  MPX_DETAIL_FORWARD_TO_CPU(argmax);
   MPX_DETAIL_FORWARD_TO_CPU(mse_loss);
   MPX_DETAIL_FORWARD_TO_CPU(sgd_update);
   MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
