@@ -75,14 +75,15 @@ struct Result {
 
 struct HostBatch {
   mpx::Tensor<float> inputs;
-  std::vector<std::int32_t> labels;
+  mpx::Tensor<std::int32_t> labels;
 };
 
 HostBatch make_batch(std::uint32_t seed) {
   std::mt19937 rng(seed);
   HostBatch batch{mpx::bench::random_host_tensor<float>(mpx::Shape{k_batch, k_inputs}, rng),
-                  std::vector<std::int32_t>(static_cast<std::size_t>(k_batch))};
-  for (auto& label : batch.labels) label = static_cast<std::int32_t>(rng() % std::uint32_t{k_classes});
+                  mpx::Tensor<std::int32_t>(mpx::Shape{k_batch})};
+  for (auto& label : batch.labels.values())
+    label = static_cast<std::int32_t>(rng() % std::uint32_t{k_classes});
   return batch;
 }
 
@@ -118,9 +119,9 @@ void check_against_cpu(Result& r) {
     mpx::optim::AdamW optimizer(model, {.lr = k_lr, .weight_decay = k_weight_decay});
     mpx::Trainer trainer(model, loss, optimizer);
     const auto device_inputs = mpx::to_device(inputs);
-    const mpx::cuda::DeviceArray<std::int32_t> labels{std::span<const std::int32_t>(batch.labels)};
+    const auto labels = mpx::to<mpx::Cuda>(batch.labels);
     for (int s = 0; s < k_check_steps; ++s) {
-      const auto result = trainer.step(device_inputs, labels.device_span());
+      const auto result = trainer.step(device_inputs, labels);
       r.gpu_losses[s] = result.loss;
       gpu_stepped[s] = result.stepped;
     }
@@ -155,20 +156,20 @@ Result run_case(const Settings& s) {
   {
     // The pool of batches, on the device before timing, as a data loader with prefetch leaves them.
     std::vector<mpx::Tensor<float, mpx::Cuda>> images;
-    std::vector<mpx::cuda::DeviceArray<std::int32_t>> labels;
+    std::vector<mpx::Tensor<std::int32_t, mpx::Cuda>> labels;
     for (int i = 0; i < s.pool; ++i) {
       const HostBatch batch = make_batch(100 + static_cast<std::uint32_t>(i));
-      images.push_back(mpx::to_device(batch.inputs));
-      labels.emplace_back(std::span<const std::int32_t>(batch.labels));
-      context.synchronize();  // the label upload reads `batch`, which goes out of scope
+      images.push_back(mpx::to<mpx::Cuda>(batch.inputs));
+      labels.push_back(mpx::to<mpx::Cuda>(batch.labels));
     }
+    context.synchronize();  // the pool is on the device before anything is timed
     auto model = make_model<P, mpx::Cuda>();
     mpx::nn::SoftmaxCrossEntropy<P, mpx::Cuda> loss;
     mpx::optim::AdamW optimizer(model, {.lr = k_lr, .weight_decay = k_weight_decay});
     mpx::Trainer trainer(model, loss, optimizer);
     // The buffers a step reads (the graph reads these at every replay).
     auto inputs = mpx::Tensor<T, mpx::Cuda>::uninitialized(mpx::Shape{k_batch, k_inputs});
-    mpx::cuda::DeviceArray<std::int32_t> step_labels(static_cast<std::size_t>(k_batch));
+    auto step_labels = mpx::Tensor<std::int32_t, mpx::Cuda>::uninitialized(mpx::Shape{k_batch});
     const auto load = [&](int i, mpx::Tensor<T, mpx::Cuda>& into) {
       const auto& source = images[static_cast<std::size_t>(i)];
       if constexpr (rounds_input) {
@@ -184,9 +185,9 @@ Result run_case(const Settings& s) {
         const auto& batch_labels = labels[static_cast<std::size_t>(next)];
         if constexpr (rounds_input) {
           load(next, inputs);
-          trainer.queue_step(inputs, batch_labels.device_span());
+          trainer.queue_step(inputs, batch_labels);
         } else {
-          trainer.queue_step(images[static_cast<std::size_t>(next)], batch_labels.device_span());
+          trainer.queue_step(images[static_cast<std::size_t>(next)], batch_labels);
         }
       }
     };
@@ -201,14 +202,11 @@ Result run_case(const Settings& s) {
     r.skipped_while_timed = skipped() - skipped_before;
     try {
       load(next, inputs);
-      trainer.capture_step(inputs, step_labels.device_span());
+      trainer.capture_step(inputs, step_labels);
       const auto graph_steps = [&] {
         for (int i = 0; i < s.steps_per_sample; ++i, next = (next + 1) % s.pool) {
           load(next, inputs);
-          const auto& source = labels[static_cast<std::size_t>(next)];
-          MPX_CUDA_CHECK(cudaMemcpyAsync(step_labels.data(), source.data(),
-                                         source.size() * sizeof(std::int32_t), cudaMemcpyDeviceToDevice,
-                                         stream));
+          mpx::copy(step_labels, labels[static_cast<std::size_t>(next)]);
           trainer.replay_step();
         }
       };

@@ -86,14 +86,14 @@ struct Result {
 // A batch in fp32 (never zero) and its labels, from a fixed seed.
 struct HostBatch {
   mpx::Tensor<float> inputs;
-  std::vector<std::int32_t> labels;
+  mpx::Tensor<std::int32_t> labels;
 };
 
 HostBatch make_batch(std::int64_t rows, std::uint32_t seed) {
   std::mt19937 rng(seed);
   HostBatch batch{mpx::bench::random_host_tensor<float>(mpx::Shape{rows, k_width}, rng),
-                  std::vector<std::int32_t>(static_cast<std::size_t>(rows))};
-  for (auto& label : batch.labels) label = static_cast<std::int32_t>(rng() % std::uint32_t{k_width});
+                  mpx::Tensor<std::int32_t>(mpx::Shape{rows})};
+  for (auto& label : batch.labels.values()) label = static_cast<std::int32_t>(rng() % std::uint32_t{k_width});
   return batch;
 }
 
@@ -129,9 +129,9 @@ void check_against_cpu(const HostBatch& batch, Result& r) {
     mpx::optim::SGD optimizer(model, {.lr = k_lr, .momentum = k_momentum});
     mpx::Trainer trainer(model, loss, optimizer);
     const auto device_inputs = mpx::to_device(inputs);
-    const mpx::cuda::DeviceArray<std::int32_t> labels{std::span<const std::int32_t>(batch.labels)};
+    const auto labels = mpx::to<mpx::Cuda>(batch.labels);
     for (int s = 0; s < 2; ++s) {
-      const auto result = trainer.step(device_inputs, labels.device_span());
+      const auto result = trainer.step(device_inputs, labels);
       r.gpu_losses[s] = result.loss;
       gpu_stepped[s] = result.stepped;
     }
@@ -232,7 +232,7 @@ Result run_case(std::int64_t batch, const Settings& s, double bytes_per_ms, bool
     mpx::Trainer trainer(model, loss, optimizer);
     const HostBatch host = make_batch(batch, 4);
     const auto inputs32 = mpx::to_device(host.inputs);
-    const mpx::cuda::DeviceArray<std::int32_t> labels{std::span<const std::int32_t>(host.labels)};
+    const auto labels = mpx::to<mpx::Cuda>(host.labels);
     // The batch arrives in fp32; the compute-type copy is refreshed on the stream (fp32 reads it).
     auto inputs = rounds_input ? mpx::Tensor<T, mpx::Cuda>::uninitialized(mpx::Shape{batch, k_width})
                                : mpx::Tensor<T, mpx::Cuda>();
@@ -249,7 +249,7 @@ Result run_case(std::int64_t batch, const Settings& s, double bytes_per_ms, bool
     const auto eager_steps = [&] {
       for (int i = 0; i < s.steps_per_sample; ++i) {
         refill();
-        trainer.queue_step(model_inputs, labels.device_span());
+        trainer.queue_step(model_inputs, labels);
       }
     };
     const auto skipped = [&] { return trainer.scaler().state().steps_skipped; };
@@ -267,7 +267,7 @@ Result run_case(std::int64_t batch, const Settings& s, double bytes_per_ms, bool
     r.activation_bytes = trainer.first_step_memory().activations;
     try {
       refill();
-      trainer.capture_step(model_inputs, labels.device_span());
+      trainer.capture_step(model_inputs, labels);
       const auto graph_steps = [&] {
         for (int i = 0; i < s.steps_per_sample; ++i) {
           refill();

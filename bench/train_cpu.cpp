@@ -44,16 +44,16 @@ struct Result {
 // Random inputs (never zero) and labels from a fixed seed, so every precision sees the same batch.
 struct Batch {
   mpx::Tensor<float> inputs;
-  std::vector<std::int32_t> labels;
+  mpx::Tensor<std::int32_t> labels;
 };
 
 Batch make_batch(const Workload& w) {
   Batch batch{mpx::Tensor<float>(mpx::Shape{w.batch, w.widths[0]}),
-              std::vector<std::int32_t>(std::size_t(w.batch))};
+              mpx::Tensor<std::int32_t>(mpx::Shape{w.batch})};
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   for (float& v : batch.inputs.values()) v = normal(rng);
-  for (auto& label : batch.labels) label = std::int32_t(rng() % std::uint32_t(w.widths[3]));
+  for (auto& label : batch.labels.values()) label = std::int32_t(rng() % std::uint32_t(w.widths[3]));
   return batch;
 }
 

@@ -26,7 +26,7 @@ struct Run {
 
   void train(int steps) {
     mpx::Tensor<float> x;
-    std::vector<std::int32_t> y;
+    mpx::Tensor<std::int32_t> y;
     for (int i = 0; i < steps; ++i) {
       if (!batcher.next(x, y)) {  // next epoch
         batcher.start_epoch(batcher.epoch() + 1);

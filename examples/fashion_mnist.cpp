@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Trains an MLP on Fashion-MNIST in fp32, tf32, fp16 and bf16 (one `using` line each) and compares
-// them: test accuracy, time per epoch, activation memory, skipped steps, final loss scale.
+// them: test accuracy, time per epoch, activation memory, skipped steps, final loss scale. The same
+// program trains on the CPU or the GPU: the device is a template parameter of `train_all`, chosen
+// once in `with_device`. Where CMake finds the CUDA toolkit, this file is also compiled by nvcc for
+// `train_all<mpx::Cuda>` alone (examples/CMakeLists.txt), so that the CPU code stays in a C++
+// translation unit: Eigen turns its CPU SIMD off in anything nvcc compiles.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,12 +19,17 @@
 #include <boost/hana/type.hpp>
 
 #include <mpx/experiment/classification.hpp>
-#include <mpx/experiment/models.hpp>
 #include <mpx/experiment/progress.hpp>
 #include <mpx/experiment/records.hpp>
 #include <mpx/mpx.hpp>
+#if MPX_CUDA_COMPILER
+#include <mpx/cuda.hpp>  // the CUDA backend, for train_all<mpx::Cuda>
+#elif MPX_HAS_CUDA
+#include <mpx/backend/cuda/context.hpp>  // mpx::cuda_device_count, for --device
+#endif
 
-namespace {
+// External linkage: the nvcc translation unit defines train_all<mpx::Cuda> for this one's main.
+namespace fashion_mnist {
 
 struct Settings {
   std::string precision = "all";
@@ -28,7 +37,7 @@ struct Settings {
   std::int64_t batch = 128;
   double lr = 1e-3;
   std::uint64_t seed = 42;
-  std::string device = "cpu";
+  std::string device = "auto";
   std::string csv = "fashion_mnist_metrics.csv";
   std::int64_t train_samples = 0;  // 0: all 60000
 };
@@ -47,12 +56,16 @@ struct Summary {
   float final_loss_scale;
 };
 
-template <class P>
+template <class P, class Device>
 Summary train(const Settings& s, const mpx::data::FashionMnist& data, std::vector<EpochRecord>& records) {
-  // 784-512-256-10, ReLU fused into the first two matmuls, everything in precision P.
-  auto model = mpx::experiment::mlp3<P>(784, 512, 256, 10);
+  // [model]
+  // 784-512-256-10, ReLU fused into the first two matmuls, everything in precision P on Device.
+  using L = mpx::nn::layers<P, Device>;
+  mpx::nn::Sequential model{L::linear(784, 512, mpx::nn::relu), L::linear(512, 256, mpx::nn::relu),
+                            L::linear(256, 10)};
   model.initialize(s.seed);
-  mpx::nn::SoftmaxCrossEntropy<P> loss;
+  auto loss = L::softmax_cross_entropy();
+  // [model]
   mpx::optim::AdamW optimizer(model, {.lr = s.lr, .weight_decay = 1e-4});
   mpx::Trainer trainer(model, loss, optimizer);
   const mpx::data::Dataset train_set = data.train.subset(
@@ -92,6 +105,46 @@ Summary train(const Settings& s, const mpx::data::FashionMnist& data, std::vecto
   summary.final_loss_scale = trainer.scaler().scale();
   return summary;
 }
+
+template <class Device>
+void train_all(const Settings& settings, const mpx::data::FashionMnist& data) {
+  std::vector<EpochRecord> records;
+  std::vector<Summary> summaries;
+  const std::map<std::string, std::string> short_names{
+      {"fp32", "fp32"}, {"tf32", "tf32"}, {"fp16_mixed", "fp16"}, {"bf16_mixed", "bf16"}};
+  boost::hana::for_each(
+      boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed>, [&](auto type) {
+        using P = typename decltype(type)::type;
+        if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name))) {
+          summaries.push_back(train<P, Device>(settings, data, records));
+        }
+      });
+  std::printf("\n%-11s %9s %9s %10s %13s %8s %11s\n", "precision", "test acc", "vs fp32", "s/epoch",
+              "activations", "skipped", "loss scale");
+  for (const Summary& s : summaries) {
+    const double delta = 100 * (s.test_accuracy - summaries.front().test_accuracy);
+    std::printf("%-11s %8.2f%% %+8.2f %10.2f %10.2f MiB %8lld %11g\n", s.precision.c_str(),
+                100 * s.test_accuracy, delta, s.seconds_per_epoch, double(s.activation_bytes) / (1 << 20),
+                static_cast<long long>(s.skipped_steps), double(s.final_loss_scale));
+  }
+  std::printf("per-epoch metrics: %s\n", settings.csv.c_str());
+}
+
+}  // namespace fashion_mnist
+
+#if MPX_CUDA_COMPILER
+// The GPU half of the program: the one instantiation the C++ translation unit leaves to nvcc.
+template void fashion_mnist::train_all<mpx::Cuda>(const fashion_mnist::Settings&,
+                                                  const mpx::data::FashionMnist&);
+#else
+#if MPX_HAS_CUDA
+extern template void fashion_mnist::train_all<mpx::Cuda>(const fashion_mnist::Settings&,
+                                                         const mpx::data::FashionMnist&);
+#endif  // MPX_HAS_CUDA
+
+namespace {
+
+using fashion_mnist::Settings;
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr,
@@ -139,16 +192,35 @@ Settings parse(int argc, char** argv) {
       s.precision != "bf16") {
     usage_error("--precision " + s.precision + ": expected fp32, tf32, fp16, bf16 or all");
   }
-  if (s.device == "cuda") {
-    usage_error(
-        "--device cuda: this program is the CPU one; the GPU one is examples/fashion_mnist_cuda.cu "
-        "(built when CMake finds the CUDA toolkit)");
-  }
-  if (s.device != "cpu" && s.device != "auto")
+  if (s.device != "cpu" && s.device != "cuda" && s.device != "auto")
     usage_error("--device " + s.device + ": expected cpu, cuda or auto");
-  if (s.device == "auto") std::printf("this program runs on the CPU (fashion_mnist_cuda is the GPU one)\n");
   return s;
 }
+
+// [device]
+// Resolves --device once and calls train_on(mpx::Cuda{}) or train_on(mpx::Host{}): the one place the
+// program names a device.
+template <class F>
+void with_device(const std::string& device, F&& train_on) {
+#if MPX_HAS_CUDA
+  if (device == "cuda") mpx::require_cuda_device("fashion_mnist --device cuda");
+  if (device == "cuda" || (device == "auto" && mpx::cuda_device_count() > 0)) {
+    std::printf("device: cuda (%s)\n", mpx::cuda_context().properties().name);
+    return train_on(mpx::Cuda{});
+  }
+  const char* why_not_cuda = " (no CUDA device found)";
+#else
+  if (device == "cuda") {
+    throw mpx::error(
+        "--device cuda: this build has no CUDA (CMake found no CUDA toolkit when it was configured); "
+        "configure again with nvcc on PATH, or use --device cpu or auto");
+  }
+  const char* why_not_cuda = " (this build has no CUDA)";
+#endif  // MPX_HAS_CUDA
+  std::printf("device: cpu%s\n", device == "auto" ? why_not_cuda : "");
+  train_on(mpx::Host{});
+}
+// [device]
 
 }  // namespace
 
@@ -156,29 +228,12 @@ int main(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
   try {
     const auto data = mpx::data::load_fashion_mnist();
-    std::vector<EpochRecord> records;
-    std::vector<Summary> summaries;
-    const std::map<std::string, std::string> short_names{
-        {"fp32", "fp32"}, {"tf32", "tf32"}, {"fp16_mixed", "fp16"}, {"bf16_mixed", "bf16"}};
-    boost::hana::for_each(
-        boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed>, [&](auto type) {
-          using P = typename decltype(type)::type;
-          if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name))) {
-            summaries.push_back(train<P>(settings, data, records));
-          }
-        });
-    std::printf("\n%-11s %9s %9s %10s %13s %8s %11s\n", "precision", "test acc", "vs fp32", "s/epoch",
-                "activations", "skipped", "loss scale");
-    for (const Summary& s : summaries) {
-      const double delta = 100 * (s.test_accuracy - summaries.front().test_accuracy);
-      std::printf("%-11s %8.2f%% %+8.2f %10.2f %10.2f MiB %8lld %11g\n", s.precision.c_str(),
-                  100 * s.test_accuracy, delta, s.seconds_per_epoch, double(s.activation_bytes) / (1 << 20),
-                  static_cast<long long>(s.skipped_steps), double(s.final_loss_scale));
-    }
-    std::printf("per-epoch metrics: %s\n", settings.csv.c_str());
+    with_device(settings.device,
+                [&](auto device) { fashion_mnist::train_all<decltype(device)>(settings, data); });
   } catch (const mpx::error& e) {
     std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
     return 1;
   }
   return 0;
 }
+#endif  // MPX_CUDA_COMPILER

@@ -2,21 +2,22 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // The mixed-precision training step on a small synthetic problem: change `P` to switch the whole
 // model between fp32, tf32, fp16 and bf16; the classifier stays in fp32 either way.
+#include <cstdint>
 #include <cstdio>
 #include <random>
-#include <vector>
 
 #include <mpx/mpx.hpp>
 
 using P = mpx::fp16_mixed;  // or mpx::fp32, mpx::tf32, mpx::bf16_mixed
 
 int main() {
-  using namespace mpx::nn;
-  // bf16/fp16 body, fp32 classifier: Sequential inserts the cast between them.
-  Sequential model{Linear<P, Activation::GELU>(16, 64), LayerNorm<P>(64), Linear<P, Activation::ReLU>(64, 64),
-                   Linear<mpx::fp32>(64, 3)};
+  using L = mpx::nn::layers<P>;             // the body: precision P, on the CPU (the default device)
+  using Head = mpx::nn::layers<mpx::fp32>;  // the classifier stays in fp32
+  // Sequential inserts the cast between the P body and the fp32 head.
+  mpx::nn::Sequential model{L::linear(16, 64, mpx::nn::gelu), L::layer_norm(64),
+                            L::linear(64, 64, mpx::nn::relu), Head::linear(64, 3)};
   model.initialize(/*seed=*/1);
-  SoftmaxCrossEntropy<mpx::fp32> loss({.label_smoothing = 0.05f});
+  auto loss = Head::softmax_cross_entropy({.label_smoothing = 0.05f});
   mpx::optim::AdamW optimizer(model, {.lr = 3e-3});
   mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = 1.0});  // dynamic loss scaling for fp16
 
@@ -24,7 +25,7 @@ int main() {
   std::mt19937 rng(2);
   std::normal_distribution<float> normal;
   mpx::Tensor<float> x(mpx::Shape{256, 16});
-  std::vector<std::int32_t> y(256);
+  mpx::Tensor<std::int32_t> y(mpx::Shape{256});  // class labels
   for (int step = 1; step <= 300; ++step) {
     for (int i = 0; i < 256; ++i) {
       for (int j = 0; j < 16; ++j) x[i * 16 + j] = normal(rng);

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Builds the CUDA targets for a lent GPU machine HERE (it has no Eigen, Boost or Catch2 headers) and
-# leaves only what must travel in build-gpu/: stripped binaries in bin/ and, where a binary links
-# them, libgomp and zlib in lib/ as fallbacks for an image that lacks them (scripts/gpu_session.sh
-# puts them last on the library path). Release, sm_90, no -march=native (the device's CPU is another one), -lineinfo so
+# leaves only what must travel in build-gpu/: stripped binaries in bin/ (the Fashion-MNIST example,
+# compiled by nvcc, as bin/fashion_mnist), the Fashion-MNIST files in fashion-mnist/ when they fit
+# (the device has no Debian dataset package) and, where a binary links them, libgomp and zlib in lib/
+# as fallbacks for an image that lacks them (scripts/gpu_session.sh puts them last on the library path). Release, sm_90, no -march=native (the device's CPU is another one), -lineinfo so
 # that compute-sanitizer names source lines. The CMake tree itself stays in build/gpu-tree.
 #
 # Usage: scripts/gpu_build.sh            (JOBS=N to change the 2 parallel jobs)
@@ -14,11 +15,11 @@ cd "$(dirname "$0")/.."
 
 tree=build/gpu-tree
 carry=build-gpu
-targets=(mpx_cuda_tests gemm_cuda linear_cuda mlp_step_cuda fashion_mnist_step_cuda)
+targets=(mpx_cuda_tests gemm_cuda linear_cuda mlp_step_cuda fashion_mnist_step_cuda example_fashion_mnist)
 limit_bytes=$((60 * 1024 * 1024))  # the device tool carries 64 MiB with the working tree
 
 options=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DMPX_ENABLE_CUDA=ON
-         -DMPX_NATIVE_ARCH=OFF -DMPX_BUILD_TESTS=ON -DMPX_BUILD_BENCH=ON -DMPX_BUILD_EXAMPLES=OFF
+         -DMPX_NATIVE_ARCH=OFF -DMPX_BUILD_TESTS=ON -DMPX_BUILD_BENCH=ON -DMPX_BUILD_EXAMPLES=ON
          -DMPX_INSTALL=OFF "-DCMAKE_CUDA_FLAGS=-lineinfo")
 if command -v ninja >/dev/null; then options+=(-G Ninja); fi
 if command -v ccache >/dev/null; then
@@ -34,12 +35,13 @@ cmake --build "$tree" --parallel "${JOBS:-2}" --target "${targets[@]}"
 rm -rf "$carry"
 mkdir -p "$carry/bin" "$carry/lib"
 for target in "${targets[@]}"; do
-  binary=$(find "$tree" -type f -name "$target" -perm -u+x | head -n 1)
+  name=${target#example_}  # examples' binaries drop the prefix (OUTPUT_NAME)
+  binary=$(find "$tree" -type f -name "$name" -perm -u+x | head -n 1)
   if [[ -z "$binary" ]]; then
-    echo "gpu_build.sh: built $target but cannot find its binary under $tree" >&2
+    echo "gpu_build.sh: built $target but cannot find its binary $name under $tree" >&2
     exit 1
   fi
-  strip --strip-unneeded -o "$carry/bin/$target" "$binary"
+  strip --strip-unneeded -o "$carry/bin/$name" "$binary"
 done
 needed=$(for binary in "$carry"/bin/*; do ldd "$binary"; done)
 for library in libgomp.so.1 libz.so.1; do
@@ -48,8 +50,21 @@ for library in libgomp.so.1 libz.so.1; do
   if [[ -n "$path" ]]; then cp -L "$path" "$carry/lib/"; fi
 done
 
+# The dataset, if it fits beside the binaries (30 MB): the example stage needs it, the trainer test
+# uses it when present (and Gaussian blobs otherwise).
+dataset=${MPX_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+if [[ -d "$dataset" ]]; then
+  dataset_bytes=$(du -sbL "$dataset" | cut -f1)
+  if (($(du -sb "$carry" | cut -f1) + dataset_bytes <= limit_bytes)); then
+    mkdir -p "$carry/fashion-mnist"
+    cp -L "$dataset"/*-ubyte.gz "$carry/fashion-mnist/"
+  else
+    echo "gpu_build.sh: Fashion-MNIST ($dataset_bytes bytes) does not fit; the example stage will fail" >&2
+  fi
+fi
+
 bytes=$(du -sb "$carry" | cut -f1)
-du -sh "$carry"/bin/* "$carry"/lib/* 2>/dev/null || true
+du -sh "$carry"/bin/* "$carry"/lib/* "$carry"/fashion-mnist 2>/dev/null || true
 if ((bytes > limit_bytes)); then
   echo "gpu_build.sh: $carry holds $bytes bytes, more than the $limit_bytes that can travel" >&2
   exit 1

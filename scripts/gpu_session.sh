@@ -5,6 +5,8 @@
 # scripts/gpu_build.sh; the device has the CUDA 13 runtime, cuBLASLt and PyTorch, but no headers and
 # nothing to download). Steps, in order, each logged, each allowed to fail without stopping the rest:
 #   tests     mpx_cuda_tests (Catch2; exit 77 would mean it saw no device)
+#   example   examples/fashion_mnist.cpp on the GPU: --device cuda, bf16, one epoch (--full: all
+#             four precisions, 10 epochs), Fashion-MNIST from build-gpu/fashion-mnist
 #   gemm      gemm_cuda
 #   linear    linear_cuda
 #   mlp       mlp_step_cuda, then its PyTorch peer bench/peers/torch_mlp_step.py
@@ -36,14 +38,14 @@ while (($#)); do
   case $1 in
     --full) full=1 ;;
     --budget) budget=$2; shift ;;
-    all) stages+=(tests gemm linear mlp fashion memcheck) ;;
+    all) stages+=(tests example gemm linear mlp fashion memcheck) ;;
     bench) stages+=(gemm linear mlp fashion) ;;
-    tests | memcheck | gemm | linear | mlp | fashion) stages+=("$1") ;;
-    *) echo "usage: scripts/gpu_session.sh [--full] [--budget SECONDS] [all | bench | tests gemm linear mlp fashion memcheck]" >&2; exit 2 ;;
+    tests | example | memcheck | gemm | linear | mlp | fashion) stages+=("$1") ;;
+    *) echo "usage: scripts/gpu_session.sh [--full] [--budget SECONDS] [all | bench | tests example gemm linear mlp fashion memcheck]" >&2; exit 2 ;;
   esac
   shift
 done
-((${#stages[@]})) || stages=(tests gemm linear mlp fashion memcheck)
+((${#stages[@]})) || stages=(tests example gemm linear mlp fashion memcheck)
 
 start=$(date +%s)
 deadline=$((start + budget))
@@ -68,6 +70,9 @@ for library in libcudart.so.13 libcublasLt.so.13; do
 done
 library_path=$(IFS=:; echo "${library_dirs[*]-}")
 export LD_LIBRARY_PATH="${library_path:+$library_path:}${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/build-gpu/lib"
+
+# Fashion-MNIST as gpu_build.sh carried it: the example needs it, the trainer test prefers it.
+if [[ -d "$root/build-gpu/fashion-mnist" ]]; then export MPX_FASHION_MNIST_DIR="$root/build-gpu/fashion-mnist"; fi
 
 sanitizer=$(command -v compute-sanitizer || true)
 for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
@@ -120,6 +125,11 @@ grep "=> not found" "$logs/environment.log" && echo "(a library is missing: see 
 for stage in "${stages[@]}"; do
   case $stage in
     tests) run_step tests 150 "$bin/mpx_cuda_tests" ;;
+    example)
+      example_settings=(--precision bf16 --epochs 1)
+      ((full)) && example_settings=(--precision all --epochs 10)
+      run_step fashion_mnist_example 240 "$bin/fashion_mnist" --device cuda "${example_settings[@]}" \
+        --csv "$logs/fashion_mnist_cuda.csv" ;;
     memcheck)
       if [[ -n "$sanitizer" ]]; then
         run_step memcheck 240 "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/mpx_cuda_tests"

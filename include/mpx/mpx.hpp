@@ -24,7 +24,9 @@
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/tensor/shape.hpp"
 #include "mpx/tensor/tensor.hpp"
+#include "mpx/tensor/transfer.hpp"
 
+#include "mpx/backend/argmax_spec.hpp"
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
@@ -41,10 +43,12 @@
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
+#include "mpx/nn/layers.hpp"
 #include "mpx/nn/linear.hpp"
 #include "mpx/nn/loss.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/nn/parameter_list.hpp"
+#include "mpx/nn/predict.hpp"
 #include "mpx/nn/sequential.hpp"
 
 #include "mpx/optim/adamw.hpp"

@@ -122,8 +122,15 @@ void require_close(const mpx::Tensor<A>& gpu, const mpx::Tensor<B>& cpu, const s
 }
 
 // A device copy of host labels, for the device paths.
-mpx::cuda::DeviceArray<std::int32_t> device_labels(const std::vector<std::int32_t>& labels) {
-  return mpx::cuda::DeviceArray<std::int32_t>(std::span<const std::int32_t>(labels));
+mpx::Tensor<std::int32_t, mpx::Cuda> device_labels(const std::vector<std::int32_t>& labels) {
+  mpx::Tensor<std::int32_t> host(mpx::Shape{static_cast<std::int64_t>(labels.size())});
+  std::copy(labels.begin(), labels.end(), host.values().begin());
+  return mpx::to<mpx::Cuda>(host);
+}
+
+// The span of device memory the backends' label arguments take.
+std::span<const std::int32_t> device_span(const mpx::Tensor<std::int32_t, mpx::Cuda>& labels) {
+  return {labels.data(), static_cast<std::size_t>(labels.numel())};
 }
 
 std::vector<std::int32_t> random_labels(std::int64_t batch, std::int64_t classes, std::mt19937& rng) {
@@ -427,7 +434,7 @@ void check_cross_entropy(std::int64_t batch, std::int64_t classes, float smoothi
   CHECK(mpx::cuda::softmax_cross_entropy(logits_gpu, labels, smoothing, grad_seed, nullptr) == loss_gpu);
   // Device labels: the same again.
   const auto labels_gpu = device_labels(labels);
-  CHECK(mpx::cuda::softmax_cross_entropy(logits_gpu, labels_gpu.device_span(), smoothing, grad_seed,
+  CHECK(mpx::cuda::softmax_cross_entropy(logits_gpu, device_span(labels_gpu), smoothing, grad_seed,
                                          nullptr) == loss_gpu);
 }
 
@@ -511,7 +518,7 @@ TEMPLATE_TEST_CASE("cuda softmax cross-entropy device path: device seed, accumul
     }
   }
   CHECK(std::isnan(
-      mpx::cuda::softmax_cross_entropy(logits_gpu, bad_labels_gpu.device_span(), 0.0f, 1.0f, nullptr)));
+      mpx::cuda::softmax_cross_entropy(logits_gpu, device_span(bad_labels_gpu), 0.0f, 1.0f, nullptr)));
   // Host labels are checked on the host, with the CPU's message.
   try {
     (void)mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.0f, 1.0f, nullptr);
@@ -581,7 +588,7 @@ TEMPLATE_TEST_CASE("cuda count_correct matches the cpu's argmax, ties included",
     const auto logits_gpu = mpx::to_device(logits);
     CHECK(mpx::cuda::count_correct(logits_gpu, labels) == expected);
     const auto labels_gpu = device_labels(labels);
-    CHECK(mpx::cuda::count_correct(logits_gpu, labels_gpu.device_span()) == expected);
+    CHECK(mpx::cuda::count_correct(logits_gpu, device_span(labels_gpu)) == expected);
     mpx::cuda::DeviceArray<std::int64_t> correct(1);
     const std::int64_t start[] = {5};
     correct.upload(std::span<const std::int64_t>{start});
@@ -591,6 +598,47 @@ TEMPLATE_TEST_CASE("cuda count_correct matches the cpu's argmax, ties included",
   }
   mpx::Tensor<T, mpx::Cuda> logits(mpx::Shape{3, 2});
   CHECK_THROWS_AS(mpx::cuda::count_correct(logits, std::vector<std::int32_t>(2, 0)), mpx::shape_error);
+}
+
+TEMPLATE_TEST_CASE("cuda argmax and nn::predict match the cpu's, ties and NaN included", "[cuda][loss]",
+                   float, double, Eigen::half, Eigen::bfloat16) {
+  using T = TestType;
+  std::mt19937 rng(35);
+  struct Size {
+    std::int64_t batch, classes;
+  };
+  for (const Size s : {Size{1, 1}, Size{7, 3}, Size{1023, 10}, Size{33, 4097}, Size{70000, 2}}) {
+    const std::int64_t batch = s.batch;
+    const std::int64_t classes = s.classes;
+    INFO("batch " << batch << " classes " << classes);
+    // Few distinct values, so rows often have tied maxima (the first one wins), and a NaN in some
+    // rows (the first NaN wins, as torch.argmax).
+    auto logits = random_host<T>(mpx::Shape{batch, classes}, rng, -3.0, 3.0);
+    for (T& z : logits.values()) z = static_cast<T>(std::round(static_cast<float>(z)));
+    for (std::int64_t r = 3; r < batch; r += 5) {
+      logits[r * classes + (r * 7) % classes] = static_cast<T>(std::numeric_limits<float>::quiet_NaN());
+    }
+    mpx::Tensor<std::int32_t> expected(mpx::Shape{batch});
+    mpx::cpu::argmax(logits, expected);
+    const auto logits_gpu = mpx::to<mpx::Cuda>(logits);
+    auto indices = mpx::Tensor<std::int32_t, mpx::Cuda>::uninitialized(mpx::Shape{batch});
+    mpx::cuda::argmax(logits_gpu, indices);
+    const auto got = mpx::to<mpx::Host>(indices);
+    CHECK(std::equal(got.values().begin(), got.values().end(), expected.values().begin()));
+    const auto predicted = mpx::to<mpx::Host>(mpx::nn::predict(logits_gpu));
+    CHECK(std::equal(predicted.values().begin(), predicted.values().end(), expected.values().begin()));
+    // count_correct counts the rows whose argmax is the label, on either device.
+    const auto labels = random_labels(batch, classes, rng);
+    std::int64_t hits = 0;
+    for (std::int64_t r = 0; r < batch; ++r)
+      hits += expected[r] == labels[static_cast<std::size_t>(r)] ? 1 : 0;
+    CHECK(mpx::nn::count_correct(logits_gpu, device_labels(labels)) == hits);
+  }
+  mpx::Tensor<T, mpx::Cuda> logits(mpx::Shape{3, 2});
+  mpx::Tensor<std::int32_t, mpx::Cuda> two(mpx::Shape{2});
+  CHECK_THROWS_AS(mpx::cuda::argmax(logits, two), mpx::shape_error);
+  mpx::Tensor<T, mpx::Cuda> no_classes(mpx::Shape{3, 0});
+  CHECK_THROWS_AS(mpx::nn::predict(no_classes), mpx::shape_error);
 }
 
 // ---- LayerNorm ----------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ constexpr std::uint64_t init_seed = 2026;
 // 200 batches in host memory, and the same batches on the device.
 struct Batches {
   std::vector<mpx::Tensor<float>> inputs;
-  std::vector<std::vector<std::int32_t>> labels;
+  std::vector<mpx::Tensor<std::int32_t>> labels;
 };
 
 Batches gaussian_blobs(int count) {
@@ -43,10 +43,10 @@ Batches gaussian_blobs(int count) {
   Batches data;
   for (int b = 0; b < count; ++b) {
     mpx::Tensor<float> x(mpx::Shape{batch_size, input_features});
-    std::vector<std::int32_t> y(static_cast<std::size_t>(batch_size));
+    mpx::Tensor<std::int32_t> y(mpx::Shape{batch_size});
     for (std::int64_t row = 0; row < batch_size; ++row) {
       const std::int32_t c = label(random);
-      y[static_cast<std::size_t>(row)] = c;
+      y[row] = c;
       for (std::int64_t f = 0; f < input_features; ++f) {
         x[row * input_features + f] =
             centres[static_cast<std::size_t>(c * input_features + f)] + normal(random);
@@ -72,7 +72,9 @@ const Batches& training_batches() {
                     static_cast<std::size_t>(batch_size * input_features) * sizeof(float));
         data.inputs.push_back(std::move(x));
         const auto& labels = fashion.train.labels();
-        data.labels.emplace_back(labels.begin() + first, labels.begin() + first + batch_size);
+        mpx::Tensor<std::int32_t> y(mpx::Shape{batch_size});
+        std::copy(labels.begin() + first, labels.begin() + first + batch_size, y.values().begin());
+        data.labels.push_back(std::move(y));
       }
       std::printf("trainer_cuda_test: Fashion-MNIST from %s\n",
                   mpx::data::default_fashion_mnist_dir().c_str());
@@ -87,16 +89,15 @@ const Batches& training_batches() {
 
 struct DeviceBatches {
   std::vector<mpx::Tensor<float, mpx::Cuda>> inputs;
-  std::vector<mpx::cuda::DeviceArray<std::int32_t>> labels;
+  std::vector<mpx::Tensor<std::int32_t, mpx::Cuda>> labels;
 };
 
 DeviceBatches to_device(const Batches& host) {
   DeviceBatches device;
   for (std::size_t b = 0; b < host.inputs.size(); ++b) {
-    device.inputs.push_back(mpx::to_device(host.inputs[b]));
-    device.labels.emplace_back(std::span<const std::int32_t>(host.labels[b]));
+    device.inputs.push_back(mpx::to<mpx::Cuda>(host.inputs[b]));
+    device.labels.push_back(mpx::to<mpx::Cuda>(host.labels[b]));
   }
-  mpx::cuda_context().synchronize();  // the label uploads read host vectors that outlive this anyway
   return device;
 }
 
@@ -147,7 +148,7 @@ void compare_200_steps() {
   int worst_step = 0;
   for (int s = 0; s < steps; ++s) {
     const auto host_result = cpu.trainer.step(data.inputs[s], data.labels[s]);
-    const auto device_result = gpu.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
+    const auto device_result = gpu.trainer.step(device_data.inputs[s], device_data.labels[s]);
     REQUIRE(device_result.stepped == host_result.stepped);
     REQUIRE(device_result.loss_scale == host_result.loss_scale);
     REQUIRE(std::isfinite(device_result.loss));
@@ -177,7 +178,7 @@ TEST_CASE("the loss-scale trajectory on the GPU equals the CPU's under injected 
   Batches poisoned;
   for (int s = 0; s < 60; ++s) {
     poisoned.inputs.push_back(data.inputs[s].clone());
-    poisoned.labels.push_back(data.labels[s]);
+    poisoned.labels.push_back(data.labels[s].clone());
   }
   // Overflow runs of one, two and three steps, so growth, backoff and the tracker reset all occur.
   for (const int s : {5, 17, 18, 30, 31, 32, 50})
@@ -193,7 +194,7 @@ TEST_CASE("the loss-scale trajectory on the GPU equals the CPU's under injected 
   Setup<P, mpx::Cuda> gpu(device_options);
   for (int s = 0; s < 60; ++s) {
     const auto host_result = cpu.trainer.step(poisoned.inputs[s], poisoned.labels[s]);
-    const auto device_result = gpu.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
+    const auto device_result = gpu.trainer.step(device_data.inputs[s], device_data.labels[s]);
     INFO("step " << s + 1);
     REQUIRE(device_result.stepped == host_result.stepped);
     REQUIRE(device_result.inputs_finite == host_result.inputs_finite);
@@ -210,8 +211,8 @@ TEST_CASE("queued steps need no sync and give the same result as stepping one at
   Setup<P, mpx::Cuda> one_by_one;
   Setup<P, mpx::Cuda> queued;
   for (int s = 0; s < 20; ++s) {
-    (void)one_by_one.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
-    queued.trainer.queue_step(device_data.inputs[s], device_data.labels[s].device_span());
+    (void)one_by_one.trainer.step(device_data.inputs[s], device_data.labels[s]);
+    queued.trainer.queue_step(device_data.inputs[s], device_data.labels[s]);
   }
   const auto result = queued.trainer.read_result();
   CHECK(result.step == 20);
@@ -229,19 +230,17 @@ TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit 
   Setup<P, mpx::Cuda> graphed;
   // The graph reads its batch from fixed buffers, refilled before each replay.
   auto inputs = device_data.inputs[0].clone();
-  mpx::cuda::DeviceArray<std::int32_t> labels(std::span<const std::int32_t>(data.labels[0]));
-  graphed.trainer.capture_step(inputs, labels.device_span());  // runs step 1 eagerly, captures step 2
-  (void)eager.trainer.step(device_data.inputs[0], device_data.labels[0].device_span());
+  auto labels = device_data.labels[0].clone();
+  graphed.trainer.capture_step(inputs, labels);  // runs step 1 eagerly, captures step 2
+  (void)eager.trainer.step(device_data.inputs[0], device_data.labels[0]);
   for (int s = 1; s < 30; ++s) {
     if (s == 10) {  // a schedule's change must reach the graph
       graphed.optimizer.set_lr(0.02);
       eager.optimizer.set_lr(0.02);
     }
-    (void)eager.trainer.step(device_data.inputs[s], device_data.labels[s].device_span());
+    (void)eager.trainer.step(device_data.inputs[s], device_data.labels[s]);
     mpx::copy(inputs, device_data.inputs[s]);
-    MPX_CUDA_CHECK(cudaMemcpyAsync(labels.data(), device_data.labels[s].data(),
-                                   labels.size() * sizeof(std::int32_t), cudaMemcpyDeviceToDevice,
-                                   mpx::cuda_context().stream()));
+    mpx::copy(labels, device_data.labels[s]);
     graphed.trainer.replay_step();
   }
   const auto replayed = graphed.trainer.read_result();
@@ -252,14 +251,15 @@ TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit 
   CHECK(master_weights(graphed.model) == master_weights(eager.model));
 }
 
-TEST_CASE("a CUDA step given host labels says how to fix it", "[cuda][trainer]") {
-  using P = mpx::fp32;
-  const Batches& data = training_batches();
-  Setup<P, mpx::Cuda> gpu;
-  const auto inputs = mpx::to_device(data.inputs[0]);
-  CHECK_THROWS_WITH(gpu.trainer.queue_step(inputs, data.labels[0]),
-                    Catch::Matchers::Contains("device memory") && Catch::Matchers::Contains("DeviceArray"));
-}
+// Host labels for a CUDA step are a type error (the loss takes a Tensor<std::int32_t, Cuda>), where
+// they used to be a run-time one.
+template <class Labels>
+concept CudaStepTakes = requires(decltype(Setup<mpx::fp32, mpx::Cuda>::trainer)& trainer,
+                                 const mpx::Tensor<float, mpx::Cuda>& inputs, const Labels& labels) {
+  trainer.step(inputs, labels);
+};
+static_assert(!CudaStepTakes<mpx::Tensor<std::int32_t, mpx::Host>>);
+static_assert(CudaStepTakes<mpx::Tensor<std::int32_t, mpx::Cuda>>);
 
 TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", "[cuda][trainer]") {
   using P = mpx::bf16_mixed;
@@ -309,15 +309,14 @@ TEST_CASE("host changes reach the device step, and device results reach the host
   const Batches& data = training_batches();
   const DeviceBatches device_data = to_device(data);
   Setup<P, mpx::Cuda> gpu;
-  for (int s = 0; s < 3; ++s)
-    gpu.trainer.queue_step(device_data.inputs[s], device_data.labels[s].device_span());
+  for (int s = 0; s < 3; ++s) gpu.trainer.queue_step(device_data.inputs[s], device_data.labels[s]);
   (void)gpu.trainer.read_result();
   // A state loaded on the host (as a checkpoint does) and a new learning rate, set after a read.
   auto state = gpu.trainer.scaler().state();
   state.scale = 1024.0f;
   gpu.trainer.scaler().load_state(state);
   gpu.optimizer.set_lr(0.01);
-  const auto result = gpu.trainer.step(device_data.inputs[3], device_data.labels[3].device_span());
+  const auto result = gpu.trainer.step(device_data.inputs[3], device_data.labels[3]);
   CHECK(result.loss_scale == 1024.0f);
   CHECK(result.step == 4);
   CHECK(gpu.optimizer.steps() == gpu.trainer.scaler().state().steps_taken);
@@ -331,7 +330,7 @@ TEST_CASE("replay_step refuses a graph the model or the optimizer has moved away
   Setup<P, mpx::Cuda> gpu;
   CHECK_THROWS_WITH(gpu.trainer.replay_step(), Catch::Matchers::Contains("capture_step first"));
   auto inputs = device_data.inputs[0].clone();
-  gpu.trainer.capture_step(inputs, device_data.labels[0].device_span());
+  gpu.trainer.capture_step(inputs, device_data.labels[0]);
   gpu.trainer.replay_step();
   auto changed = gpu.optimizer.options();
   gpu.optimizer.set_rounding_seed(changed.rounding_seed + 1);
@@ -341,8 +340,8 @@ TEST_CASE("replay_step refuses a graph the model or the optimizer has moved away
   // A step on a batch of another size reallocates the buffers the graph writes into.
   mpx::Tensor<float> half_batch(mpx::Shape{batch_size / 2, input_features});
   std::memcpy(half_batch.data(), data.inputs[1].data(), half_batch.size_bytes());
-  const mpx::cuda::DeviceArray<std::int32_t> half_labels(
-      std::span<const std::int32_t>(data.labels[1].data(), static_cast<std::size_t>(batch_size / 2)));
-  (void)gpu.trainer.step(mpx::to_device(half_batch), half_labels.device_span());
+  mpx::Tensor<std::int32_t> half_labels(mpx::Shape{batch_size / 2});
+  std::memcpy(half_labels.data(), data.labels[1].data(), half_labels.size_bytes());
+  (void)gpu.trainer.step(mpx::to<mpx::Cuda>(half_batch), mpx::to<mpx::Cuda>(half_labels));
   CHECK_THROWS_WITH(gpu.trainer.replay_step(), Catch::Matchers::Contains("capture_step first"));
 }

@@ -95,10 +95,17 @@ static_assert(same<mpx::tag_of_t<Eigen::bfloat16>, BFloat16>);
 static_assert(same<mpx::tag_of_t<mpx::storage_t<TF32>>, Float>);
 static_assert(same<mpx::tag_of_t<mpx::storage_t<Half>>, Half>);
 
+static_assert(mpx::FloatingElement<double> && mpx::FloatingElement<float> &&
+              mpx::FloatingElement<Eigen::half> && mpx::FloatingElement<Eigen::bfloat16>);
+static_assert(!mpx::FloatingElement<std::int32_t> && !mpx::FloatingElement<long double> &&
+              !mpx::FloatingElement<Float> && !mpx::FloatingElement<const float>);
+// Tensors also hold int32 class labels and token ids; no other integer, and no tag or cv type.
 static_assert(mpx::Element<double> && mpx::Element<float> && mpx::Element<Eigen::half> &&
-              mpx::Element<Eigen::bfloat16>);
-static_assert(!mpx::Element<int> && !mpx::Element<long double> && !mpx::Element<std::uint16_t> &&
-              !mpx::Element<Float> && !mpx::Element<const float> && !mpx::Element<float*>);
+              mpx::Element<Eigen::bfloat16> && mpx::Element<std::int32_t>);
+static_assert(!mpx::Element<std::int64_t> && !mpx::Element<std::uint32_t> && !mpx::Element<long double> &&
+              !mpx::Element<std::uint16_t> && !mpx::Element<Float> && !mpx::Element<const float> &&
+              !mpx::Element<float*> && !mpx::Element<const std::int32_t>);
+static_assert(mpx::element_name<std::int32_t> == "int32" && mpx::element_name<float> == "fp32");
 
 // represents_v<Wide, Narrow>: at least as many mantissa and exponent bits.
 static_assert(mpx::represents_v<Float, Half> && mpx::represents_v<Float, BFloat16> &&

@@ -9,11 +9,13 @@
 //       checkpoints <name>.safetensors, loads their weights into fp32 models and writes a few inputs
 //       with those models' logits to <name>_probe.safetensors (name: mlp3, mlp3_layer_norm)
 // The reference values are the same formulas in both languages; every one is exact in its dtype.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -97,7 +99,9 @@ void write_checkpoint(const char* path) {
   mpx::Trainer trainer(model, loss, optimizer);
   mpx::Tensor<float> x(mpx::Shape{5, 4});
   for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
-  const std::vector<std::int32_t> y{0, 1, 2, 1, 0};
+  mpx::Tensor<std::int32_t> y(mpx::Shape{5});
+  const std::int32_t labels[] = {0, 1, 2, 1, 0};
+  std::copy(std::begin(labels), std::end(labels), y.values().begin());
   for (int step = 0; step < 3; ++step) (void)trainer.step(x, y);
   mpx::io::save_checkpoint(path, trainer, {{"data.epoch", "0"}});
   // Python compares the first weight with what mpx holds: print it exactly.
@@ -126,8 +130,8 @@ void write_torch_case(const std::filesystem::path& directory, const std::string&
   mpx::nn::SoftmaxCrossEntropy<mpx::bf16_mixed> loss;
   mpx::optim::AdamW optimizer(model, {.lr = 1e-3});
   mpx::Trainer trainer(model, loss, optimizer);
-  std::vector<std::int32_t> labels(32);
-  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 10);
+  mpx::Tensor<std::int32_t> labels(mpx::Shape{32});
+  for (std::int64_t i = 0; i < labels.numel(); ++i) labels[i] = static_cast<std::int32_t>(i % 10);
   for (std::uint32_t step = 0; step < 3; ++step) (void)trainer.step(pixels(32, step), labels);
   const std::filesystem::path checkpoint = directory / (name + ".safetensors");
   mpx::io::save_checkpoint(checkpoint, trainer);

@@ -42,13 +42,13 @@ std::filesystem::path scratch(const std::string& name) {
 /// Batch b of a fixed synthetic stream (a cheap hash, so the data needs no state to resume).
 struct Data {
   mpx::Tensor<float> inputs{mpx::Shape{batch, features}};
-  std::vector<std::int32_t> labels = std::vector<std::int32_t>(batch);
+  mpx::Tensor<std::int32_t> labels{mpx::Shape{batch}};
 };
 Data batch_at(int b) {
   Data d;
   for (std::int64_t i = 0; i < batch; ++i) {
     const auto label = static_cast<std::int32_t>((i * 7 + b * 3) % classes);
-    d.labels[static_cast<std::size_t>(i)] = label;
+    d.labels[i] = label;
     for (std::int64_t f = 0; f < features; ++f) {
       const std::uint32_t h = static_cast<std::uint32_t>(b * 2654435761u + i * 40503u + f * 9973u) >> 8;
       d.inputs[i * features + f] = static_cast<float>(h % 1000) / 500.0f - 1.0f + (f == label ? 1.5f : 0.0f);
@@ -434,7 +434,7 @@ TEST_CASE("batcher_state and restore_batcher resume the data order mid-epoch", "
   mpx::data::Batcher original(dataset, {.batch_size = 6, .seed = 17});
   original.start_epoch(3);
   mpx::Tensor<float> x;
-  std::vector<std::int32_t> y;
+  mpx::Tensor<std::int32_t> y;
   REQUIRE(original.next(x, y));
   REQUIRE(original.next(x, y));
   const mpx::io::Metadata state = mpx::io::batcher_state(original);
@@ -444,10 +444,10 @@ TEST_CASE("batcher_state and restore_batcher resume the data order mid-epoch", "
   mpx::data::Batcher resumed(dataset, {.batch_size = 6, .seed = 17});
   mpx::io::restore_batcher(resumed, state);
   mpx::Tensor<float> x2;
-  std::vector<std::int32_t> y2;
+  mpx::Tensor<std::int32_t> y2;
   while (original.next(x, y)) {
     REQUIRE(resumed.next(x2, y2));
-    CHECK(y == y2);
+    CHECK(std::equal(y.values().begin(), y.values().end(), y2.values().begin(), y2.values().end()));
     CHECK(std::equal(x.values().begin(), x.values().end(), x2.values().begin()));
   }
   CHECK_FALSE(resumed.next(x2, y2));

@@ -608,15 +608,15 @@ std::vector<std::int64_t> deal_epoch(Batcher& batcher, std::uint64_t epoch,
   batcher.start_epoch(epoch);
   std::vector<std::int64_t> seen;
   mpx::Tensor<float, mpx::Host> images;
-  std::vector<std::int32_t> labels;
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
   while (batcher.next(images, labels)) {
     REQUIRE(images.rank() == 2);
-    REQUIRE(images.shape()[0] == static_cast<std::int64_t>(labels.size()));
+    REQUIRE(labels.shape() == mpx::Shape{images.shape()[0]});
     if (batch_sizes != nullptr) batch_sizes->push_back(images.shape()[0]);
     for (std::int64_t b = 0; b < images.shape()[0]; ++b) {
       const auto sample = static_cast<std::int64_t>(images[2 * b]);
       CHECK(images[2 * b + 1] == static_cast<float>(sample) + 0.5f);
-      CHECK(labels[static_cast<std::size_t>(b)] == sample % 7);
+      CHECK(labels[b] == sample % 7);
       seen.push_back(sample);
     }
   }
@@ -677,20 +677,23 @@ TEST_CASE("Batcher deals every sample exactly once per epoch, keeping or droppin
   CHECK(exact.batches_per_epoch() == 4);
 }
 
-TEST_CASE("Batcher reuses the batch tensor and reallocates it only for a smaller last batch",
+TEST_CASE("Batcher reuses the batch tensors and reallocates them only for a smaller last batch",
           "[data][batcher]") {
   const Dataset set = numbered_dataset(25);
   Batcher batcher(set, {.batch_size = 10, .seed = 3});
   mpx::Tensor<float, mpx::Host> images;
-  std::vector<std::int32_t> labels;
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
   REQUIRE(batcher.next(images, labels));
   const float* buffer = images.data();
+  const std::int32_t* label_buffer = labels.data();
   CHECK(images.shape() == mpx::Shape{10, 2});
+  CHECK(labels.shape() == mpx::Shape{10});
   REQUIRE(batcher.next(images, labels));
   CHECK(images.data() == buffer);
+  CHECK(labels.data() == label_buffer);
   REQUIRE(batcher.next(images, labels));
   CHECK(images.shape() == mpx::Shape{5, 2});
-  CHECK(labels.size() == 5);
+  CHECK(labels.shape() == mpx::Shape{5});
   CHECK_FALSE(batcher.next(images, labels));
   CHECK_FALSE(batcher.next(images, labels));  // stays exhausted until the next start_epoch
   batcher.start_epoch(1);
@@ -780,6 +783,6 @@ TEST_CASE("Batcher rejects a batch size below one and handles an empty dataset",
   Batcher batcher(empty, {.batch_size = 4});
   CHECK(batcher.batches_per_epoch() == 0);
   mpx::Tensor<float, mpx::Host> images;
-  std::vector<std::int32_t> labels;
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
   CHECK_FALSE(batcher.next(images, labels));
 }

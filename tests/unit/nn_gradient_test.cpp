@@ -315,8 +315,7 @@ TEST_CASE("LayerNorm: dx, dgamma and dbeta match finite differences in fp64", "[
 
 /// PyTorch's smoothed cross-entropy, written from its definition: (1 - s) * (-log p[label]) +
 /// s * mean_c(-log p[c]), averaged over rows; log p by a max-shifted log-sum-exp in double.
-double reference_cross_entropy(const Tensor<double>& logits, const std::vector<std::int32_t>& labels,
-                               double s) {
+double reference_cross_entropy(const Tensor<double>& logits, const Tensor<std::int32_t>& labels, double s) {
   const std::int64_t batch = logits.shape()[0];
   const std::int64_t classes = logits.shape()[1];
   double total = 0;
@@ -328,7 +327,7 @@ double reference_cross_entropy(const Tensor<double>& logits, const std::vector<s
     const double lse = top + std::log(sum);
     double mean_nll = 0;
     for (std::int64_t c = 0; c < classes; ++c) mean_nll += (lse - z[c]) / static_cast<double>(classes);
-    total += (1 - s) * (lse - z[labels[static_cast<std::size_t>(r)]]) + s * mean_nll;
+    total += (1 - s) * (lse - z[labels[r]]) + s * mean_nll;
   }
   return total / static_cast<double>(batch);
 }
@@ -343,8 +342,8 @@ TEST_CASE("SoftmaxCrossEntropy: gradient w.r.t. logits matches finite difference
         nn::SoftmaxCrossEntropy<P64> loss({.label_smoothing = smoothing});
         Tensor<double> logits = uniform_tensor(Shape{batch, classes}, rng, -3.0, 3.0);
         std::uniform_int_distribution<std::int32_t> label(0, static_cast<std::int32_t>(classes - 1));
-        std::vector<std::int32_t> labels(static_cast<std::size_t>(batch));
-        for (auto& l : labels) l = label(rng);
+        Tensor<std::int32_t> labels(Shape{batch});
+        for (auto& l : labels.values()) l = label(rng);
 
         const double value = loss.forward(logits, labels);
         CHECK(value ==

@@ -24,6 +24,7 @@
 #include <mpx/tensor/memory_stats.hpp>
 #include <mpx/tensor/shape.hpp>
 #include <mpx/tensor/tensor.hpp>
+#include <mpx/tensor/transfer.hpp>
 
 namespace {
 
@@ -644,4 +645,55 @@ TEST_CASE("An allocation that cannot be satisfied throws out_of_memory naming th
       mpx::Tensor<float>::uninitialized(huge), mpx::out_of_memory,
       MessageContains({"mpx::Tensor<fp32, cpu>", "[268435456, 268435456]", "288230376151711744 bytes"}));
   CHECK(mpx::memory_stats<mpx::Host>().live_bytes() == live_before);
+}
+
+// ---- int32 tensors (labels) and moving tensors between devices ---------------------------------
+
+TEST_CASE("Tensor<std::int32_t> holds labels: zero-filled, indexed, named int32 in messages", "[tensor]") {
+  static_assert(mpx::Element<std::int32_t> && !mpx::FloatingElement<std::int32_t>);
+  static_assert(mpx::element_name<std::int32_t> == "int32" && mpx::element_name<Eigen::bfloat16> == "bf16");
+  Tensor<std::int32_t> labels(Shape{5});
+  CHECK(labels.size_bytes() == 20);
+  CHECK(all_bytes_zero(labels));
+  for (std::int64_t i = 0; i < labels.numel(); ++i) labels[i] = static_cast<std::int32_t>(4 - i);
+  CHECK(std::vector<std::int32_t>(labels.values().begin(), labels.values().end()) ==
+        std::vector<std::int32_t>{4, 3, 2, 1, 0});
+  const Tensor<std::int32_t> copy = labels.clone();
+  CHECK(copy[0] == 4);
+  CHECK(is_aligned_64(copy.data()));
+  const mpx::Shape huge{std::int64_t{1} << 28, std::int64_t{1} << 28};
+  CHECK_THROWS_MATCHES(Tensor<std::int32_t>::uninitialized(huge), mpx::out_of_memory,
+                       MessageContains({"mpx::Tensor<int32, cpu>"}));
+}
+
+TEST_CASE("to<Host> of a host tensor is that tensor; a temporary is moved, not copied",
+          "[tensor][transfer]") {
+  Tensor<float> x(Shape{2, 3});
+  x.fill(1.5f);
+  const std::int64_t allocations = mpx::memory_stats<mpx::Host>().allocation_count();
+  const Tensor<float>& same = mpx::to<mpx::Host>(x);
+  CHECK(&same == &x);
+  Tensor<float> scratch;
+  const Tensor<float>& through_buffer = mpx::to<mpx::Host>(x, scratch);
+  CHECK(&through_buffer == &x);
+  CHECK(scratch.empty());  // the buffer is for another device's copy; untouched here
+  const float* data = x.data();
+  const Tensor<float> moved = mpx::to<mpx::Host>(std::move(x));
+  CHECK(moved.data() == data);
+  CHECK(mpx::memory_stats<mpx::Host>().allocation_count() == allocations);
+}
+
+TEST_CASE("copy copies between tensors of one shape and rejects another, naming both", "[tensor][transfer]") {
+  Tensor<std::int32_t> source(Shape{4});
+  for (std::int64_t i = 0; i < 4; ++i) source[i] = static_cast<std::int32_t>(10 * i);
+  Tensor<std::int32_t> destination(Shape{4});
+  mpx::copy(destination, source);
+  CHECK(std::equal(source.values().begin(), source.values().end(), destination.values().begin()));
+  CHECK(destination.data() != source.data());
+  Tensor<std::int32_t> wrong(Shape{5});
+  CHECK_THROWS_MATCHES(mpx::copy(wrong, source), mpx::shape_error,
+                       MessageContains({"mpx::copy", "[5]", "[4]"}));
+  Tensor<std::int32_t> empty_source;
+  Tensor<std::int32_t> empty_destination;
+  mpx::copy(empty_destination, empty_source);  // nothing to copy, nothing to check
 }

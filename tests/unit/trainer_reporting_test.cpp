@@ -13,6 +13,8 @@
 
 #include <mpx/mpx.hpp>
 
+#include "../support/labels.hpp"
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -49,7 +51,9 @@ mpx::Tensor<float> inputs(float scale) {
   for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = scale * static_cast<float>((i * 37) % 11 - 5) / 5.0f;
   return x;
 }
-const std::vector<std::int32_t> labels{0, 1, 0, 1, 1, 0, 1, 0};
+mpx::Tensor<std::int32_t> labels() {
+  return mpx::test::label_tensor({0, 1, 0, 1, 1, 0, 1, 0});
+}
 
 template <class Model>
 bool masters_finite(Model& model) {
@@ -79,14 +83,14 @@ TEMPLATE_TEST_CASE("A batch holding inf or NaN is flagged, logged as a warning a
   mpx::optim::SGD optimizer(model, {.lr = 0.1});
   mpx::Trainer trainer(model, loss, optimizer);
   const CapturedLog log;
-  REQUIRE(trainer.step(inputs(1.0f), labels).stepped);
+  REQUIRE(trainer.step(inputs(1.0f), labels()).stepped);
   CHECK(log.messages.empty());  // a clean step says nothing
 
   for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
     mpx::Tensor<float> x = inputs(1.0f);
     x[5] = bad;
     const std::vector<float> before = masters(model);
-    const mpx::StepResult result = trainer.step(x, labels);
+    const mpx::StepResult result = trainer.step(x, labels());
     CHECK_FALSE(result.inputs_finite);
     CHECK_FALSE(result.stepped);
     CHECK(masters(model) == before);
@@ -95,7 +99,7 @@ TEMPLATE_TEST_CASE("A batch holding inf or NaN is flagged, logged as a warning a
   CHECK(log.messages[0].first == mpx::LogLevel::Warning);
   CHECK_THAT(log.messages[0].second, Contains("step 2 skipped: the input batch holds inf or NaN"));
   CHECK_THAT(log.messages[1].second, Contains("step 3 skipped") && Contains("(steps skipped so far: 2)"));
-  const mpx::StepResult next = trainer.step(inputs(1.0f), labels);
+  const mpx::StepResult next = trainer.step(inputs(1.0f), labels());
   CHECK(next.stepped);
   CHECK(next.inputs_finite);
   CHECK(next.loss_finite);
@@ -112,7 +116,7 @@ TEST_CASE("A diverging loss is flagged and logged, and the weights stay finite",
   const CapturedLog log;
   int diverged = 0;
   for (int step = 0; step < 6; ++step) {
-    const mpx::StepResult result = trainer.step(inputs(1.0f), labels);
+    const mpx::StepResult result = trainer.step(inputs(1.0f), labels());
     if (!result.loss_finite || !std::isfinite(result.grad_norm)) {
       ++diverged;
       CHECK_FALSE(result.stepped);
@@ -138,10 +142,10 @@ TEST_CASE("A loss scale backing off below 1 is flagged and logged once when it g
   mpx::Tensor<float> poisoned = inputs(1.0f);
   poisoned[0] = std::numeric_limits<float>::infinity();
   std::vector<bool> below;
-  for (int step = 0; step < 4; ++step) below.push_back(trainer.step(poisoned, labels).scale_below_one);
+  for (int step = 0; step < 4; ++step) below.push_back(trainer.step(poisoned, labels()).scale_below_one);
   // 4 -> 2 -> 1 -> 0.5 -> 0.25
   CHECK(below == std::vector<bool>{false, false, true, true});
-  const mpx::StepResult clean = trainer.step(inputs(1.0f), labels);
+  const mpx::StepResult clean = trainer.step(inputs(1.0f), labels());
   CHECK(clean.stepped);
   CHECK(clean.scale_below_one);
   CAPTURE(log.all());

@@ -33,7 +33,7 @@ constexpr std::int64_t classes = 4;
 /// Gaussian blobs: class c around a fixed random centre; learnable to a low loss in ~100 steps.
 struct Classification {
   std::vector<mpx::Tensor<float>> inputs;
-  std::vector<std::vector<std::int32_t>> labels;
+  std::vector<mpx::Tensor<std::int32_t>> labels;
 };
 
 Classification make_classification(int batches, std::int64_t batch_size, std::uint32_t seed) {
@@ -45,13 +45,12 @@ Classification make_classification(int batches, std::int64_t batch_size, std::ui
   Classification data;
   for (int b = 0; b < batches; ++b) {
     mpx::Tensor<float> x(mpx::Shape{batch_size, features});
-    std::vector<std::int32_t> y(static_cast<std::size_t>(batch_size));
+    mpx::Tensor<std::int32_t> y(mpx::Shape{batch_size});
     for (std::int64_t row = 0; row < batch_size; ++row) {
-      y[static_cast<std::size_t>(row)] = label(random);
+      y[row] = label(random);
       for (std::int64_t f = 0; f < features; ++f) {
         x[row * features + f] =
-            centres[static_cast<std::size_t>(y[static_cast<std::size_t>(row)] * features + f)] +
-            0.7f * normal(random);
+            centres[static_cast<std::size_t>(y[row] * features + f)] + 0.7f * normal(random);
       }
     }
     data.inputs.push_back(std::move(x));
@@ -319,19 +318,24 @@ TEMPLATE_TEST_CASE("Trainer: a step over two micro-batches equals a step over th
   for (std::size_t step = 0; step < data.inputs.size(); ++step) {
     CAPTURE(step);
     const mpx::Tensor<float>& x = data.inputs[step];
-    const std::vector<std::int32_t>& y = data.labels[step];
+    const mpx::Tensor<std::int32_t>& y = data.labels[step];
     // Micro-batches are given in the model's input type (fp32 values are exact in it).
     using Input = typename decltype(split)::input_type;
     mpx::Tensor<Input> x1(mpx::Shape{16, features});
     mpx::Tensor<Input> x2(mpx::Shape{16, features});
+    mpx::Tensor<std::int32_t> y1(mpx::Shape{16});
+    mpx::Tensor<std::int32_t> y2(mpx::Shape{16});
     for (std::int64_t i = 0; i < x1.numel(); ++i) {
       x1[i] = static_cast<Input>(x[i]);
       x2[i] = static_cast<Input>(x[16 * features + i]);
     }
-    const std::span<const std::int32_t> labels(y);
-    const Batch micro[] = {{x1, labels.first(16)}, {x2, labels.last(16)}};
+    for (std::int64_t i = 0; i < 16; ++i) {
+      y1[i] = y[i];
+      y2[i] = y[16 + i];
+    }
+    const Batch micro[] = {{x1, y1}, {x2, y2}};
 
-    const mpx::StepResult a = whole_trainer.step(x, labels);
+    const mpx::StepResult a = whole_trainer.step(x, y);
     const mpx::StepResult b = split_trainer.step(std::span<const Batch>(micro));
     REQUIRE(a.stepped);
     REQUIRE(b.stepped);
@@ -349,7 +353,7 @@ TEST_CASE("Trainer clips the global gradient norm as clip_grad_norm_ and reports
   using P = mpx::fp32;
   const Classification data = make_classification(1, 32, 33u);
   const mpx::Tensor<float>& x = data.inputs[0];
-  const std::vector<std::int32_t>& y = data.labels[0];
+  const mpx::Tensor<std::int32_t>& y = data.labels[0];
 
   // The gradient computed independently: forward, loss gradient with seed 1, backward.
   auto reference = make_classifier<P>(8);
@@ -551,8 +555,8 @@ TEST_CASE("Trainer::first_step_memory splits weights, gradients, optimizer state
   mpx::Trainer trainer(model, loss, optimizer);
   mpx::Tensor<Eigen::bfloat16> inputs(mpx::Shape{32, 8});
   for (std::int64_t i = 0; i < inputs.numel(); ++i) inputs[i] = Eigen::bfloat16(float(i % 7) - 3.0f);
-  std::vector<std::int32_t> labels(32);
-  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::int32_t(i % 4);
+  mpx::Tensor<std::int32_t> labels(mpx::Shape{32});
+  for (std::int64_t i = 0; i < labels.numel(); ++i) labels[i] = std::int32_t(i % 4);
   CHECK(trainer.first_step_memory().activations == 0);  // nothing measured before the first step
   trainer.step(inputs, labels);
 

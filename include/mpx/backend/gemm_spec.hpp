@@ -98,7 +98,7 @@ struct GemmConfig {
 /// @brief The optional operands of a GEMM; which ones must be set depends on the epilogue.
 /// @tparam TD  element type of D (bias and aux share it, as in cuBLASLt's defaults).
 /// @tparam Acc accumulate type; bias gradients are produced in it.
-template <Element TD, class Acc = math_t<tag_of_t<TD>>, class Device = Host>
+template <FloatingElement TD, class Acc = math_t<tag_of_t<TD>>, class Device = Host>
 struct GemmOperands {
   const Tensor<TD, Device>* c = nullptr;     ///< beta * C; null means D's previous contents
   const Tensor<TD, Device>* bias = nullptr;  ///< length N, for the Bias* epilogues
@@ -163,7 +163,7 @@ void require_epilogue_vector(const char* where, const char* what, const T* tenso
 /// @brief `validate_gemm_shapes`, then the operands the epilogue needs (C, bias, aux, bias gradient):
 /// present and of the right shapes. Throws `mpx::shape_error` or `mpx::invalid_argument` naming
 /// `where`; both backends call it, so they refuse the same calls with the same messages.
-template <Element TD, class Acc, class Device>
+template <FloatingElement TD, class Acc, class Device>
 GemmShape validate_gemm(const char* where, const Shape& a, const Shape& b, const Shape& d,
                         const GemmConfig& config, const GemmOperands<TD, Acc, Device>& operands) {
   const GemmShape g = validate_gemm_shapes(where, a, b, d, config);

@@ -112,15 +112,15 @@ class Batcher {
     }
   }
 
-  /// @brief Copies the next batch into `images` ([batch, features]) and `labels`; false once the epoch
-  /// is exhausted (or only a partial batch is left and `LastBatch::Drop` is set).
+  /// @brief Copies the next batch into `images` ([batch, features]) and `labels` ([batch]); false
+  /// once the epoch is exhausted (or only a partial batch is left and `LastBatch::Drop` is set).
   ///
-  /// `images` is reallocated only when its shape differs from the batch's (the first batch, or a
-  /// smaller last one), so a training loop reuses one buffer. Images of another element type than
-  /// float are rounded to nearest while they are gathered, so a bf16 model gets its input without a
-  /// separate fp32 copy.
-  template <Element T>
-  bool next(Tensor<T, Host>& images, std::vector<std::int32_t>& labels) {
+  /// Both are reallocated only when their shape differs from the batch's (the first batch, or a
+  /// smaller last one), so a training loop reuses one pair of buffers. Images of another element
+  /// type than float are rounded to nearest while they are gathered, so a bf16 model gets its input
+  /// without a separate fp32 copy. `mpx::to<Device>` moves the batch to the model's device.
+  template <FloatingElement T>
+  bool next(Tensor<T, Host>& images, Tensor<std::int32_t, Host>& labels) {
     const std::int64_t remaining = dataset_->size() - position_;
     const std::int64_t count = std::min(remaining, options_.batch_size);
     if (count <= 0 || (count < options_.batch_size && options_.last_batch == LastBatch::Drop)) return false;
@@ -128,7 +128,7 @@ class Batcher {
     const std::int64_t features = dataset_->features();
     const Shape shape{count, features};
     if (!(images.shape() == shape)) images = Tensor<T, Host>::uninitialized(shape);
-    labels.resize(static_cast<std::size_t>(count));
+    if (!(labels.shape() == Shape{count})) labels = Tensor<std::int32_t, Host>::uninitialized(Shape{count});
 
     const float* source = dataset_->images().data();
     const std::vector<std::int32_t>& source_labels = dataset_->labels();
@@ -142,7 +142,7 @@ class Batcher {
           images[b * features + f] = round_to<tag_of_t<T>>(source[sample * features + f]);
         }
       }
-      labels[static_cast<std::size_t>(b)] = source_labels[static_cast<std::size_t>(sample)];
+      labels[b] = source_labels[static_cast<std::size_t>(sample)];
     }
     position_ += count;
     return true;

@@ -8,8 +8,7 @@
 #include <cstdint>
 
 #include "mpx/experiment/layer_precisions.hpp"
-#include "mpx/nn/layer_norm.hpp"
-#include "mpx/nn/linear.hpp"
+#include "mpx/nn/layers.hpp"
 #include "mpx/nn/sequential.hpp"
 
 namespace mpx::experiment {
@@ -21,10 +20,10 @@ namespace mpx::experiment {
 /// @endcode
 template <PrecisionPolicy P, PrecisionPolicy Head = P, class Device = Host>
 auto mlp3(std::int64_t inputs, std::int64_t hidden1, std::int64_t hidden2, std::int64_t outputs) {
-  using nn::Activation;
-  return nn::Sequential{nn::Linear<P, Activation::ReLU, Device>(inputs, hidden1),
-                        nn::Linear<P, Activation::ReLU, Device>(hidden1, hidden2),
-                        nn::Linear<Head, Activation::None, Device>(hidden2, outputs)};
+  using L = nn::layers<P, Device>;
+  using H = nn::layers<Head, Device>;
+  return nn::Sequential{L::linear(inputs, hidden1, nn::relu), L::linear(hidden1, hidden2, nn::relu),
+                        H::linear(hidden2, outputs)};
 }
 
 /// @brief The type of `mlp3<P, Head, Device>(...)`.
@@ -39,13 +38,12 @@ using Mlp3 = decltype(mlp3<P, Head, Device>(1, 1, 1, 1));
 /// @endcode
 template <LayerPrecisionPlan Layers, class Device = Host>
 auto mlp3_layer_norm(std::int64_t inputs, std::int64_t hidden1, std::int64_t hidden2, std::int64_t outputs) {
-  using nn::Activation;
-  using Body = typename Layers::body;
-  using Norm = typename Layers::norm;
-  return nn::Sequential{
-      nn::Linear<Body, Activation::ReLU, Device>(inputs, hidden1), nn::LayerNorm<Norm, Device>(hidden1),
-      nn::Linear<Body, Activation::ReLU, Device>(hidden1, hidden2), nn::LayerNorm<Norm, Device>(hidden2),
-      nn::Linear<typename Layers::head, Activation::None, Device>(hidden2, outputs)};
+  using Body = nn::layers<typename Layers::body, Device>;
+  using Norm = nn::layers<typename Layers::norm, Device>;
+  using Head = nn::layers<typename Layers::head, Device>;
+  return nn::Sequential{Body::linear(inputs, hidden1, nn::relu), Norm::layer_norm(hidden1),
+                        Body::linear(hidden1, hidden2, nn::relu), Norm::layer_norm(hidden2),
+                        Head::linear(hidden2, outputs)};
 }
 
 /// @brief The type of `mlp3_layer_norm<Layers, Device>(...)`.

@@ -17,7 +17,7 @@ namespace mpx::nn {
 
 /// @brief Identity in value, change of element type: forward rounds `From` into `To`, backward
 /// rounds the gradient from `To` into `From`.
-template <Element From, Element To, class Device = Host>
+template <FloatingElement From, FloatingElement To, class Device = Host>
 class Cast {
  public:
   /// @brief Device the layer runs on.

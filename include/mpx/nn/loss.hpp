@@ -15,8 +15,8 @@
 
 namespace mpx::nn {
 
-/// @brief Mean softmax cross-entropy over a batch, against integer class labels, with optional
-/// label smoothing (PyTorch's definition).
+/// @brief Mean softmax cross-entropy over a batch, against int32 class labels (a
+/// `Tensor<std::int32_t, Device>`), with optional label smoothing (PyTorch's definition).
 /// @tparam P the precision of the layer producing the logits (their element type is `compute_t<P>`).
 template <PrecisionPolicy P, class Device = Host>
 class SoftmaxCrossEntropy {
@@ -29,8 +29,8 @@ class SoftmaxCrossEntropy {
   using device_type = Device;
   /// @brief Element type of the logits.
   using input_type = T;
-  /// @brief One class index per row.
-  using target_type = std::span<const std::int32_t>;
+  /// @brief One class index per row: [batch] int32 labels on the loss's device.
+  using target_type = const Tensor<std::int32_t, Device>&;
   /// @brief Type of the loss value (the accumulate type).
   using value_type = accumulate_t<P>;
   /// @brief Loss name used in messages.
@@ -47,14 +47,14 @@ class SoftmaxCrossEntropy {
 
   /// @brief The mean loss, without a gradient.
   value_type forward(const Tensor<T, Device>& logits, target_type labels) {
-    return Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, 0.0f,
+    return Backend<Device>::softmax_cross_entropy(logits, values(labels), options_.label_smoothing, 0.0f,
                                                   static_cast<Tensor<T, Device>*>(nullptr));
   }
 
   /// @brief The mean loss, and its gradient times `grad_seed` (the loss scale) into `gradient()`.
   value_type forward_backward(const Tensor<T, Device>& logits, target_type labels, float grad_seed) {
     ensure_shape(gradient_, logits.shape());
-    return Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, grad_seed,
+    return Backend<Device>::softmax_cross_entropy(logits, values(labels), options_.label_smoothing, grad_seed,
                                                   &gradient_);
   }
 
@@ -67,7 +67,7 @@ class SoftmaxCrossEntropy {
   void accumulate_forward_backward(const Tensor<T, Device>& logits, target_type labels, const Seed& seed,
                                    double* loss_sum) {
     ensure_shape(gradient_, logits.shape());
-    Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, seed, &gradient_,
+    Backend<Device>::softmax_cross_entropy(logits, values(labels), options_.label_smoothing, seed, &gradient_,
                                            row_losses_, loss_sum);
   }
 
@@ -75,6 +75,11 @@ class SoftmaxCrossEntropy {
   [[nodiscard]] const Tensor<T, Device>& gradient() const noexcept { return gradient_; }
 
  private:
+  // The backends take labels as a span of the device's memory.
+  static std::span<const std::int32_t> values(target_type labels) noexcept {
+    return {labels.data(), static_cast<std::size_t>(labels.numel())};
+  }
+
   Options options_;
   Tensor<T, Device> gradient_;
   Tensor<value_type, Device> row_losses_;  // a GPU step's per-row losses, reduced in a fixed order

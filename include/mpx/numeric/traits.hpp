@@ -107,9 +107,17 @@ template <NumericTag Tag>
 using math_t = typename numeric_traits<Tag>::math_type;
 
 /// @brief Element type -> the tag that stores it. `float` maps to `Float` (a TF32 tensor is a float
-/// tensor; TF32 is a property of the matmul, not of the storage).
+/// tensor; TF32 is a property of the matmul, not of the storage). Only floating-point elements have
+/// a tag: naming `tag_of_t<std::int32_t>` (an operation that needs a precision, given a label
+/// tensor) is a compile error that says so.
 template <class T>
-struct tag_of;
+struct tag_of {
+  static_assert(sizeof(T) == 0,
+                "mpx::tag_of<T>: T has no precision tag. Operations that round or compute (layers, losses, "
+                "convert, round_into, the GEMM) take tensors of double, float, Eigen::half or "
+                "Eigen::bfloat16; a Tensor<std::int32_t> holds class labels or token ids, which are "
+                "moved and compared but never rounded");
+};
 template <>
 struct tag_of<double> {
   using type = Double;
@@ -130,11 +138,31 @@ struct tag_of<Eigen::bfloat16> {
 template <class T>
 using tag_of_t = typename tag_of<T>::type;
 
-/// @brief Element types mpx tensors hold: the storage types of the tags.
+/// @brief Element types that have a precision tag (double, float, Eigen::half, Eigen::bfloat16): what
+/// layers, losses, conversions and the GEMM compute with.
 template <class T>
-concept Element = requires {
-  typename tag_of<T>::type;
-};
+concept FloatingElement = std::is_same_v<T, double> || std::is_same_v<T, float> ||
+    std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
+
+/// @brief Element types mpx tensors hold: the floating ones, and `std::int32_t` for class labels and
+/// token ids (moved between devices and compared, never rounded; it has no `tag_of`).
+template <class T>
+concept Element = FloatingElement<T> || std::is_same_v<T, std::int32_t>;
+
+namespace detail {
+template <Element T>
+constexpr std::string_view element_name() noexcept {
+  if constexpr (FloatingElement<T>) {
+    return numeric_traits<typename tag_of<T>::type>::name;
+  } else {
+    return "int32";
+  }
+}
+}  // namespace detail
+
+/// @brief Name of an element type in messages: its tag's name ("fp32", "bf16", ...) or "int32".
+template <Element T>
+inline constexpr std::string_view element_name = detail::element_name<T>();
 
 /// @brief The 16-bit formats: the ones stochastic rounding targets and bit patterns are taken of.
 template <class Tag>

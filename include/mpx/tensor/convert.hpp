@@ -16,7 +16,7 @@ namespace mpx {
 
 /// @brief Rounds every element of `source` into precision `To` and writes it to `destination`
 /// (same shape). With `RoundNearest`, TF32 uses the Tensor Core rule (see `round_tf32`).
-template <NumericTag To, Element From>
+template <NumericTag To, FloatingElement From>
 void round_into(const Tensor<From, Host>& source, Tensor<storage_t<To>, Host>& destination,
                 RoundNearest = {}) {
   require_shape("mpx::round_into", "destination", destination.shape(), source.shape());
@@ -51,7 +51,7 @@ void round_into(const Tensor<float, Host>& source, Tensor<storage_t<To>, Host>& 
 /// auto weights_bf16 = mpx::convert<mpx::BFloat16>(weights_fp32);
 /// auto sr = mpx::convert<mpx::BFloat16>(weights_fp32, mpx::RoundStochastic{.seed = 42});
 /// @endcode
-template <NumericTag To, Element From, class Rounding = RoundNearest>
+template <NumericTag To, FloatingElement From, class Rounding = RoundNearest>
 [[nodiscard]] Tensor<storage_t<To>, Host> convert(const Tensor<From, Host>& source, Rounding rounding = {}) {
   auto destination = Tensor<storage_t<To>, Host>::uninitialized(source.shape());
   round_into<To>(source, destination, rounding);

@@ -30,7 +30,8 @@ using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 /// peak memory a benchmark reports. Host tensors expose Eigen maps; the matrix view of a tensor of
 /// rank > 2 folds all leading dimensions into rows.
 ///
-/// @tparam T      element type: `double`, `float`, `Eigen::half` or `Eigen::bfloat16`.
+/// @tparam T      element type: `double`, `float`, `Eigen::half` or `Eigen::bfloat16`, or
+///                `std::int32_t` for class labels and token ids.
 /// @tparam Device `mpx::Host` or `mpx::Cuda`.
 template <Element T, class Device = Host>
 class Tensor {
@@ -63,8 +64,8 @@ class Tensor {
     try {
       tensor.data_ = static_cast<T*>(Memory::allocate(static_cast<std::size_t>(shape.numel()) * sizeof(T)));
     } catch (const out_of_memory& e) {
-      throw out_of_memory(detail::concat("mpx::Tensor<", numeric_traits<tag_of_t<T>>::name, ", ",
-                                         Device::name, "> of shape ", shape, ": ", e.what()));
+      throw out_of_memory(detail::concat("mpx::Tensor<", element_name<T>, ", ", Device::name, "> of shape ",
+                                         shape, ": ", e.what()));
     }
     tensor.shape_ = shape;
     return tensor;

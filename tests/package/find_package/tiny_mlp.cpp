@@ -5,18 +5,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
-#include <vector>
 
 #include <mpx/mpx.hpp>
 
 int main() {
-  using namespace mpx::nn;
-  using P = mpx::bf16_mixed;  // bf16 compute and activations, fp32 master weights; or mpx::fp32, ...
-  // Two hidden layers with ReLU fused into their matmuls, then a classifier kept in fp32.
-  Sequential model{Linear<P, Activation::ReLU>(8, 32), Linear<P, Activation::ReLU>(32, 32),
-                   Linear<mpx::fp32>(32, 3)};
+  using P = mpx::bf16_mixed;     // bf16 compute and activations, fp32 master weights; or mpx::fp32, ...
+  using L = mpx::nn::layers<P>;  // layers in P on the CPU; mpx::nn::layers<P, mpx::Cuda> on a GPU
+  using Head = mpx::nn::layers<mpx::fp32>;  // the classifier is kept in fp32
+  // Two hidden layers with ReLU fused into their matmuls, then the classifier.
+  mpx::nn::Sequential model{L::linear(8, 32, mpx::nn::relu), L::linear(32, 32, mpx::nn::relu),
+                            Head::linear(32, 3)};
   model.initialize(/*seed=*/1);
-  SoftmaxCrossEntropy<mpx::fp32> loss;
+  auto loss = Head::softmax_cross_entropy();
   mpx::optim::AdamW optimizer(model, {.lr = 1e-2});
   mpx::Trainer trainer(model, loss, optimizer);
 
@@ -25,7 +25,7 @@ int main() {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   mpx::Tensor<float> x(mpx::Shape{batch, features});
-  std::vector<std::int32_t> y(batch);
+  mpx::Tensor<std::int32_t> y(mpx::Shape{batch});  // class labels
   for (int i = 0; i < batch; ++i) {
     for (int j = 0; j < features; ++j) x[i * features + j] = normal(rng);
     y[i] = x[i * features] > 0 ? 0 : (x[i * features + 1] > 0 ? 1 : 2);

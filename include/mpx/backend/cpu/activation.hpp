@@ -16,7 +16,7 @@ namespace mpx::cpu {
 
 namespace detail {
 // Applies `f` to each element in the math type and rounds the result into the output's type.
-template <Element T, class F>
+template <FloatingElement T, class F>
 void map_elements(const char* where, const Tensor<T, Host>& x, Tensor<T, Host>& y, F f) {
   require_shape(where, "output", y.shape(), x.shape());
   using Math = math_t<tag_of_t<T>>;
@@ -28,7 +28,7 @@ void map_elements(const char* where, const Tensor<T, Host>& x, Tensor<T, Host>& 
 }
 
 // dx = dy * f'(saved), elementwise, in the math type.
-template <Element T, class F>
+template <FloatingElement T, class F>
 void map_gradient(const char* where, const Tensor<T, Host>& saved, const Tensor<T, Host>& dy,
                   Tensor<T, Host>& dx, F derivative) {
   require_shape(where, "upstream gradient", dy.shape(), saved.shape());
@@ -46,25 +46,25 @@ void map_gradient(const char* where, const Tensor<T, Host>& saved, const Tensor<
 }  // namespace detail
 
 /// @brief y = relu(x). NaN passes through.
-template <Element T>
+template <FloatingElement T>
 void relu_forward(const Tensor<T, Host>& x, Tensor<T, Host>& y) {
   detail::map_elements("mpx::cpu::relu_forward", x, y, [](auto v) { return relu(v); });
 }
 
 /// @brief dx = dy where the forward output (or input) is positive, else 0.
-template <Element T>
+template <FloatingElement T>
 void relu_backward(const Tensor<T, Host>& output, const Tensor<T, Host>& dy, Tensor<T, Host>& dx) {
   detail::map_gradient("mpx::cpu::relu_backward", output, dy, dx, [](auto v) { return relu_derivative(v); });
 }
 
 /// @brief y = gelu_tanh(x).
-template <Element T>
+template <FloatingElement T>
 void gelu_forward(const Tensor<T, Host>& x, Tensor<T, Host>& y) {
   detail::map_elements("mpx::cpu::gelu_forward", x, y, [](auto v) { return gelu_tanh(v); });
 }
 
 /// @brief dx = dy * gelu_tanh'(x), with x the forward input.
-template <Element T>
+template <FloatingElement T>
 void gelu_backward(const Tensor<T, Host>& input, const Tensor<T, Host>& dy, Tensor<T, Host>& dx) {
   detail::map_gradient("mpx::cpu::gelu_backward", input, dy, dx,
                        [](auto v) { return gelu_tanh_derivative(v); });

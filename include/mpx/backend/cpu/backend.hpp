@@ -67,6 +67,7 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(layer_norm_backward);
   MPX_DETAIL_FORWARD_TO_CPU(softmax_cross_entropy);
   MPX_DETAIL_FORWARD_TO_CPU(count_correct);
+  MPX_DETAIL_FORWARD_TO_CPU(argmax);
   MPX_DETAIL_FORWARD_TO_CPU(mse_loss);
   MPX_DETAIL_FORWARD_TO_CPU(sgd_update);
   MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
@@ -82,7 +83,7 @@ struct Backend<Host> {
   }
 
   /// @brief Fills with values uniform on [low, high): element i from random_bits(seed, stream, i).
-  template <Element T>
+  template <FloatingElement T>
   static void fill_uniform(Tensor<T, Host>& tensor, double low, double high, std::uint64_t seed,
                            std::uint64_t stream) {
     const std::int64_t count = tensor.numel();

@@ -33,7 +33,7 @@
 namespace mpx::cpu {
 
 /// @brief `mpx::GemmOperands` for host tensors.
-template <Element TD, class Acc = math_t<tag_of_t<TD>>>
+template <FloatingElement TD, class Acc = math_t<tag_of_t<TD>>>
 using GemmOperands = mpx::GemmOperands<TD, Acc, Host>;
 
 namespace detail {
@@ -290,7 +290,7 @@ inline void release_gemm_scratch() noexcept {
 /// mpx::cpu::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes,
 ///                                         .epilogue = mpx::Epilogue::ReluBias}, {.bias = &b});
 /// @endcode
-template <NumericTag Compute, Element TD>
+template <NumericTag Compute, FloatingElement TD>
 void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Compute>, Host>& b,
           Tensor<TD, Host>& d, const GemmConfig& config,
           const GemmOperands<TD, math_t<Compute>>& operands = {}) {

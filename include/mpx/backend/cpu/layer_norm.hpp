@@ -21,7 +21,7 @@ namespace mpx::cpu {
 /// @param epsilon added to the variance.
 /// @param y     [rows, features] in the compute type, written.
 /// @param mean, rstd  [rows] in the accumulate type, written.
-template <Element T, Element W, Element Acc>
+template <FloatingElement T, FloatingElement W, FloatingElement Acc>
 void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma, const Tensor<W, Host>& beta,
                         float epsilon, Tensor<T, Host>& y, Tensor<Acc, Host>& mean, Tensor<Acc, Host>& rstd) {
   constexpr const char* where = "mpx::cpu::layer_norm_forward";
@@ -51,7 +51,7 @@ void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma, 
 }
 
 /// @brief dx from dy, and dgamma, dbeta accumulated (+=) so that micro-batches add up.
-template <Element T, Element W, Element Acc>
+template <FloatingElement T, FloatingElement W, FloatingElement Acc>
 void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma,
                          const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& rstd,
                          const Tensor<T, Host>& dy, Tensor<T, Host>& dx, Tensor<Acc, Host>& dgamma,

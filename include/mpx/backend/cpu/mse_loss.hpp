@@ -13,7 +13,7 @@ namespace mpx::cpu {
 
 /// @brief mean((prediction - target)^2) over all elements (PyTorch's default reduction); optionally
 /// writes dprediction = grad_seed * 2 (prediction - target) / count.
-template <Element T, Element U>
+template <FloatingElement T, FloatingElement U>
 math_t<tag_of_t<T>> mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, Host>& target,
                              float grad_seed, Tensor<T, Host>* dprediction) {
   using Math = math_t<tag_of_t<T>>;

@@ -3,12 +3,13 @@
 #pragma once
 /// @file
 /// @brief Softmax cross-entropy on the CPU, in fp32 whatever the logits' type, forward and backward
-/// in one pass over each row (as llm.c's fused classifier).
+/// in one pass over each row (as llm.c's fused classifier), and the predicted class (argmax) of each row.
 
 #include <cmath>
 #include <cstdint>
 #include <span>
 
+#include "mpx/backend/argmax_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -26,7 +27,7 @@ namespace mpx::cpu {
 /// @param dlogits     if not null, receives the gradient (same shape and type as logits).
 /// @return the mean loss over the batch, in the math type. Non-finite logits give a non-finite loss
 ///         and gradient, which the training step detects.
-template <Element T>
+template <FloatingElement T>
 math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
                                           float smoothing, float grad_seed, Tensor<T, Host>* dlogits) {
   using Math = math_t<tag_of_t<T>>;
@@ -89,24 +90,61 @@ void softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::i
   *loss_sum += static_cast<double>(softmax_cross_entropy(logits, labels, smoothing, seed.value(), dlogits));
 }
 
-/// @brief Number of rows whose largest logit is at the label's index.
-template <Element T>
-std::int64_t count_correct(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels) {
+namespace detail {
+
+/// The class a row of logits predicts: the index of its largest value in the math type, the first
+/// one on ties, and the first NaN if there is one (torch.argmax's rule: NaN compares as the largest).
+template <FloatingElement T>
+std::int32_t row_argmax(const T* z, std::int64_t classes) noexcept {
+  using Math = math_t<tag_of_t<T>>;
+  std::int64_t best = 0;
+  Math best_value = static_cast<Math>(z[0]);
+  if (std::isnan(best_value)) return 0;
+  for (std::int64_t c = 1; c < classes; ++c) {
+    const Math value = static_cast<Math>(z[c]);
+    if (std::isnan(value)) return static_cast<std::int32_t>(c);
+    if (value > best_value) {
+      best = c;
+      best_value = value;
+    }
+  }
+  return static_cast<std::int32_t>(best);
+}
+
+}  // namespace detail
+
+/// @brief The predicted class of each row: `indices[row]` = the index of the row's largest logit,
+/// compared in the math type (fp32, fp64 for double), the first one on ties and the first NaN if
+/// any, as `torch.argmax(logits, dim=1)`.
+/// @param logits  [batch, classes], classes >= 1.
+/// @param indices [batch] (`mpx::shape_error` otherwise).
+template <FloatingElement T>
+void argmax(const Tensor<T, Host>& logits, Tensor<std::int32_t, Host>& indices) {
+  constexpr const char* where = "mpx::cpu::argmax";
+  validate_class_logits(where, logits);
   const std::int64_t batch = logits.shape()[0];
   const std::int64_t classes = logits.shape()[1];
+  require_shape(where, "indices", indices.shape(), Shape{batch});
+  for (std::int64_t row = 0; row < batch; ++row)
+    indices[row] = detail::row_argmax(logits.data() + row * classes, classes);
+}
+
+/// @brief Number of rows whose predicted class (as `argmax` picks it) is the label.
+template <FloatingElement T>
+std::int64_t count_correct(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels) {
   if (logits.rank() != 2 || static_cast<std::int64_t>(labels.size()) != logits.shape()[0]) {
     throw shape_error(mpx::detail::concat("mpx::cpu::count_correct: ", labels.size(),
                                           " labels for logits of shape ", logits.shape(),
                                           "; expected [batch, classes] with one label per row"));
   }
+  validate_class_logits("mpx::cpu::count_correct", logits);
+  const std::int64_t batch = logits.shape()[0];
+  const std::int64_t classes = logits.shape()[1];
   std::int64_t correct = 0;
   for (std::int64_t row = 0; row < batch; ++row) {
-    const T* z = logits.data() + row * classes;
-    std::int64_t best = 0;
-    for (std::int64_t c = 1; c < classes; ++c) {
-      if (static_cast<float>(z[c]) > static_cast<float>(z[best])) best = c;
+    if (detail::row_argmax(logits.data() + row * classes, classes) == labels[static_cast<std::size_t>(row)]) {
+      ++correct;
     }
-    if (best == labels[static_cast<std::size_t>(row)]) ++correct;
   }
   return correct;
 }

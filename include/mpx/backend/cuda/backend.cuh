@@ -85,6 +85,7 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(layer_norm_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(softmax_cross_entropy);
   MPX_DETAIL_FORWARD_TO_CUDA(count_correct);
+  MPX_DETAIL_FORWARD_TO_CUDA(argmax);
   MPX_DETAIL_FORWARD_TO_CUDA(mse_loss);
   MPX_DETAIL_FORWARD_TO_CUDA(sgd_update);
   MPX_DETAIL_FORWARD_TO_CUDA(adamw_update);

@@ -3,7 +3,8 @@
 #pragma once
 /// @file
 /// @brief `DeviceMemory<Cuda>` (stream-ordered allocation from the device's memory pool, counted in
-/// `memory_stats<Cuda>()`) and the host <-> device copies of tensors.
+/// `memory_stats<Cuda>()`) and `DeviceTransfer` between the host and the GPU, behind `mpx::to<Device>`
+/// and `mpx::copy`.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA
@@ -24,6 +25,7 @@
 #include "mpx/tensor/host_memory.hpp"
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/tensor/tensor.hpp"
+#include "mpx/tensor/transfer.hpp"
 
 namespace mpx {
 
@@ -104,48 +106,43 @@ struct DeviceMemory<Cuda> {
   }
 };
 
-/// @brief A device copy of a host tensor (same shape and bits). Returns before the copy has finished;
-/// `host` may be destroyed at once (pageable copies are staged before the call returns).
+namespace detail {
+/// cudaMemcpyAsync of `kind` on the context's stream; waits for the stream when `Wait`.
+template <cudaMemcpyKind Kind, bool Wait>
+struct CudaTransfer {
+  static void copy(void* destination, const void* source, std::size_t bytes) {
+    if (bytes == 0) return;
+    CudaContext& context = cuda_context();
+    MPX_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, Kind, context.stream()));
+    if constexpr (Wait) context.synchronize();
+  }
+};
+}  // namespace detail
+
+/// @brief Host -> GPU: queued on the context's stream; returns before the copy has run (pageable
+/// host memory is staged first, so the source may be reused at once).
+template <>
+struct DeviceTransfer<Cuda, Host> : detail::CudaTransfer<cudaMemcpyHostToDevice, false> {};
+
+/// @brief GPU -> host: waits for the stream, so the host copy is complete on return (a
+/// synchronisation point).
+template <>
+struct DeviceTransfer<Host, Cuda> : detail::CudaTransfer<cudaMemcpyDeviceToHost, true> {};
+
+/// @brief GPU -> GPU: queued on the context's stream.
+template <>
+struct DeviceTransfer<Cuda, Cuda> : detail::CudaTransfer<cudaMemcpyDeviceToDevice, false> {};
+
+/// @brief `mpx::to<Cuda>(host)`: a device copy of a host tensor, queued (see `DeviceTransfer`).
 template <Element T>
 [[nodiscard]] Tensor<T, Cuda> to_device(const Tensor<T, Host>& host) {
-  auto device = Tensor<T, Cuda>::uninitialized(host.shape());
-  if (!host.empty()) {
-    MPX_CUDA_CHECK(cudaMemcpyAsync(device.data(), host.data(), host.size_bytes(), cudaMemcpyHostToDevice,
-                                   cuda_context().stream()));
-  }
-  return device;
+  return to<Cuda>(host);
 }
 
-/// @brief A host copy of a device tensor; waits for the stream, so it is a synchronisation point.
+/// @brief `mpx::to<Host>(device)`: a host copy of a device tensor; waits for the stream.
 template <Element T>
 [[nodiscard]] Tensor<T, Host> to_host(const Tensor<T, Cuda>& device) {
-  auto host = Tensor<T, Host>::uninitialized(device.shape());
-  if (!device.empty()) {
-    CudaContext& context = cuda_context();
-    MPX_CUDA_CHECK(cudaMemcpyAsync(host.data(), device.data(), device.size_bytes(), cudaMemcpyDeviceToHost,
-                                   context.stream()));
-    context.synchronize();
-  }
-  return host;
-}
-
-/// @brief Copies `source` into `destination` (same shape required) between any two devices; waits
-/// for the stream when the destination is on the host.
-template <Element T, class To, class From>
-void copy(Tensor<T, To>& destination, const Tensor<T, From>& source) {
-  require_shape("mpx::copy", "destination", destination.shape(), source.shape());
-  if (source.empty()) return;
-  if constexpr (std::is_same_v<To, Host> && std::is_same_v<From, Host>) {
-    DeviceMemory<Host>::copy(destination.data(), source.data(), source.size_bytes());
-  } else {
-    constexpr cudaMemcpyKind kind = std::is_same_v<To, Host>     ? cudaMemcpyDeviceToHost
-                                    : std::is_same_v<From, Host> ? cudaMemcpyHostToDevice
-                                                                 : cudaMemcpyDeviceToDevice;
-    CudaContext& context = cuda_context();
-    MPX_CUDA_CHECK(
-        cudaMemcpyAsync(destination.data(), source.data(), source.size_bytes(), kind, context.stream()));
-    if constexpr (std::is_same_v<To, Host>) context.synchronize();
-  }
+  return to<Host>(device);
 }
 
 }  // namespace mpx

@@ -3,8 +3,9 @@
 #pragma once
 /// @file
 /// @brief Softmax cross-entropy on the GPU, in fp32 whatever the logits' type (fp64 for double),
-/// forward and backward in one kernel with one block per row (llm.c's fused classifier), and the
-/// argmax accuracy count. The formulas are mpx::cpu::softmax_cross_entropy's.
+/// forward and backward in one kernel with one block per row (llm.c's fused classifier), the
+/// predicted class of each row (argmax) and the accuracy count. The formulas are
+/// mpx::cpu::softmax_cross_entropy's.
 ///
 /// Two forms of each: a device path for the training step (labels, loss sum and counters in device
 /// memory, the gradient seed read on the device, no synchronisation, graph-capturable), and a
@@ -23,6 +24,7 @@
 #include <span>
 #include <type_traits>
 
+#include "mpx/backend/argmax_spec.hpp"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
@@ -87,8 +89,39 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t
   }
 }
 
-// One thread per row (grid-stride): the CPU's argmax (first maximum wins, compared in float), then
-// the block's count added to *correct with one integer atomic (integer sums do not depend on order).
+// mpx::cpu::detail::row_argmax on the device: the first largest value in the math type, or the
+// first NaN (torch.argmax's rule). NaN is the only value unequal to itself.
+template <class T>
+__device__ std::int32_t row_argmax(const T* z, std::int64_t classes) {
+  using Math = math_t<tag_of_t<T>>;
+  std::int64_t best = 0;
+  Math best_value = static_cast<Math>(z[0]);
+  if (best_value != best_value) return 0;
+  for (std::int64_t c = 1; c < classes; ++c) {
+    const Math value = static_cast<Math>(z[c]);
+    if (value != value) return static_cast<std::int32_t>(c);
+    if (value > best_value) {
+      best = c;
+      best_value = value;
+    }
+  }
+  return static_cast<std::int32_t>(best);
+}
+
+// One thread per row (grid-stride): indices[row] = the row's predicted class.
+template <class T>
+__global__ void argmax_kernel(const T* logits, std::int64_t batch, std::int64_t classes,
+                              std::int32_t* indices) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; row < batch;
+       row += stride) {
+    indices[row] = row_argmax(logits + row * classes, classes);
+  }
+}
+
+// One thread per row (grid-stride): the predicted class as argmax_kernel picks it, compared with the
+// label; the block's count is added to *correct with one integer atomic (integer sums do not depend
+// on order).
 template <class T>
 __global__ void count_correct_kernel(const T* logits, const std::int32_t* labels, std::int64_t batch,
                                      std::int64_t classes, std::int64_t* correct) {
@@ -96,12 +129,7 @@ __global__ void count_correct_kernel(const T* logits, const std::int32_t* labels
   long long hit = 0;
   for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; row < batch;
        row += stride) {
-    const T* z = logits + row * classes;
-    std::int64_t best = 0;
-    for (std::int64_t c = 1; c < classes; ++c) {
-      if (static_cast<float>(z[c]) > static_cast<float>(z[best])) best = c;
-    }
-    if (best == labels[row]) ++hit;
+    if (row_argmax(logits + row * classes, classes) == labels[row]) ++hit;
   }
   const long long hits = block_reduce(hit, Plus{});
   if (threadIdx.x == 0 && hits != 0) {
@@ -203,9 +231,9 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* la
   }
 }
 
-/// @brief The training step's softmax cross-entropy with the labels as the loss's `target_type`
-/// (a span), which must view device memory (a `DeviceArray<std::int32_t>::device_span()`, say): the
-/// step never waits, so it cannot copy host labels, and a CUDA graph replays from fixed addresses.
+/// @brief The training step's softmax cross-entropy with the labels as a span, which must view device
+/// memory (the loss passes its `Tensor<std::int32_t, Cuda>` labels' data): the step never waits, so
+/// it cannot copy host labels, and a CUDA graph replays from fixed addresses.
 /// Otherwise as the pointer overload. Throws `mpx::shape_error` for a label count that is not the
 /// batch and `mpx::invalid_argument` for host labels.
 template <Element T, class Seed>
@@ -218,27 +246,40 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::i
   if (!labels.empty() && !is_device_pointer(labels.data())) {
     throw invalid_argument(mpx::detail::concat(
         where, ": the ", labels.size(),
-        " labels are in host memory, but a CUDA training step reads them from device memory; copy them "
-        "once with mpx::cuda::DeviceArray<std::int32_t> and pass its device_span()"));
+        " labels are in host memory, but a CUDA training step reads them from device memory; move them "
+        "once with mpx::to<mpx::Cuda>(labels) (a Tensor<std::int32_t, mpx::Cuda>)"));
   }
   softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum);
 }
 
-/// @brief Adds to `*correct` (device memory) the number of rows whose largest logit (the first one,
-/// compared in float, as on the CPU) is at the label's index; `labels` is device memory. No
+/// @brief Adds to `*correct` (device memory) the number of rows whose predicted class (as `argmax`
+/// picks it: the first largest logit, or the first NaN) is the label; `labels` is device memory. No
 /// synchronisation.
 template <Element T>
 void count_correct(const Tensor<T, Cuda>& logits, const std::int32_t* labels, std::int64_t* correct) {
-  if (logits.rank() != 2) {
-    throw shape_error(mpx::detail::concat("mpx::cuda::count_correct: logits of shape ", logits.shape(),
-                                          "; expected [batch, classes] with one label per row"));
-  }
+  validate_class_logits("mpx::cuda::count_correct", logits);
   const std::int64_t batch = logits.shape()[0];
   if (batch == 0) return;
   detail::count_correct_kernel<<<detail::elementwise_blocks(batch), detail::elementwise_threads, 0,
                                  detail::stream()>>>(logits.data(), labels, batch, logits.shape()[1],
                                                      correct);
   MPX_CUDA_CHECK_LAUNCH("count_correct_kernel");
+}
+
+/// @brief mpx::cpu::argmax on the GPU: `indices[row]` (device memory, [batch]) = the row's predicted
+/// class, the first largest logit compared in the math type or the first NaN, as `torch.argmax`.
+/// Queued on the context's stream; no synchronisation.
+template <FloatingElement T>
+void argmax(const Tensor<T, Cuda>& logits, Tensor<std::int32_t, Cuda>& indices) {
+  constexpr const char* where = "mpx::cuda::argmax";
+  validate_class_logits(where, logits);
+  const std::int64_t batch = logits.shape()[0];
+  require_shape(where, "indices", indices.shape(), Shape{batch});
+  if (batch == 0) return;
+  detail::
+      argmax_kernel<<<detail::elementwise_blocks(batch), detail::elementwise_threads, 0, detail::stream()>>>(
+          logits.data(), batch, logits.shape()[1], indices.data());
+  MPX_CUDA_CHECK_LAUNCH("argmax_kernel");
 }
 
 /// @brief mpx::cpu::softmax_cross_entropy's signature on the GPU, for evaluation: returns the mean
@@ -274,8 +315,8 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::sp
   return static_cast<Math>(loss_sum.download()[0]);
 }
 
-/// @brief mpx::cpu::count_correct's signature on the GPU: the number of rows whose largest logit is
-/// at the label's index. `labels` may be host or device memory; one synchronisation.
+/// @brief mpx::cpu::count_correct's signature on the GPU: the number of rows whose predicted class
+/// (see `argmax`) is the label. `labels` may be host or device memory; one synchronisation.
 template <Element T>
 std::int64_t count_correct(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels) {
   if (logits.rank() != 2 || static_cast<std::int64_t>(labels.size()) != logits.shape()[0]) {

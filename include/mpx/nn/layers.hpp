@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `nn::layers<P, Device>`: the layers and losses of one precision on one device, so that a
+/// model says its precision and device once.
+
+#include <cstdint>
+
+#include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_norm.hpp"
+#include "mpx/nn/linear.hpp"
+#include "mpx/nn/loss.hpp"
+#include "mpx/policy/precision.hpp"
+#include "mpx/tensor/device.hpp"
+
+namespace mpx::nn {
+
+/// @brief An activation passed as a value whose type carries it, so that `layers<P, Device>::linear`
+/// deduces it (see `relu`, `gelu`).
+/// @tparam A the activation fused into the GEMM's epilogue.
+template <Activation A>
+struct FusedActivation {
+  /// @brief The activation.
+  static constexpr Activation value = A;
+};
+
+/// @brief ReLU fused into a `Linear`'s GEMM epilogue: `L::linear(784, 512, mpx::nn::relu)`.
+inline constexpr FusedActivation<Activation::ReLU> relu{};
+/// @brief GELU (tanh form) fused into a `Linear`'s GEMM epilogue: `L::linear(512, 2048, mpx::nn::gelu)`.
+inline constexpr FusedActivation<Activation::GELU> gelu{};
+
+/// @brief Makes the layers and losses of precision `P` on `Device`: the precision and the device
+/// are said once, in `using L = mpx::nn::layers<P, Device>;`, and every layer follows.
+///
+/// The members are functions rather than member types so that the same line reads the same inside
+/// a template whose `P` or `Device` is a parameter (no `typename` or `template` keyword needed).
+/// A layer kept in another precision (an fp32 classifier, say) comes from another `layers`.
+/// @code
+/// using L = mpx::nn::layers<mpx::bf16_mixed, mpx::Cuda>;
+/// mpx::nn::Sequential model{L::linear(784, 512, mpx::nn::relu), L::layer_norm(512), L::linear(512, 10)};
+/// auto loss = L::softmax_cross_entropy({.label_smoothing = 0.1f});
+/// @endcode
+/// @tparam P      precision policy of every layer made here.
+/// @tparam Device `mpx::Host` or `mpx::Cuda`.
+template <PrecisionPolicy P, class Device = Host>
+struct layers {
+  /// @brief The layers' precision policy.
+  using precision = P;
+  /// @brief The device the layers run on.
+  using device_type = Device;
+
+  /// @brief `nn::Linear<P, A, Device>(in_features, out_features, options)`; `A` is deduced from the
+  /// third argument (`mpx::nn::relu`, `mpx::nn::gelu`; none when left out or `{}`).
+  template <Activation A = Activation::None>
+  [[nodiscard]] static Linear<P, A, Device> linear(std::int64_t in_features, std::int64_t out_features,
+                                                   FusedActivation<A> = {},
+                                                   typename Linear<P, A, Device>::Options options = {}) {
+    return Linear<P, A, Device>(in_features, out_features, options);
+  }
+
+  /// @brief `nn::LayerNorm<P, Device>(features, epsilon)`.
+  [[nodiscard]] static LayerNorm<P, Device> layer_norm(std::int64_t features, float epsilon = 1e-5f) {
+    return LayerNorm<P, Device>(features, epsilon);
+  }
+
+  /// @brief `nn::SoftmaxCrossEntropy<P, Device>(options)`: the loss for logits made in `P`.
+  [[nodiscard]] static SoftmaxCrossEntropy<P, Device> softmax_cross_entropy(
+      typename SoftmaxCrossEntropy<P, Device>::Options options = {}) {
+    return SoftmaxCrossEntropy<P, Device>(options);
+  }
+
+  /// @brief `nn::MSELoss<P, Device>()`: the loss for predictions made in `P`.
+  [[nodiscard]] static MSELoss<P, Device> mse_loss() { return MSELoss<P, Device>(); }
+};
+
+}  // namespace mpx::nn

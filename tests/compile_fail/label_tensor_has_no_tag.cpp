@@ -1,0 +1,20 @@
+// expect: T has no precision tag
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// Misuse: asking for the precision tag of an int32 (label) element, as code written for floating
+// tensors does through tag_of_t or math_t<tag_of_t<T>>; the static_assert names what to use instead.
+#include <cstdint>
+
+#include <mpx/numeric/traits.hpp>
+
+#ifdef MPX_COMPILE_FAIL_CONTROL
+using Value = float;
+#else
+using Value = std::int32_t;
+#endif
+
+using Math = mpx::math_t<mpx::tag_of_t<Value>>;
+
+int main() {
+  return sizeof(Math) > 0 ? 0 : 1;
+}
