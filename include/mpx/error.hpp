@@ -2,7 +2,8 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief `mpx::error`, the one exception type every mpx failure derives from.
+/// @brief `mpx::error`, the one exception type every mpx failure derives from, and
+/// `detail::always_false`, for misuse that is a compile error instead.
 
 #include <array>
 #include <charconv>
@@ -63,6 +64,12 @@ template <class T>
   (void)status;  // 64 characters hold any int64 or double
   return std::string(buffer.data(), end);
 }
+
+/// False, but only once the template arguments are known: the condition of a `static_assert` that
+/// must fire only when the template holding it (an overload that exists to reject a misuse with a
+/// message naming the fix) is instantiated.
+template <class...>
+inline constexpr bool always_false = false;
 }  // namespace detail
 
 }  // namespace mpx

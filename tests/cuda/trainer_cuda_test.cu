@@ -4,7 +4,8 @@
 // for 200 steps in every precision (loss curves agree within a stated tolerance), the loss-scale
 // trajectory under injected infs (identical), the no-sync step (queue_step then one read) and the
 // CUDA-graph replay (bit-identical to the eager step). Uses Fashion-MNIST when it is installed (or
-// MPX_FASHION_MNIST_DIR points at it), else Gaussian blobs of the same shape, and says which.
+// MPX_FASHION_MNIST_DIR points at it), else Gaussian blobs of the same shape, and says which. Also a
+// bf16 model's forward on fp32 device input (rounded on the device) against the input rounded by hand.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,8 @@
 
 #include <mpx/cuda.hpp>
 #include <mpx/experiment/models.hpp>
+
+#include "support.hpp"
 
 namespace {
 
@@ -344,4 +347,45 @@ TEST_CASE("replay_step refuses a graph the model or the optimizer has moved away
   std::memcpy(half_labels.data(), data.labels[1].data(), half_labels.size_bytes());
   (void)gpu.trainer.step(mpx::to<mpx::Cuda>(half_batch), mpx::to<mpx::Cuda>(half_labels));
   CHECK_THROWS_WITH(gpu.trainer.replay_step(), Catch::Matchers::Contains("capture_step first"));
+}
+
+TEST_CASE("a bf16 model on the GPU takes fp32 input: the bits of forward on the input rounded by hand",
+          "[cuda][nn]") {
+  using namespace mpx::nn;
+  const auto make_model = [] {
+    Sequential model{Linear<mpx::bf16_mixed, Activation::GELU, mpx::Cuda>(16, 32),
+                     Linear<mpx::fp32, Activation::None, mpx::Cuda>(32, 4)};
+    model.initialize(init_seed);
+    return model;
+  };
+  auto model = make_model();
+  auto reference = make_model();
+  std::mt19937 random(12);
+  const mpx::Tensor<float> host_x = mpx_test::random_host<float>(mpx::Shape{8, 16}, random);
+  const auto x = mpx::to_device(host_x);
+  const auto rounded = mpx::to_device(mpx::convert<mpx::BFloat16>(host_x));
+  const auto same_bits = [](const auto& a, const auto& b) {
+    if (!(a.shape() == b.shape())) return false;
+    for (std::int64_t i = 0; i < a.numel(); ++i) {
+      if (!mpx_test::same_bits_or_both_nan(a[i], b[i])) return false;
+    }
+    return true;
+  };
+  CHECK(same_bits(mpx::to_host(model.forward(x)), mpx::to_host(reference.forward(rounded))));
+  // Backward reads the rounded copy the model kept.
+  const auto dy = mpx::to_device(mpx_test::random_host<float>(mpx::Shape{8, 4}, random));
+  const auto* dx = model.backward(dy, true);
+  const auto* dx_reference = reference.backward(dy, true);
+  REQUIRE(dx != nullptr);
+  REQUIRE(dx_reference != nullptr);
+  CHECK(same_bits(mpx::to_host(*dx), mpx::to_host(*dx_reference)));
+  const auto gradients = [](auto& m) {
+    std::vector<mpx::Tensor<float>> all;
+    m.for_each_parameter([&](std::string_view, auto& p) { all.push_back(mpx::to_host(p.grad())); });
+    return all;
+  };
+  const auto grads = gradients(model);
+  const auto grads_reference = gradients(reference);
+  REQUIRE(grads.size() == grads_reference.size());
+  for (std::size_t p = 0; p < grads.size(); ++p) CHECK(same_bits(grads[p], grads_reference[p]));
 }

@@ -236,6 +236,13 @@ static_assert(!NoLossScaling::scales_loss && !NoLossScaling::is_dynamic);
 static_assert(!OptIn::scales_loss && !OptIn::is_dynamic && OptIn::allows_fp16_underflow);
 static_assert(DynamicLossScaling::name == "dynamic" && StaticLossScaling::name == "static" &&
               NoLossScaling::name == "none" && OptIn::name == "none_fp16_opt_in");
+// NoLossScaling's placeholder knobs (there only to turn `.init_scale = ...` into a clear error) keep
+// its options a default-constructible, trivially copyable aggregate (a CUDA kernel takes them by
+// value) of one byte per placeholder.
+static_assert(std::is_trivially_copyable_v<NoLossScaling::Options> &&
+              std::is_aggregate_v<NoLossScaling::Options> &&
+              std::is_trivially_default_constructible_v<NoLossScaling::Options> &&
+              sizeof(NoLossScaling::Options) == 8);
 
 // fp16 gets GradScaler by default; formats with fp32's exponent range need no scaling.
 static_assert(same<mpx::default_scaler_t<mpx::fp16_mixed>, DynamicLossScaling>);

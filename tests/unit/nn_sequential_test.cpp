@@ -2,7 +2,8 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // nn::Sequential: parameter names and count, deterministic initialisation and the initialisers'
 // bounds and statistics, the Cast inserted between layers of different precision (against the same
-// layers chained by hand), has_half_compute, and the run-time errors that name the layer.
+// layers chained by hand), forward on fp32 input for a 16-bit model (against the input rounded by
+// hand), has_half_compute, and the run-time errors that name the layer.
 
 #include <algorithm>
 #include <bit>
@@ -75,6 +76,15 @@ std::vector<Tensor<float>> masters_of(Model& model) {
   model.for_each_parameter(
       [&](std::string_view, auto& parameter) { masters.push_back(parameter.master().clone()); });
   return masters;
+}
+
+/// Every parameter's gradient, in for_each_parameter order.
+template <class Model>
+std::vector<Tensor<float>> grads_of(Model& model) {
+  std::vector<Tensor<float>> grads;
+  model.for_each_parameter(
+      [&](std::string_view, auto& parameter) { grads.push_back(parameter.grad().clone()); });
+  return grads;
 }
 
 using Fp32Model =
@@ -301,6 +311,72 @@ TEST_CASE(
   CHECK(identical(*dx, *first.backward(mpx::convert<mpx::Float>(*d_rounded), true)));
 }
 
+TEST_CASE(
+    "Sequential::forward on fp32 input gives a bf16 model's forward on the input rounded by hand, bit for "
+    "bit, and "
+    "backward after it works",
+    "[nn][sequential][cast]") {
+  // [forward-fp32]
+  // Evaluating a bf16 model on fp32 data: forward rounds the batch to bf16 (nearest-even) into a
+  // buffer the model owns, so neither a conversion by hand nor a loss, optimizer or trainer is needed.
+  mpx::nn::Sequential model{mpx::nn::Linear<mpx::bf16_mixed, mpx::nn::Activation::GELU>(6, 5),
+                            mpx::nn::Linear<mpx::fp32>(5, 3)};  // classifier in fp32
+  model.initialize(/*seed=*/13);
+  mpx::Tensor<float> batch(mpx::Shape{4, 6});  // fp32 data, e.g. a batch from a dataset
+  for (std::int64_t i = 0; i < batch.numel(); ++i) batch[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  const mpx::Tensor<float>& logits = model.forward(batch);
+  // [forward-fp32]
+  STATIC_REQUIRE(std::is_same_v<decltype(model)::input_type, Bf16>);
+
+  // The same model on the input rounded by hand.
+  decltype(model) reference{nn::Linear<mpx::bf16_mixed, Activation::GELU>(6, 5), nn::Linear<mpx::fp32>(5, 3)};
+  reference.initialize(13);
+  const Tensor<Bf16> rounded = mpx::convert<mpx::BFloat16>(batch);
+  bool rounding_changed_something = false;
+  for (std::int64_t i = 0; i < batch.numel(); ++i) {
+    REQUIRE(bits(rounded[i]) == bits(mpx::round_to<mpx::BFloat16>(batch[i])));  // nearest-even
+    rounding_changed_something = rounding_changed_something || static_cast<float>(rounded[i]) != batch[i];
+  }
+  REQUIRE(rounding_changed_something);  // the test would not notice a missing rounding otherwise
+  CHECK(identical(logits, reference.forward(rounded)));
+
+  // Backward reads the rounded buffer the model kept: gradients and the input gradient are those of
+  // the reference, bit for bit.
+  const Tensor<float> dy = uniform_tensor(Shape{4, 3}, 15);
+  model.zero_grad();
+  reference.zero_grad();
+  const Tensor<Bf16>* dx = model.backward(dy, true);
+  const Tensor<Bf16>* dx_reference = reference.backward(dy, true);
+  REQUIRE(dx != nullptr);
+  REQUIRE(dx_reference != nullptr);
+  CHECK(identical(*dx, *dx_reference));
+  const auto grads = grads_of(model);
+  const auto reference_grads = grads_of(reference);
+  REQUIRE(grads.size() == 4);
+  for (std::size_t p = 0; p < grads.size(); ++p) CHECK(identical(grads[p], reference_grads[p]));
+
+  // The fp32 input may be a temporary (the model keeps only the rounded copy), and another batch
+  // size reshapes the buffer.
+  const Tensor<float> small = uniform_tensor(Shape{2, 6}, 16);
+  const Tensor<Bf16> small_rounded = mpx::convert<mpx::BFloat16>(small);
+  CHECK(identical(model.forward(small.clone()), reference.forward(small_rounded)));
+  const Tensor<float> small_dy = uniform_tensor(Shape{2, 3}, 17);
+  CHECK(identical(*model.backward(small_dy, true), *reference.backward(small_dy, true)));
+}
+
+TEST_CASE("Sequential::forward on fp32 input rounds into an fp16 model's input type as well",
+          "[nn][sequential][cast]") {
+  nn::Sequential model{nn::ReLU<mpx::fp16_mixed>(), nn::Linear<mpx::fp16_mixed>(3, 2)};
+  nn::Sequential reference{nn::ReLU<mpx::fp16_mixed>(), nn::Linear<mpx::fp16_mixed>(3, 2)};
+  model.initialize(18);
+  reference.initialize(18);
+  const Tensor<float> x = uniform_tensor(Shape{5, 3}, 19);
+  const Tensor<Eigen::half> rounded = mpx::convert<mpx::Half>(x);
+  CHECK(identical(model.forward(x), reference.forward(rounded)));
+  const Tensor<Eigen::half> dy = mpx::convert<mpx::Half>(uniform_tensor(Shape{5, 2}, 20));
+  CHECK(identical(*model.backward(dy, true), *reference.backward(dy, true)));
+}
+
 TEST_CASE("has_half_compute is true when any layer computes in fp16, and picks the default scaler",
           "[nn][sequential]") {
   using AllFp32 = nn::Sequential<nn::Linear<mpx::fp32>, nn::Linear<mpx::fp32>>;
@@ -376,14 +452,8 @@ TEST_CASE("Sequential: a smaller batch after a larger one gives what a fresh mod
   REQUIRE(dx_reused != nullptr);
   REQUIRE(dx_fresh != nullptr);
   CHECK(identical(*dx_reused, *dx_fresh));
-  const auto grads = [](Fp32Model& model) {
-    std::vector<Tensor<float>> all;
-    model.for_each_parameter(
-        [&](std::string_view, auto& parameter) { all.push_back(parameter.grad().clone()); });
-    return all;
-  };
-  const auto a = grads(reused);
-  const auto b = grads(fresh);
+  const auto a = grads_of(reused);
+  const auto b = grads_of(fresh);
   for (std::size_t p = 0; p < a.size(); ++p) CHECK(identical(a[p], b[p]));
 }
 

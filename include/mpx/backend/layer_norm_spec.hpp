@@ -13,9 +13,9 @@ namespace mpx {
 
 /// @brief Throws `mpx::shape_error` naming `where` unless x, y are [rows, features], gamma, beta are
 /// [features] and mean, rstd are [rows].
-template <class X, class Y, class W, class Stats>
-void validate_layer_norm_forward(const char* where, const X& x, const W& gamma, const W& beta, const Y& y,
-                                 const Stats& mean, const Stats& rstd) {
+template <class X, class Y, class Weight, class Stats>
+void validate_layer_norm_forward(const char* where, const X& x, const Weight& gamma, const Weight& beta,
+                                 const Y& y, const Stats& mean, const Stats& rstd) {
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
   require_shape(where, "gamma", gamma.shape(), Shape{features});
@@ -27,8 +27,8 @@ void validate_layer_norm_forward(const char* where, const X& x, const W& gamma, 
 
 /// @brief Throws `mpx::shape_error` naming `where` unless dy, dx have x's shape [rows, features],
 /// gamma, dgamma, dbeta are [features] and mean, rstd are [rows].
-template <class X, class W, class Stats>
-void validate_layer_norm_backward(const char* where, const X& x, const W& gamma, const Stats& mean,
+template <class X, class Weight, class Stats>
+void validate_layer_norm_backward(const char* where, const X& x, const Weight& gamma, const Stats& mean,
                                   const Stats& rstd, const X& dy, const X& dx, const Stats& dgamma,
                                   const Stats& dbeta) {
   const std::int64_t rows = x.shape().rows();

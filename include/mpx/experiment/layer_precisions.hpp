@@ -44,8 +44,8 @@ struct LayerPrecisions {
 namespace detail {
 template <class T>
 struct is_layer_precisions : std::false_type {};
-template <class B, class H, class N>
-struct is_layer_precisions<LayerPrecisions<B, H, N>> : std::true_type {};
+template <class Body, class Head, class Norm>
+struct is_layer_precisions<LayerPrecisions<Body, Head, Norm>> : std::true_type {};
 }  // namespace detail
 
 /// @brief Satisfied by the specialisations of `LayerPrecisions`.

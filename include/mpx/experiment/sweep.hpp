@@ -29,6 +29,7 @@
 #include <boost/hana/type.hpp>
 #include <boost/hana/unpack.hpp>
 
+#include "mpx/error.hpp"
 #include "mpx/experiment/layer_precisions.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/policy/precision.hpp"
@@ -87,9 +88,6 @@ struct as_config<Config<L, S>> {
   using type = Config<L, S>;
 };
 
-template <class...>
-inline constexpr bool always_false = false;
-
 // Checks in order, so that one mistake gives one message: an element that is no configuration
 // (as_config has said so already), an empty list, a callable that does not take every configuration.
 template <class F, class... Configs>
@@ -97,11 +95,11 @@ auto collect(F& run) {
   if constexpr ((std::is_void_v<Configs> || ...)) {
     return;
   } else if constexpr (sizeof...(Configs) == 0) {
-    static_assert(always_false<F>,
+    static_assert(mpx::detail::always_false<F>,
                   "mpx::experiment::sweep: the list of configurations is empty; pass at least one, "
                   "e.g. boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed>");
   } else if constexpr (!(std::is_invocable_v<F&, Configs> && ...)) {
-    static_assert(always_false<F>,
+    static_assert(mpx::detail::always_false<F>,
                   "mpx::experiment::sweep: the callable must accept every configuration; write it as "
                   "a generic lambda, [&](auto config) { using P = typename decltype(config)::precision; "
                   "... }");

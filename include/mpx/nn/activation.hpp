@@ -27,8 +27,12 @@ class ElementwiseActivation {
   using input_type = T;
   using output_type = T;
 
-  /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
+  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
+  /// cannot be an input (see `reject_temporary_input`).
+  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
+    reject_temporary_input<Derived>();
+    return output_;
+  }
 
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     ensure_shape(output_, x.shape());

@@ -137,6 +137,21 @@ class SavedPointer {
   const T* pointer_ = nullptr;
 };
 
+/// @brief A compile error saying why an input cannot be a temporary and what to write instead.
+///
+/// Called by the `forward(Tensor&&)` overload of layers that save a pointer to their input for
+/// backward (a temporary would be gone by then). An overload that calls this, rather than one
+/// declared `= delete`, makes the compiler print the reason instead of "use of deleted function".
+/// @tparam Module the layer or model whose forward was given a temporary (named in the compiler's
+/// "In instantiation of" note).
+template <class Module>
+constexpr void reject_temporary_input() {
+  static_assert(mpx::detail::always_false<Module>,
+                "mpx::nn: forward(temporary): the model keeps a pointer to its input for backward, so "
+                "the input cannot be a temporary; keep the input tensor alive in a named variable "
+                "(auto x = ...; model.forward(x);) until backward has run");
+}
+
 /// @brief Makes `tensor` hold `shape`, reallocating only when the shape changed (e.g. the last,
 /// smaller batch of an epoch); layers keep their activation buffers across steps this way.
 template <class T, class Device>

@@ -62,8 +62,12 @@ class LayerNorm {
     nn::initialize(beta_, Init::Zeros, features_, features_, seed, stream);
   }
 
-  /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
+  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
+  /// cannot be an input (see `reject_temporary_input`).
+  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
+    reject_temporary_input<LayerNorm>();
+    return output_;
+  }
 
   /// @brief Normalises each row of `x`; saves the statistics backward needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {

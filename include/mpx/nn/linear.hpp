@@ -79,9 +79,12 @@ class Linear {
     if (bias_) nn::initialize(*bias_, Init::Zeros, in_features_, out_features_, seed, 2 * stream + 1);
   }
 
-  /// @brief y = act(x W^T + b) for x [batch, in_features].
-  /// Backward reads the input through a saved pointer, so a temporary cannot be an input.
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) = delete;
+  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
+  /// cannot be an input (see `reject_temporary_input`).
+  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
+    reject_temporary_input<Linear>();
+    return output_;
+  }
 
   /// @brief y = act(x W^T + b) in the compute type, fp32 accumulation; saves what backward needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {

@@ -17,9 +17,13 @@
 #include <boost/hana/at.hpp>
 #include <boost/hana/tuple.hpp>
 
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/error.hpp"
 #include "mpx/nn/cast.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/numeric/traits.hpp"
+#include "mpx/tensor/tensor.hpp"
 
 namespace mpx::nn {
 
@@ -65,6 +69,46 @@ template <class... L, std::size_t... I>
 struct links<std::tuple<L...>, std::index_sequence<I...>> {
   using type = boost::hana::tuple<typename link<I, std::tuple_element_t<I, std::tuple<L...>>,
                                                 std::tuple_element_t<I + 1, std::tuple<L...>>>::cast...>;
+};
+
+// forward's input checks, for a tensor that is not the model's input type on the model's device. A
+// class template, so the "in instantiation of" note above the message names the four types; one
+// message per input type the model takes, so that the message itself says what to pass.
+template <class Expected, class Received, class ModelDevice, class InputDevice>
+struct check_input {
+  static constexpr bool same_device = std::is_same_v<ModelDevice, InputDevice>;
+  static_assert(same_device || !std::is_same_v<ModelDevice, Host>,
+                "mpx::nn::Sequential::forward: the model runs on mpx::Host but the input is on another "
+                "device (see check_input<expected element, received element, model device, input "
+                "device> above); copy it to the host first: mpx::to_host(x)");
+  static_assert(same_device || std::is_same_v<ModelDevice, Host>,
+                "mpx::nn::Sequential::forward: the model runs on a GPU but the input is on another "
+                "device (see check_input<expected element, received element, model device, input "
+                "device> above); copy it to the GPU first: mpx::to_device(x)");
+
+  static constexpr bool accepted =
+      !same_device || std::is_same_v<Expected, Received> || std::is_same_v<Received, float>;
+  static_assert(accepted || !std::is_same_v<Expected, float>,
+                "mpx::nn::Sequential::forward: this model takes fp32 input, Tensor<float>, and this "
+                "tensor holds another element type (see check_input<expected element, received "
+                "element, ...> above); convert it first: mpx::convert<mpx::Float>(x) (on a GPU, "
+                "mpx::Backend<mpx::Cuda>::round_into<mpx::Float>(x, y))");
+  static_assert(accepted || !std::is_same_v<Expected, Eigen::bfloat16>,
+                "mpx::nn::Sequential::forward: this model takes bf16 input, Tensor<Eigen::bfloat16>, "
+                "or fp32, Tensor<float>, which forward rounds to bf16; this tensor holds another "
+                "element type (see check_input<expected element, received element, ...> above): "
+                "pass fp32, or convert it first: mpx::convert<mpx::BFloat16>(x)");
+  static_assert(accepted || !std::is_same_v<Expected, Eigen::half>,
+                "mpx::nn::Sequential::forward: this model takes fp16 input, Tensor<Eigen::half>, or "
+                "fp32, Tensor<float>, which forward rounds to fp16; this tensor holds another "
+                "element type (see check_input<expected element, received element, ...> above): "
+                "pass fp32, or convert it first: mpx::convert<mpx::Half>(x)");
+  static_assert(accepted || !std::is_same_v<Expected, double>,
+                "mpx::nn::Sequential::forward: this model takes fp64 input, Tensor<double>, or fp32, "
+                "Tensor<float>, which forward widens; this tensor holds another element type (see "
+                "check_input<expected element, received element, ...> above): pass fp32, or convert "
+                "it first: mpx::convert<mpx::Double>(x)");
+  static constexpr bool value = true;
 };
 
 template <class L>
@@ -135,15 +179,40 @@ class Sequential {
     for_each_index([&]<std::size_t I>() { boost::hana::at_c<I>(layers_).initialize(seed, I); });
   }
 
-  /// @brief Runs every layer; returns the last layer's output buffer.
+  /// @brief Runs every layer; returns the last layer's output buffer. The first layer keeps a
+  /// pointer to `x` for backward: `x` must stay alive until then.
   const Tensor<output_type, device_type>& forward(const Tensor<input_type, device_type>& x) {
     const auto& y = forward_from<0>(x);
     last_output_ = &y;
     return y;
   }
 
-  /// The first layer keeps a pointer to its input for backward, so a temporary cannot be an input.
-  const Tensor<output_type, device_type>& forward(Tensor<input_type, device_type>&&) = delete;
+  /// @brief Runs every layer on fp32 input for a model whose input type is another (bf16, fp16,
+  /// fp64): `x` is rounded to nearest-even into a buffer the model owns, which is what the first
+  /// layer sees and what backward reads, so `x` itself may be a temporary. The bits are those of
+  /// forward on `mpx::convert<Tag>(x)`.
+  const Tensor<output_type, device_type>& forward(const Tensor<float, device_type>& x) requires(
+      !std::is_same_v<input_type, float>) {
+    ensure_shape(rounded_input_, x.shape());
+    Backend<device_type>::template round_into<tag_of_t<input_type>>(x, rounded_input_);
+    return forward(rounded_input_);
+  }
+
+  /// @brief Does not compile: the first layer keeps a pointer to its input for backward, so a
+  /// temporary cannot be an input (see `reject_temporary_input`).
+  const Tensor<output_type, device_type>& forward(Tensor<input_type, device_type>&&) {
+    reject_temporary_input<Sequential>();
+    return last_output();
+  }
+
+  /// @brief Does not compile: an input of another element type (other than fp32, which the
+  /// overload above rounds) or on another device. The message names the type the model takes and
+  /// the conversion to write.
+  template <Element Received, class InputDevice>
+  const Tensor<output_type, device_type>& forward(const Tensor<Received, InputDevice>&) {
+    static_assert(detail::check_input<input_type, Received, device_type, InputDevice>::value);
+    return last_output();
+  }
 
   /// @brief Drops what the last forward saved for backward (pointers to inputs that may be about to
   /// go away, e.g. an evaluation batch); a backward before the next forward then throws.
@@ -251,6 +320,8 @@ class Sequential {
 
   boost::hana::tuple<Layers...> layers_;
   link_tuple links_;
+  Tensor<input_type, device_type> rounded_input_;  // fp32 input rounded to input_type (stays empty
+                                                   // when the model takes fp32)
   SavedPointer<Tensor<output_type, device_type>> last_output_;
 };
 

@@ -97,6 +97,24 @@ struct StaticLossScaling {
   };
 };
 
+namespace detail {
+// A knob of NoLossScaling::Options that does not exist: default-constructible, and a compile error,
+// naming the fix, when given a value. The converting constructor is unconstrained on purpose: a
+// constraint would make the whole braced initializer fail overload resolution (a page of
+// candidates) instead of reaching this message.
+struct NoScalerOption {
+  NoScalerOption() = default;
+  template <class Value>
+  constexpr NoScalerOption(const Value&) {  // implicit, so that `.init_scale = 1024` reaches it
+    static_assert(always_false<Value>,
+                  "mpx: the scaler is mpx::NoLossScaling, which has no options (it is the default "
+                  "scaler of bf16, tf32 and fp32 models, which need no loss scaling); to scale a bf16 "
+                  "loss anyway write mpx::Trainer<Model, Loss, Optimizer, mpx::DynamicLossScaling> and "
+                  "pass its options (or mpx::StaticLossScaling, whose one option is .scale)");
+  }
+};
+}  // namespace detail
+
 /// @brief No loss scaling: the scaler compiles away. Right for bf16, fp32 and tf32; for fp16 it must
 /// be requested as `AllowFp16Underflow<NoLossScaling>`.
 struct NoLossScaling {
@@ -107,8 +125,22 @@ struct NoLossScaling {
   /// @brief The scale never changes.
   static constexpr bool is_dynamic = false;
 
-  /// @brief No knobs.
+  /// @brief No knobs. The members are placeholders named after the other policies' knobs, in their
+  /// order, so that `{.scaler = {.init_scale = 1024}}` given to a trainer whose scaler is this one
+  /// (the default for bf16, tf32 and fp32 models) fails with a message that names the fix, rather
+  /// than as a failed overload resolution; they hold nothing and cannot be set. (They are not
+  /// `[[no_unique_address]]`: nvcc rejects a kernel parameter with empty members, and these options
+  /// are one.)
   struct Options {
+    detail::NoScalerOption init_scale;       ///< not an option here
+    detail::NoScalerOption growth_factor;    ///< not an option here
+    detail::NoScalerOption backoff_factor;   ///< not an option here
+    detail::NoScalerOption growth_interval;  ///< not an option here
+    detail::NoScalerOption min_scale;        ///< not an option here
+    detail::NoScalerOption max_scale;        ///< not an option here
+    detail::NoScalerOption hysteresis;       ///< not an option here
+    detail::NoScalerOption scale;            ///< not an option here
+
     /// @brief Nothing to check.
     void validate() const {}
   };

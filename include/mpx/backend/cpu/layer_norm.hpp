@@ -21,9 +21,10 @@ namespace mpx::cpu {
 /// @param epsilon added to the variance.
 /// @param y     [rows, features] in the compute type, written.
 /// @param mean, rstd  [rows] in the accumulate type, written.
-template <FloatingElement T, FloatingElement W, FloatingElement Acc>
-void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma, const Tensor<W, Host>& beta,
-                        float epsilon, Tensor<T, Host>& y, Tensor<Acc, Host>& mean, Tensor<Acc, Host>& rstd) {
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                        const Tensor<Weight, Host>& beta, float epsilon, Tensor<T, Host>& y,
+                        Tensor<Acc, Host>& mean, Tensor<Acc, Host>& rstd) {
   constexpr const char* where = "mpx::cpu::layer_norm_forward";
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
@@ -51,8 +52,8 @@ void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma, 
 }
 
 /// @brief dx from dy, and dgamma, dbeta accumulated (+=) so that micro-batches add up.
-template <FloatingElement T, FloatingElement W, FloatingElement Acc>
-void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<W, Host>& gamma,
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
                          const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& rstd,
                          const Tensor<T, Host>& dy, Tensor<T, Host>& dx, Tensor<Acc, Host>& dgamma,
                          Tensor<Acc, Host>& dbeta) {

@@ -32,8 +32,8 @@ namespace mpx::cuda {
 
 namespace detail {
 
-template <class T, class W, class Acc>
-__global__ void layer_norm_forward_kernel(const T* x, const W* gamma, const W* beta, float epsilon,
+template <class T, class Weight, class Acc>
+__global__ void layer_norm_forward_kernel(const T* x, const Weight* gamma, const Weight* beta, float epsilon,
                                           std::int64_t features, T* y, Acc* mean, Acc* rstd) {
   const std::int64_t row = blockIdx.x;
   const T* in = x + row * features;
@@ -60,9 +60,9 @@ __global__ void layer_norm_forward_kernel(const T* x, const W* gamma, const W* b
 }
 
 // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * gamma; one block per row.
-template <class T, class W, class Acc>
-__global__ void layer_norm_backward_dx_kernel(const T* x, const W* gamma, const Acc* mean, const Acc* rstd,
-                                              const T* dy, std::int64_t features, T* dx) {
+template <class T, class Weight, class Acc>
+__global__ void layer_norm_backward_dx_kernel(const T* x, const Weight* gamma, const Acc* mean,
+                                              const Acc* rstd, const T* dy, std::int64_t features, T* dx) {
   const std::int64_t row = blockIdx.x;
   const T* in = x + row * features;
   const T* g = dy + row * features;
@@ -157,9 +157,10 @@ inline RowChunks layer_norm_row_chunks(std::int64_t rows) {
 /// @param epsilon added to the variance.
 /// @param y     [rows, features] in the compute type, written.
 /// @param mean, rstd  [rows] in the accumulate type (float or double), written.
-template <Element T, Element W, Element Acc>
-void layer_norm_forward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma, const Tensor<W, Cuda>& beta,
-                        float epsilon, Tensor<T, Cuda>& y, Tensor<Acc, Cuda>& mean, Tensor<Acc, Cuda>& rstd) {
+template <Element T, Element Weight, Element Acc>
+void layer_norm_forward(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& gamma,
+                        const Tensor<Weight, Cuda>& beta, float epsilon, Tensor<T, Cuda>& y,
+                        Tensor<Acc, Cuda>& mean, Tensor<Acc, Cuda>& rstd) {
   static_assert(std::is_floating_point_v<Acc>,
                 "mpx::cuda::layer_norm_forward: accumulate in float or double");
   constexpr const char* where = "mpx::cuda::layer_norm_forward";
@@ -178,8 +179,8 @@ void layer_norm_forward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma, 
 /// With more than 32 rows the parameter gradients go through partial sums in a device scratch buffer
 /// that is kept per thread and per layer (keyed by dgamma) and grown on demand (detail::scratch), so repeated
 /// calls of the same size allocate nothing and may be captured in a CUDA graph.
-template <Element T, Element W, Element Acc>
-void layer_norm_backward(const Tensor<T, Cuda>& x, const Tensor<W, Cuda>& gamma,
+template <Element T, Element Weight, Element Acc>
+void layer_norm_backward(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& gamma,
                          const Tensor<Acc, Cuda>& mean, const Tensor<Acc, Cuda>& rstd,
                          const Tensor<T, Cuda>& dy, Tensor<T, Cuda>& dx, Tensor<Acc, Cuda>& dgamma,
                          Tensor<Acc, Cuda>& dbeta) {
