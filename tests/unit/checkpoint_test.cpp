@@ -22,6 +22,8 @@
 #include <mpx/io/checkpoint.hpp>
 #include <mpx/mpx.hpp>
 
+#include "../support/model_state.hpp"
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -65,23 +67,7 @@ auto make_model(std::uint64_t seed) {
   return model;
 }
 
-/// Every byte a resumed run must reproduce: master weights, compute copies, optimizer state.
-template <class Model>
-std::vector<unsigned char> state_bytes(Model& model) {
-  std::vector<unsigned char> out;
-  const auto add = [&](const auto& tensor) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(tensor.data());
-    out.insert(out.end(), bytes, bytes + tensor.size_bytes());
-  };
-  model.for_each_parameter([&](std::string_view, auto& p) {
-    add(p.master());
-    add(p.compute());
-    for (int slot = 0; slot < p.state_slots; ++slot) {
-      if (p.has_state(slot)) add(p.state(slot));
-    }
-  });
-  return out;
-}
+using mpx::test::state_bytes;
 
 /// Batches whose index is in `poisoned` get an inf planted in their input: the step is skipped and
 /// a dynamic scaler backs off.

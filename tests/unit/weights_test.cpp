@@ -28,6 +28,8 @@
 #include <mpx/io/model_json.hpp>
 #include <mpx/mpx.hpp>
 
+#include "../support/model_state.hpp"
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -57,10 +59,9 @@ mpx::Tensor<float> inputs(int b) {
     x[i] = static_cast<float>((i * 37 + b * 11) % 19) / 9.0f - 1.0f;
   return x;
 }
-std::vector<std::int32_t> labels(int b) {
-  std::vector<std::int32_t> y(batch);
-  for (std::int64_t i = 0; i < batch; ++i)
-    y[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i + b) % classes);
+mpx::Tensor<std::int32_t> labels(int b) {
+  mpx::Tensor<std::int32_t> y(mpx::Shape{batch});
+  for (std::int64_t i = 0; i < batch; ++i) y[i] = static_cast<std::int32_t>((i + b) % classes);
   return y;
 }
 
@@ -79,23 +80,7 @@ std::vector<float> masters(Model& model) {
   return out;
 }
 
-/// Every byte of the master weights, compute copies and optimizer state of `model`.
-template <class Model>
-std::vector<unsigned char> state_bytes(Model& model) {
-  std::vector<unsigned char> out;
-  const auto add = [&](const auto& tensor) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(tensor.data());
-    out.insert(out.end(), bytes, bytes + tensor.size_bytes());
-  };
-  model.for_each_parameter([&](std::string_view, auto& p) {
-    add(p.master());
-    add(p.compute());
-    for (int slot = 0; slot < p.state_slots; ++slot) {
-      if (p.has_state(slot)) add(p.state(slot));
-    }
-  });
-  return out;
-}
+using mpx::test::state_bytes;
 
 /// The model's fp32 logits for `x` (rounded into the model's input type first).
 template <class Model>

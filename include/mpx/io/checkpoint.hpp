@@ -334,6 +334,20 @@ inline std::string slot_list(const std::vector<std::string>& slots) {
   return out;
 }
 
+/// Calls f("optimizer.<parameter>.<slot name>", state tensor) for every allocated optimizer state
+/// slot of `model`, in the order the file lists them (PyTorch's slot names, from `Names`).
+template <class Names, class Model, class F>
+void for_each_optimizer_state(Model& model, F&& f) {
+  model.for_each_parameter([&](std::string_view name, auto& p) {
+    for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
+      if (!p.has_state(static_cast<int>(slot))) continue;
+      std::string state_name = "optimizer.";
+      state_name.append(name).append(".").append(Names::slots[slot]);
+      f(state_name, p.state(static_cast<int>(slot)));
+    }
+  });
+}
+
 }  // namespace detail
 
 /// @brief Saves the training state of `trainer` (model weights, optimizer state and settings, loss
@@ -364,15 +378,10 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
   std::vector<TensorToWrite> tensors;
   std::vector<std::vector<float>> widened;  // 16-bit masters, widened to fp32
   detail::append_master_weights(trainer.model(), tensors, widened);
-  trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
-    using Grad = typename std::remove_cvref_t<decltype(p)>::grad_element;
-    for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
-      if (!p.has_state(static_cast<int>(slot))) continue;
-      std::string state_name = "optimizer.";
-      state_name.append(name).append(".").append(Names::slots[slot]);
-      tensors.push_back({std::move(state_name), detail::saved_dtype<Grad>, detail::extents_of(p.shape()),
-                         std::as_bytes(std::span<const Grad>(p.state(static_cast<int>(slot)).values()))});
-    }
+  detail::for_each_optimizer_state<Names>(trainer.model(), [&](const std::string& state_name, auto& state) {
+    using Grad = typename std::remove_cvref_t<decltype(state)>::value_type;
+    tensors.push_back({state_name, detail::saved_dtype<Grad>, detail::extents_of(state.shape()),
+                       std::as_bytes(std::span<const Grad>(state.values()))});
   });
   save_safetensors(path, tensors, metadata);
 }
@@ -478,13 +487,8 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
   std::vector<std::string> expected;
   detail::check_master_weights(file, trainer.model(), expected, problems);
   if (restore_optimizer) {
-    trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
-      for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
-        if (!p.has_state(static_cast<int>(slot))) continue;
-        std::string state_name = "optimizer.";
-        state_name.append(name).append(".").append(Names::slots[slot]);
-        detail::check_tensor(file, state_name, detail::extents_of(p.shape()), expected, problems);
-      }
+    detail::for_each_optimizer_state<Names>(trainer.model(), [&](const std::string& state_name, auto& state) {
+      detail::check_tensor(file, state_name, detail::extents_of(state.shape()), expected, problems);
     });
   }
   // The state of an optimizer that is not restored is not read, so not checked either.
@@ -500,13 +504,8 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
   loaded.metadata = metadata;
   loaded.scaler_restored = restore_scaler;
   if (restore_optimizer) {
-    trainer.model().for_each_parameter([&](std::string_view name, auto& p) {
-      for (std::size_t slot = 0; slot < Names::slots.size(); ++slot) {
-        if (!p.has_state(static_cast<int>(slot))) continue;
-        std::string state_name = "optimizer.";
-        state_name.append(name).append(".").append(Names::slots[slot]);
-        detail::convert_into_tensor(file, *file.find(state_name), p.state(static_cast<int>(slot)));
-      }
+    detail::for_each_optimizer_state<Names>(trainer.model(), [&](const std::string& state_name, auto& state) {
+      detail::convert_into_tensor(file, *file.find(state_name), state);
     });
     trainer.optimizer().set_lr(lr);
     trainer.optimizer().set_rounding_seed(rounding_seed);
