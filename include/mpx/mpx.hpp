@@ -18,8 +18,8 @@
 #include "mpx/policy/precision.hpp"
 
 #include "mpx/tensor/convert.hpp"
-#include "mpx/tensor/device_value.hpp"
 #include "mpx/tensor/device.hpp"
+#include "mpx/tensor/device_value.hpp"
 #include "mpx/tensor/host_memory.hpp"
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/tensor/shape.hpp"
@@ -59,8 +59,8 @@
 #include "mpx/train/loss_seed.hpp"
 #include "mpx/train/step_graph.hpp"
 #include "mpx/train/step_scalars.hpp"
-#include "mpx/train/training_state.hpp"
 #include "mpx/train/trainer.hpp"
+#include "mpx/train/training_state.hpp"
 
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/checkpoint.hpp"

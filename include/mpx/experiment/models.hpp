@@ -20,10 +20,10 @@ namespace mpx::experiment {
 /// @endcode
 template <PrecisionPolicy P, PrecisionPolicy Head = P, class Device = Host>
 auto mlp3(std::int64_t inputs, std::int64_t hidden1, std::int64_t hidden2, std::int64_t outputs) {
-  using L = nn::layers<P, Device>;
-  using H = nn::layers<Head, Device>;
-  return nn::Sequential{L::linear(inputs, hidden1, nn::relu), L::linear(hidden1, hidden2, nn::relu),
-                        H::linear(hidden2, outputs)};
+  using Body = nn::layers<P, Device>;
+  using Classifier = nn::layers<Head, Device>;
+  return nn::Sequential{Body::linear(inputs, hidden1, nn::relu), Body::linear(hidden1, hidden2, nn::relu),
+                        Classifier::linear(hidden2, outputs)};
 }
 
 /// @brief The type of `mlp3<P, Head, Device>(...)`.

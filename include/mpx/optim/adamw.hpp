@@ -36,8 +36,7 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
   AdamW(Model& model, const Options& options) : Base(model, options) { allocate_state(); }
 
   /// @brief Over the parameters of an `nn::ParameterList` only; otherwise as above.
-  AdamW(Model&& parameters, const Options& options) requires nn::is_parameter_list_v<Model>
-      : Base(std::move(parameters), options) {
+  AdamW(Model&& parameters, const Options& options) : Base(std::move(parameters), options) {
     allocate_state();
   }
 

@@ -72,10 +72,20 @@ class OptimizerBase {
   OptimizerBase(Model& model, const Options& options) : model_(model), options_(options) {
     Derived::validate(options_);
   }
-  /// Over a parameter list, held by value (it holds pointers to the parameters).
-  OptimizerBase(Model&& parameters, const Options& options) requires nn::is_parameter_list_v<Model>
-      : model_(std::move(parameters)), options_(options) {
+  /// Over a parameter list, held by value (it holds pointers to the parameters); a temporary model
+  /// is refused at compile time.
+  OptimizerBase(Model&& parameters, const Options& options)
+      : model_(parameter_list(parameters)), options_(options) {
     Derived::validate(options_);
+  }
+
+  /// A temporary handed to the constructor: only a parameter list may be one (the list is copied;
+  /// a model would be held by a reference that dangles).
+  static Model& parameter_list(Model& parameters) {
+    static_assert(nn::is_parameter_list_v<Model>,
+                  "mpx::optim: an optimizer keeps a reference to its model, so the model cannot be a "
+                  "temporary; pass a named model, or the parameters to update as an mpx::nn::ParameterList");
+    return parameters;
   }
 
   /// How parameter number `index` (visit order) is rounded into its master type, as the parameter's

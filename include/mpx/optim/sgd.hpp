@@ -36,8 +36,7 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
   SGD(Model& model, const Options& options) : Base(model, options) { allocate_state(); }
 
   /// @brief Over the parameters of an `nn::ParameterList` only; otherwise as above.
-  SGD(Model&& parameters, const Options& options)
-  requires nn::is_parameter_list_v<Model> : Base(std::move(parameters), options) { allocate_state(); }
+  SGD(Model&& parameters, const Options& options) : Base(std::move(parameters), options) { allocate_state(); }
 
   /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
   static void validate(const Options& o) {
