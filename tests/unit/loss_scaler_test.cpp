@@ -219,6 +219,15 @@ std::size_t longest_overflow_run(const std::vector<bool>& script) {
 
 using mpx::test::thrown_message;
 
+/// A dynamic scaler's knobs for the trajectory tests, named for the report.
+struct ScalerConfig {
+  const char* name;
+  float init_scale;
+  double growth_factor;
+  double backoff_factor;
+  int growth_interval;
+};
+
 }  // namespace
 
 TEST_CASE("LossScaler<Dynamic> follows GradScaler's scale and tracker trajectory bit for bit",
@@ -226,14 +235,7 @@ TEST_CASE("LossScaler<Dynamic> follows GradScaler's scale and tracker trajectory
   const std::vector<bool> script = overflow_script();
   REQUIRE(script.size() >= 5000);
 
-  struct Config {
-    const char* name;
-    float init_scale;
-    double growth_factor;
-    double backoff_factor;
-    int growth_interval;
-  };
-  const Config configs[] = {
+  const ScalerConfig configs[] = {
       {"defaults' factors, interval 7", 65536.0f, 2.0, 0.5, 7},
       {"defaults' factors, interval 50", 65536.0f, 2.0, 0.5, 50},
       // FLT_MAX/2 grows to FLT_MAX once; the next growth would be inf and must be refused.
@@ -242,7 +244,7 @@ TEST_CASE("LossScaler<Dynamic> follows GradScaler's scale and tracker trajectory
       {"awkward factors 1.7 / 0.6, interval 7", 3.0f, 1.7, 0.6, 7},
       {"awkward factors 1.37 / 0.77, interval 50", 1000.0f, 1.37, 0.77, 50},
   };
-  for (const Config& c : configs) {
+  for (const ScalerConfig& c : configs) {
     CAPTURE(c.name);
     mpx::DynamicLossScaling::Options options;
     options.init_scale = c.init_scale;
@@ -279,14 +281,7 @@ TEST_CASE(
     "LossScaler<Dynamic> with factors fp32 cannot hold (0.3, 1.1, 0.9) follows GradScaler's "
     "double-factor trajectory bit for bit, where float factors would not",
     "[train][loss_scaler]") {
-  struct Config {
-    const char* name;
-    float init_scale;
-    double growth_factor;
-    double backoff_factor;
-    int growth_interval;
-  };
-  const Config configs[] = {
+  const ScalerConfig configs[] = {
       {"torch's factors 2 / 0.5, interval 3", 65536.0f, 2.0, 0.5, 3},
       {"growth 2, backoff 0.3, interval 5", 65536.0f, 2.0, 0.3, 5},
       {"growth 1.1, backoff 0.9, interval 3", 65536.0f, 1.1, 0.9, 3},
@@ -301,7 +296,7 @@ TEST_CASE(
   std::int64_t blocked_growths = 0;
   bool reached_subnormal = false;
   std::uint32_t seed = 1;
-  for (const Config& c : configs) {
+  for (const ScalerConfig& c : configs) {
     CAPTURE(c.name);
     const ReferenceGradScaler start{c.init_scale, c.growth_factor, c.backoff_factor, c.growth_interval};
     const std::vector<bool> script = adaptive_script(start, steps, seed++);

@@ -348,6 +348,17 @@ void for_each_optimizer_state(Model& model, F&& f) {
   });
 }
 
+/// Adds a problem unless the file's `mpx.format_version` is the one this mpx reads (checkpoints and
+/// weights files share it).
+inline void check_format_version(const Metadata& metadata, std::vector<std::string>& problems) {
+  const auto version = metadata.find("mpx.format_version");
+  if (version != metadata.end() && version->second == checkpoint_format_version) return;
+  problems.push_back(
+      concat("metadata \"mpx.format_version\" is ",
+             version == metadata.end() ? std::string("missing") : "\"" + version->second + "\"",
+             "; this mpx reads version ", checkpoint_format_version));
+}
+
 }  // namespace detail
 
 /// @brief Saves the training state of `trainer` (model weights, optimizer state and settings, loss
@@ -419,12 +430,8 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
   const auto format = metadata.find("mpx.format");
   if (format == metadata.end() || format->second != checkpoint_format) {
     problems.push_back("metadata \"mpx.format\" is not \"mpx.checkpoint\" (not an mpx checkpoint)");
-  } else if (const auto version = metadata.find("mpx.format_version");
-             version == metadata.end() || version->second != checkpoint_format_version) {
-    problems.push_back(
-        concat("metadata \"mpx.format_version\" is ",
-               version == metadata.end() ? std::string("missing") : "\"" + version->second + "\"",
-               "; this mpx reads version ", checkpoint_format_version));
+  } else {
+    detail::check_format_version(metadata, problems);
   }
   detail::MetadataReader read(metadata, problems);
   const auto step = read.template get<std::int64_t>("step");
@@ -582,12 +589,8 @@ Metadata load_weights(Model& model, const std::filesystem::path& path) {
     if (format->second != checkpoint_format && format->second != weights_format) {
       problems.push_back(concat("metadata \"mpx.format\" is \"", format->second, "\", expected \"",
                                 checkpoint_format, "\" or \"", weights_format, "\""));
-    } else if (const auto version = metadata.find("mpx.format_version");
-               version == metadata.end() || version->second != checkpoint_format_version) {
-      problems.push_back(
-          concat("metadata \"mpx.format_version\" is ",
-                 version == metadata.end() ? std::string("missing") : "\"" + version->second + "\"",
-                 "; this mpx reads version ", checkpoint_format_version));
+    } else {
+      detail::check_format_version(metadata, problems);
     }
   }
   std::vector<std::string> expected;
