@@ -49,7 +49,10 @@
 #include "mpx/nn/parameter.hpp"
 #include "mpx/nn/parameter_list.hpp"
 #include "mpx/nn/predict.hpp"
+#include "mpx/nn/residual.hpp"
 #include "mpx/nn/sequential.hpp"
+#include "mpx/nn/step_key.hpp"
+#include "mpx/nn/training_mode.hpp"
 
 #include "mpx/optim/adamw.hpp"
 #include "mpx/optim/optimizer_base.hpp"

@@ -10,7 +10,7 @@
 /// `gemm<Compute>`, `relu_forward`, `relu_backward`, `gelu_forward`, `gelu_backward`,
 /// `layer_norm_forward`, `layer_norm_backward`, `softmax_cross_entropy`, `count_correct`, `argmax`,
 /// `mse_loss`, `sgd_update`, `adamw_update`, `unscale_and_inspect<Scale>`, `scale_in_place`,
-/// `round_into<To>`, `add_into`, `fill_uniform`, `flag_nonfinite`; and what the training step
+/// `round_into<To>`, `add_into`, `add`, `fill_uniform`, `flag_nonfinite`; and what the training step
 /// (train/) is built from: `single_thread(f, args...)` (a host-and-device functor run once, in order
 /// with the rest), the `GradientWorkspace` and `Graph` types, and the step's overloads that leave
 /// their results in the device's memory instead of returning them: the losses with a seed and a

@@ -5,7 +5,8 @@
 /// @brief What a GEMM call means, shared by the CPU (Eigen) and CUDA (cuBLASLt) backends: operand
 /// transposes, scaling, epilogues, shape validation, and the epilogue's elementwise math.
 ///
-/// All matrices are row-major. A call computes, in the accumulate type,
+/// All matrices are row-major; a tensor of rank > 2 is read as its matrix view (`Shape::rows()` x
+/// `Shape::cols()`). A call computes, in the accumulate type,
 ///   t = alpha * op(A) * op(B) + beta * C          op(A): M x K, op(B): K x N, C and D: M x N
 /// and then applies the epilogue to t before rounding it into D. Bias vectors have one entry per
 /// column of D (one per output feature of `Y = X * W^T`); in cuBLASLt's column-major view of the same
@@ -120,9 +121,12 @@ struct GemmShape {
 /// `mpx::shape_error` naming `where` and the shapes involved.
 inline GemmShape validate_gemm_shapes(const char* where, const Shape& a, const Shape& b, const Shape& d,
                                       const GemmConfig& config) {
+  // An operand of rank > 2 is its matrix view: all leading extents fold into rows, as a
+  // [batch, sequence, features] activation is [batch * sequence, features] to a Linear.
   const auto matrix = [&](const char* name, const Shape& s) {
-    if (s.rank() != 2) {
-      throw shape_error(detail::concat(where, ": operand ", name, " must be a matrix (rank 2), got ", s));
+    if (s.rank() < 2) {
+      throw shape_error(detail::concat(where, ": operand ", name, " must be a matrix (rank 2 or more, ",
+                                       "leading extents folded into rows), got ", s));
     }
   };
   matrix("A", a);
@@ -130,14 +134,14 @@ inline GemmShape validate_gemm_shapes(const char* where, const Shape& a, const S
   matrix("D", d);
   const bool ta = config.transpose_a == Transpose::Yes;
   const bool tb = config.transpose_b == Transpose::Yes;
-  const GemmShape g{ta ? a[1] : a[0], tb ? b[0] : b[1], ta ? a[0] : a[1]};
-  const std::int64_t kb = tb ? b[1] : b[0];
+  const GemmShape g{ta ? a.cols() : a.rows(), tb ? b.rows() : b.cols(), ta ? a.rows() : a.cols()};
+  const std::int64_t kb = tb ? b.cols() : b.rows();
   if (g.k != kb) {
     throw shape_error(detail::concat(where, ": inner dimensions differ: op(A) is ", g.m, " x ", g.k, " (A ",
                                      a, ta ? ", transposed" : "", ") but op(B) is ", kb, " x ", g.n, " (B ",
                                      b, tb ? ", transposed" : "", ")"));
   }
-  if (!(d == Shape{g.m, g.n})) {
+  if (d.rows() != g.m || d.cols() != g.n) {
     throw shape_error(detail::concat(where, ": D has shape ", d, " but op(A) * op(B) is [", g.m, ", ", g.n,
                                      "] (A ", a, ", B ", b, ")"));
   }

@@ -15,6 +15,7 @@
 #include "mpx/data/batcher.hpp"
 #include "mpx/data/dataset.hpp"
 #include "mpx/nn/predict.hpp"
+#include "mpx/nn/training_mode.hpp"
 #include "mpx/tensor/tensor.hpp"
 #include "mpx/tensor/transfer.hpp"
 
@@ -63,6 +64,7 @@ std::int64_t for_each_batch(Model& model, const data::Dataset& dataset, std::int
   Tensor<Input, Device> device_inputs;  // unused on the host, where `to` returns the batch itself
   Tensor<std::int32_t, Device> device_labels;
   std::int64_t samples = 0;
+  const nn::EvaluationMode evaluating(model);  // dropout off
   while (batcher.next(inputs, labels)) {
     const auto& x = to<Device>(inputs, device_inputs);
     const auto& y = to<Device>(labels, device_labels);

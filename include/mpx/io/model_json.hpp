@@ -9,7 +9,9 @@
 /// {"kind":"Sequential","layers":[{"kind":"Linear","precision":"bf16_mixed","in_features":784,
 ///  "out_features":512,"bias":true,"activation":"ReLU"}, ...]}
 /// @endcode
-/// Layer I of "layers" holds the parameters "layers.I.<name>".
+/// Layer I of "layers" holds the parameters "layers.I.<name>"; a nested model's layers nest under
+/// its own "layers" (parameters "layers.I.layers.J.<name>"), a `Residual`'s under "block"
+/// (parameters "layers.I.block.<name>").
 
 #include <cstddef>
 #include <string>
@@ -23,12 +25,11 @@
 
 namespace mpx::io {
 
-/// @brief `{"kind": <kind>, "layers": [...]}` with one JSON object per layer description, its
-/// settings in order (strings quoted, numbers exact, flags as true/false).
-[[nodiscard]] inline std::string model_json(std::string_view kind,
-                                            const std::vector<nn::LayerDescription>& layers) {
-  std::string out = "{\"kind\":";
-  out.append(json::quote(kind)).append(",\"layers\":[");
+namespace detail {
+// Appends `[{...}, {...}]`: one object per description, its settings in order; a container's inner
+// layers ("layers", "block") nest the same way.
+inline void append_layers(std::string& out, const std::vector<nn::LayerDescription>& layers) {
+  out.push_back('[');
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (i != 0) out.push_back(',');
     out.push_back('{');
@@ -43,6 +44,8 @@ namespace mpx::io {
               out.append(value ? "true" : "false");
             } else if constexpr (std::is_same_v<V, std::string>) {
               out.append(json::quote(value));
+            } else if constexpr (std::is_same_v<V, nn::NestedLayers>) {
+              append_layers(out, value.layers);
             } else {
               out.append(json::number(value));
             }
@@ -51,7 +54,19 @@ namespace mpx::io {
     }
     out.push_back('}');
   }
-  return out.append("]}");
+  out.push_back(']');
+}
+}  // namespace detail
+
+/// @brief `{"kind": <kind>, "layers": [...]}` with one JSON object per layer description, its
+/// settings in order (strings quoted, numbers exact, flags as true/false, a container's inner
+/// layers as a nested array).
+[[nodiscard]] inline std::string model_json(std::string_view kind,
+                                            const std::vector<nn::LayerDescription>& layers) {
+  std::string out = "{\"kind\":";
+  out.append(json::quote(kind)).append(",\"layers\":");
+  detail::append_layers(out, layers);
+  return out.append("}");
 }
 
 /// @brief The JSON description of `model` (see the file's comment).

@@ -21,18 +21,26 @@
 
 namespace mpx::nn {
 
+struct DescriptionField;
+
+/// @brief A layer's settings in order.
+using LayerDescription = std::vector<DescriptionField>;
+
+/// @brief The descriptions of the layers a container holds (a nested `Sequential`'s "layers", a
+/// `Residual`'s "block"), so that a description is a tree as the model is.
+struct NestedLayers {
+  std::vector<LayerDescription> layers;  ///< one description per inner layer, in order
+};
+
 /// @brief The value of one setting: a flag, an integer (a size), a number (an epsilon, kept in the
-/// layer's own type so that it prints as written) or a name.
-using DescriptionValue = std::variant<bool, std::int64_t, float, double, std::string>;
+/// layer's own type so that it prints as written), a name, or the inner layers of a container.
+using DescriptionValue = std::variant<bool, std::int64_t, float, double, std::string, NestedLayers>;
 
 /// @brief One named setting of a layer, e.g. {"in_features", 784}.
 struct DescriptionField {
   std::string key;         ///< the setting's name (PyTorch's argument name where there is one)
   DescriptionValue value;  ///< its value
 };
-
-/// @brief A layer's settings in order.
-using LayerDescription = std::vector<DescriptionField>;
 
 /// @brief A layer that can describe itself: `layer.describe()` returns its settings (without
 /// `kind` and precision, which `describe_layer` adds from the layer's type).
@@ -50,8 +58,8 @@ concept DescribableModel = requires(const M& model) {
 };
 
 /// @brief The full description of `layer`: "kind" (`L::kind`), "precision" (`L::precision::name`,
-/// when the layer has a precision policy), then the layer's `describe()`, or
-/// "description": "unknown" when it has none.
+/// when the layer has a precision policy), then the layer's `describe()` ("layers" with the inner
+/// descriptions for a nested model), or "description": "unknown" when it has none.
 /// @code
 /// mpx::nn::describe_layer(mpx::nn::Linear<mpx::bf16_mixed, mpx::nn::Activation::ReLU>(784, 512));
 /// // kind: "Linear", precision: "bf16_mixed", in_features: 784, out_features: 512, bias: true,
@@ -63,7 +71,9 @@ template <class L>
   if constexpr (requires { L::precision::name; }) {
     description.push_back({"precision", std::string(L::precision::name)});
   }
-  if constexpr (DescribableLayer<L>) {
+  if constexpr (DescribableModel<L>) {
+    description.push_back({"layers", NestedLayers{layer.describe()}});
+  } else if constexpr (DescribableLayer<L>) {
     LayerDescription settings = layer.describe();
     description.insert(description.end(), std::make_move_iterator(settings.begin()),
                        std::make_move_iterator(settings.end()));

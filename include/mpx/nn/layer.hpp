@@ -49,6 +49,19 @@ concept Layer = requires(L& layer, const Tensor<typename L::input_type, typename
   layer.for_each_parameter(detail::AnyParameterVisitor{});
 };
 
+/// @brief Whether layer `L` computes in fp16 anywhere (and so needs loss scaling): its own
+/// `has_half_compute` for a container, else whether its precision's compute type is `Half`.
+template <class L>
+constexpr bool computes_in_half() {
+  if constexpr (requires { L::has_half_compute; }) {
+    return L::has_half_compute;
+  } else if constexpr (requires { typename L::precision::compute_type; }) {
+    return std::is_same_v<typename L::precision::compute_type, Half>;
+  } else {
+    return false;
+  }
+}
+
 /// @brief The activation a `Linear` applies through its GEMM epilogue.
 enum class Activation { None, ReLU, GELU };
 
@@ -93,13 +106,31 @@ void initialize(Param& parameter, Init init, std::int64_t fan_in, std::int64_t f
   parameter.refresh_compute_copy();
 }
 
+/// @brief The random stream of the layer at `index` inside a container whose own stream is
+/// `stream`: a fixed mix of the two (splitmix64's finaliser), so that layers at every depth of a
+/// nested model draw from distinct streams while a flat model's layer I keeps stream I.
+[[nodiscard]] constexpr std::uint64_t nested_stream(std::uint64_t stream, std::uint64_t index) noexcept {
+  std::uint64_t z = (stream + 1) * 0x9e3779b97f4a7c15ull + index;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// @brief The place of a layer in its model, from its label: "layers.2" from "layers.2 (Linear)"
+/// (the label itself when it has no " (kind)" suffix).
+[[nodiscard]] inline std::string_view label_path(std::string_view label) noexcept {
+  const auto open = label.rfind(" (");
+  return open == std::string_view::npos ? label : label.substr(0, open);
+}
+
 /// @brief Throws `mpx::shape_error` naming the layer, the expected and the received shape unless
-/// `x` is [batch, features].
+/// `x` is [batch, features] or, for sequences, [batch, sequence, features] (any rank from 2: the
+/// layer acts on the last dimension, every leading one is a row).
 template <class T, class Device>
 void require_features(const std::string& layer, const Tensor<T, Device>& x, std::int64_t features) {
-  if (x.rank() != 2 || x.shape()[1] != features) {
+  if (x.rank() < 2 || x.shape().cols() != features) {
     throw shape_error(mpx::detail::concat(layer, ": expected input of shape [batch, ", features,
-                                          "], received ", x.shape()));
+                                          "] or [batch, sequence, ", features, "], received ", x.shape()));
   }
 }
 

@@ -17,7 +17,8 @@
 
 namespace mpx::nn {
 
-/// @brief y = (x - mean) / sqrt(var + eps) * gamma + beta per row of x [batch, features].
+/// @brief y = (x - mean) / sqrt(var + eps) * gamma + beta per row of x: [batch, features], or
+/// [batch, sequence, features] normalised per position.
 template <PrecisionPolicy P, class Device = Host>
 class LayerNorm {
   using T = compute_t<P>;
@@ -73,8 +74,8 @@ class LayerNorm {
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     require_features(label_, x, features_);
     ensure_shape(output_, x.shape());
-    ensure_shape(mean_, Shape{x.shape()[0]});
-    ensure_shape(rstd_, Shape{x.shape()[0]});
+    ensure_shape(mean_, Shape{x.shape().rows()});
+    ensure_shape(rstd_, Shape{x.shape().rows()});
     Backend<Device>::layer_norm_forward(x, gamma_.master(), beta_.master(), epsilon_, output_, mean_, rstd_);
     input_ = &x;
     return output_;

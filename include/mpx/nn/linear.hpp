@@ -89,7 +89,7 @@ class Linear {
   /// @brief y = act(x W^T + b) in the compute type, fp32 accumulation; saves what backward needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     require_features(label_, x, in_features_);
-    const Shape out_shape{x.shape()[0], out_features_};
+    const Shape out_shape = x.shape().with_last(out_features_);
     ensure_shape(output_, out_shape);
     GemmOperands<T, Grad, Device> operands;
     operands.bias = bias_ ? &bias_->compute() : &zero_bias();

@@ -22,6 +22,8 @@
 #include "mpx/nn/cast.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/step_key.hpp"
+#include "mpx/nn/training_mode.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/tensor.hpp"
 
@@ -111,15 +113,6 @@ struct check_input {
   static constexpr bool value = true;
 };
 
-template <class L>
-constexpr bool computes_in_half() {
-  if constexpr (requires { typename L::precision::compute_type; }) {
-    return std::is_same_v<typename L::precision::compute_type, Half>;
-  } else {
-    return false;
-  }
-}
-
 }  // namespace detail
 
 /// @brief Layers applied in order; backward runs them in reverse.
@@ -164,19 +157,44 @@ class Sequential {
   /// The precision of the first layer: the model's nominal precision.
   using precision = typename layer_at<0>::precision;
   /// Whether any layer computes in fp16 (and so needs loss scaling).
-  static constexpr bool has_half_compute = (detail::computes_in_half<Layers>() || ...);
+  static constexpr bool has_half_compute = (computes_in_half<Layers>() || ...);
 
   /// @brief Holds `layers`, run in order.
-  explicit Sequential(Layers... layers) : layers_(std::move(layers)...) {
-    for_each_index([&]<std::size_t I>() {
-      boost::hana::at_c<I>(layers_).set_label(
-          mpx::detail::concat("layers.", I, " (", layer_at<I>::kind, ")"));
-    });
-  }
+  explicit Sequential(Layers... layers) : layers_(std::move(layers)...) { set_label(""); }
 
   /// @brief Initialises every layer deterministically: layer I draws from stream I under `seed`.
   void initialize(std::uint64_t seed) {
     for_each_index([&]<std::size_t I>() { boost::hana::at_c<I>(layers_).initialize(seed, I); });
+  }
+
+  /// @brief Initialises a model nested in another one (its `Layer` form): layer I draws from
+  /// `nested_stream(stream, I)`, so no two layers of the whole model share a stream.
+  void initialize(std::uint64_t seed, std::uint64_t stream) {
+    for_each_index(
+        [&]<std::size_t I>() { boost::hana::at_c<I>(layers_).initialize(seed, nested_stream(stream, I)); });
+  }
+
+  /// @brief Names the layers in messages after this model's place in an enclosing one: the label
+  /// "layers.3 (Sequential)" makes layer I "layers.3.layers.I (<kind>)".
+  void set_label(const std::string& label) {
+    const std::string prefix = label_path(label).empty() ? "" : std::string(label_path(label)) + ".";
+    for_each_index([&]<std::size_t I>() {
+      boost::hana::at_c<I>(layers_).set_label(
+          mpx::detail::concat(prefix, "layers.", I, " (", layer_at<I>::kind, ")"));
+    });
+  }
+
+  /// @brief Puts every layer into training (`true`) or evaluation mode (see nn/training_mode.hpp).
+  void set_training(bool training) {
+    training_ = training;
+    for_each_index([&]<std::size_t I>() { nn::set_training(boost::hana::at_c<I>(layers_), training); });
+  }
+  /// @brief Whether the model is in training mode (the default).
+  [[nodiscard]] bool training() const noexcept { return training_; }
+
+  /// @brief Hands the running training step to every layer that draws random numbers.
+  void bind_step(const StepKey& key) {
+    for_each_index([&]<std::size_t I>() { nn::bind_step(boost::hana::at_c<I>(layers_), key); });
   }
 
   /// @brief Runs every layer; returns the last layer's output buffer. The first layer keeps a
@@ -192,7 +210,7 @@ class Sequential {
   /// layer sees and what backward reads, so `x` itself may be a temporary. The bits are those of
   /// forward on `mpx::convert<Tag>(x)`.
   const Tensor<output_type, device_type>& forward(const Tensor<float, device_type>& x) requires(
-      !std::is_same_v<input_type, float>) {
+      FloatingElement<input_type> && !std::is_same_v<input_type, float>) {
     ensure_shape(rounded_input_, x.shape());
     Backend<device_type>::template round_into<tag_of_t<input_type>>(x, rounded_input_);
     return forward(rounded_input_);
@@ -223,6 +241,9 @@ class Sequential {
       }
     });
   }
+
+  /// @brief `forget_inputs()`, under the name the layers use, for a model nested in another.
+  void forget_input() noexcept { forget_inputs(); }
 
   /// @brief The output of the last forward (e.g. the logits a training step computed).
   [[nodiscard]] const Tensor<output_type, device_type>& last_output() const {
@@ -323,6 +344,7 @@ class Sequential {
   Tensor<input_type, device_type> rounded_input_;  // fp32 input rounded to input_type (stays empty
                                                    // when the model takes fp32)
   SavedPointer<Tensor<output_type, device_type>> last_output_;
+  bool training_ = true;
 };
 
 }  // namespace mpx::nn

@@ -84,6 +84,16 @@ class Shape {
     return rank_ == 0 ? 0 : extents_[static_cast<std::size_t>(rank_ - 1)];
   }
 
+  /// @brief This shape with its last extent replaced by `extent`: a layer's output shape from its
+  /// input's (`[batch, sequence, in]` -> `[batch, sequence, out]`).
+  [[nodiscard]] Shape with_last(std::int64_t extent) const {
+    if (rank_ == 0) throw shape_error("mpx::Shape::with_last: the shape is empty (rank 0)");
+    if (extent < 0) throw shape_error(detail::concat("mpx::Shape::with_last: extent ", extent, " is negative"));
+    Shape shape = *this;
+    shape.extents_[static_cast<std::size_t>(rank_ - 1)] = extent;
+    return shape;
+  }
+
   /// @brief "[2, 3]".
   [[nodiscard]] std::string to_string() const {
     std::string text = "[";

@@ -32,6 +32,7 @@
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/error.hpp"
 #include "mpx/log.hpp"
+#include "mpx/nn/step_key.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/train/loss_scaler.hpp"
@@ -144,7 +145,7 @@ class Trainer {
 
   /// @brief One step on an fp32 batch for a model whose input is another type (see `queue_step`).
   StepResult step(const Tensor<float, Device>& inputs,
-                  target_type targets) requires(!std::is_same_v<input_element, float>) {
+                  target_type targets) requires(FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
     queue_step(inputs, targets);
     return read_result();
   }
@@ -165,7 +166,7 @@ class Trainer {
   /// @brief Queues one step on an fp32 batch for a model whose input is another type: the batch is
   /// rounded (to nearest even) into a buffer the trainer keeps, which counts as activation memory.
   void queue_step(const Tensor<float, Device>& inputs,
-                  target_type targets) requires(!std::is_same_v<input_element, float>) {
+                  target_type targets) requires(FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
     round_input(inputs);
     queue_step(input_, targets);
   }
@@ -239,7 +240,7 @@ class Trainer {
   /// @brief Records a step on an fp32 batch for a model whose input is another type: the rounding
   /// into the model's input type is part of the recording.
   void capture_step(const Tensor<float, Device>& inputs,
-                    target_type targets) requires(!std::is_same_v<input_element, float>) {
+                    target_type targets) requires(FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
     if (eager_input_shape_ != inputs.shape()) queue_step(inputs, targets);
     capture(inputs.shape(), [this, fp32_inputs = &inputs, batch = Batch{input_, targets}] {
       Backend<Device>::template round_into<tag_of_t<input_element>>(*fp32_inputs, input_);
@@ -352,7 +353,9 @@ class Trainer {
     model_.zero_grad();
     // The backward's seed is loss_scale / micro-batches, read where the step's scalars live.
     const LossSeed seed = state_.loss_seed(static_cast<float>(micro_batches.size()));
+    std::int64_t micro_batch = 0;
     for (const Batch& batch : micro_batches) {
+      nn::bind_step(model_, nn::StepKey{state_.step_count(), micro_batch++});
       const auto& outputs = model_.forward(batch.inputs);
       loss_.accumulate_forward_backward(outputs, batch.targets, seed, state_.loss_sum());
       model_.backward(loss_.gradient());

@@ -49,11 +49,15 @@ class TrainingState {
 
   /// @brief Starts a step (see `BeginStep`).
   void begin_step() { Ops::single_thread(BeginStep{}, scalars()); }
-  /// @brief Flags the step as having non-finite inputs if `inputs` holds inf or NaN.
+  /// @brief Flags the step as having non-finite inputs if `inputs` holds inf or NaN (integer inputs,
+  /// such as token ids, are always finite).
   template <Element T>
   void flag_nonfinite_inputs(const Tensor<T, Device>& inputs) {
-    Ops::flag_nonfinite(inputs, &scalars()->inputs_nonfinite);
+    if constexpr (FloatingElement<T>) Ops::flag_nonfinite(inputs, &scalars()->inputs_nonfinite);
   }
+  /// @brief The step count in the device's memory (`StepScalars::step`, counted by `begin_step`),
+  /// which layers that draw random numbers key their draws by (nn/step_key.hpp).
+  [[nodiscard]] const std::int64_t* step_count() { return &scalars()->step; }
   /// @brief Unscales every gradient (when `Scale`), flags inf/NaN and sums the squares, in one pass.
   template <bool Scale>
   void unscale_and_inspect(std::span<Tensor<Grad, Device>* const> gradients) {

@@ -15,8 +15,10 @@
 #include "mpx/backend/cpu/layer_norm.hpp"
 #include "mpx/backend/cpu/mse_loss.hpp"
 #include "mpx/backend/cpu/optimizer.hpp"
+#include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/cpu/softmax_cross_entropy.hpp"
 #include "mpx/numeric/random.hpp"
+#include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/convert.hpp"
 #include "mpx/tensor/device.hpp"
 
@@ -80,6 +82,22 @@ struct Backend<Host> {
   static void add_into(Tensor<T, Host>& destination, const Tensor<T, Host>& source) {
     require_shape("mpx::Backend<Host>::add_into", "source", source.shape(), destination.shape());
     destination.vector() += source.vector();
+  }
+
+  /// @brief sum = a + b, elementwise (same shapes): added in the math type, rounded once into T
+  /// (a residual connection's forward, and its backward's two gradient paths).
+  template <FloatingElement T>
+  static void add(const Tensor<T, Host>& a, const Tensor<T, Host>& b, Tensor<T, Host>& sum) {
+    require_shape("mpx::Backend<Host>::add", "b", b.shape(), a.shape());
+    require_shape("mpx::Backend<Host>::add", "sum", sum.shape(), a.shape());
+    using Math = math_t<tag_of_t<T>>;
+    const T* x = a.data();
+    const T* y = b.data();
+    T* out = sum.data();
+    cpu::parallel_for_chunks(a.numel(), cpu::parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i)
+        out[i] = round_to<tag_of_t<T>>(static_cast<Math>(x[i]) + static_cast<Math>(y[i]));
+    });
   }
 
   /// @brief Fills with values uniform on [low, high): element i from random_bits(seed, stream, i).

@@ -260,7 +260,7 @@ class Operand {
       widen_operand<Compute>(tensor.data(), scratch_->data(), tensor.numel());
       data = scratch_->data();
     }
-    new (&map_) Map(data, tensor.shape()[0], tensor.shape()[1]);
+    new (&map_) Map(data, tensor.shape().rows(), tensor.shape().cols());
   }
 
   [[nodiscard]] const Map& matrix() const noexcept { return map_; }

@@ -91,6 +91,7 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(adamw_update);
   MPX_DETAIL_FORWARD_TO_CUDA(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CUDA(add_into);
+  MPX_DETAIL_FORWARD_TO_CUDA(add);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
   MPX_DETAIL_FORWARD_TO_CUDA(flag_nonfinite);
 #undef MPX_DETAIL_FORWARD_TO_CUDA

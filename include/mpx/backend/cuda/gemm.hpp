@@ -358,10 +358,10 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   call.key.align_b = detail::alignment_class(b.data());
   call.key.align_c = detail::alignment_class(c_pointer);
   call.key.align_d = detail::alignment_class(d.data());
-  call.a_rows = a.shape()[0];
-  call.a_cols = a.shape()[1];
-  call.b_rows = b.shape()[0];
-  call.b_cols = b.shape()[1];
+  call.a_rows = a.shape().rows();
+  call.a_cols = a.shape().cols();
+  call.b_rows = b.shape().rows();
+  call.b_cols = b.shape().cols();
   call.c_type = call.key.d_type;
   call.a = a.data();
   call.b = b.data();

@@ -3,8 +3,8 @@
 #pragma once
 /// @file
 /// @brief Whole-tensor operations on the GPU that give the host's bits exactly: conversions between
-/// precisions (nearest and stochastic, as mpx::round_into), elementwise accumulation (as
-/// Backend<Host>::add_into), uniform initialisation (as Backend<Host>::fill_uniform), and a
+/// precisions (nearest and stochastic, as mpx::round_into), elementwise sums (as
+/// Backend<Host>::add_into and add), uniform initialisation (as Backend<Host>::fill_uniform), and a
 /// non-finite check that writes a device flag.
 
 #include "mpx/config.hpp"
@@ -63,6 +63,18 @@ __global__ void add_into_kernel(T* destination, const T* source, std::int64_t co
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
     destination[i] = round_to<tag_of_t<T>>(static_cast<Math>(destination[i]) + static_cast<Math>(source[i]));
+  }
+}
+
+// sum[i] = a[i] + b[i] in the math type, rounded once into T, as Backend<Host>::add.
+template <class T>
+__global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ sum,
+                           std::int64_t count) {
+  using Math = math_t<tag_of_t<T>>;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    sum[i] = round_to<tag_of_t<T>>(static_cast<Math>(a[i]) + static_cast<Math>(b[i]));
   }
 }
 
@@ -131,6 +143,19 @@ void add_into(Tensor<T, Cuda>& destination, const Tensor<T, Cuda>& source) {
   detail::add_into_kernel<<<detail::elementwise_blocks(count), detail::elementwise_threads, 0,
                             detail::stream()>>>(destination.data(), source.data(), count);
   MPX_CUDA_CHECK_LAUNCH("add_into_kernel");
+}
+
+/// @brief sum = a + b, elementwise (same shapes), added in the math type and rounded once: the
+/// bits of Backend<Host>::add.
+template <FloatingElement T>
+void add(const Tensor<T, Cuda>& a, const Tensor<T, Cuda>& b, Tensor<T, Cuda>& sum) {
+  require_shape("mpx::cuda::add", "b", b.shape(), a.shape());
+  require_shape("mpx::cuda::add", "sum", sum.shape(), a.shape());
+  const std::int64_t count = a.numel();
+  if (count == 0) return;
+  detail::add_kernel<<<detail::elementwise_blocks(count), detail::elementwise_threads, 0, detail::stream()>>>(
+      a.data(), b.data(), sum.data(), count);
+  MPX_CUDA_CHECK_LAUNCH("add_kernel");
 }
 
 /// @brief Fills with values uniform on [low, high): element i is
