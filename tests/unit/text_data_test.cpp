@@ -397,16 +397,26 @@ TEST_CASE("Text windows reject a window longer than the text and invalid sizes, 
 
 TEST_CASE("TextCorpus reads the real fortunes corpus: over 1 MB of text, fewer than 256 distinct bytes",
           "[data][text][real]") {
-  const fs::path dir = mpx::data::default_text_corpus_path();
-  if (!fs::is_directory(dir)) {
-    WARN("SKIPPED: no text corpus in " << dir << " (apt-get install fortunes)");
+  if (!fs::is_directory(mpx::data::default_text_corpus_path())) {
+    WARN("SKIPPED: no text corpus in " << mpx::data::default_text_corpus_path()
+                                       << " (apt-get install fortunes)");
     return;
   }
-  const TextCorpus corpus(dir);
-  const std::int64_t validation = static_cast<std::int64_t>(corpus.validation_tokens().size());
+  // [usage]
+  const mpx::data::TextCorpus corpus;  // the fortunes files; the last ~10% (whole files) for validation
+  mpx::data::TextWindows batches(corpus.train_tokens(), {.batch_size = 32, .context = 128, .seed = 1});
+  mpx::data::SequentialTextWindows validation(corpus.validation_tokens(), {.batch_size = 64, .context = 128});
+  Tensor<std::int32_t, Host> inputs;   // [batch, context] token ids
+  Tensor<std::int32_t, Host> targets;  // the token after each input
+  batches.next(inputs, targets);       // batch 0; a checkpoint stores batches.position() to resume
+  std::int64_t scored = 0;
+  for (validation.rewind(); validation.next(inputs, targets);) scored += targets.numel();  // evaluate here
+  // [usage]
+
+  const std::int64_t held_out = static_cast<std::int64_t>(corpus.validation_tokens().size());
   INFO(corpus.files().size() << " files, " << corpus.size() << " bytes, vocabulary "
                              << corpus.vocabulary_size() << ", split at " << corpus.split() << " ("
-                             << validation << " validation bytes)");
+                             << held_out << " validation bytes)");
   CHECK(corpus.size() >= 1'000'000);
   CHECK(corpus.vocabulary_size() < 256);
   CHECK(corpus.vocabulary_size() > 60);  // letters of both cases, digits, punctuation
@@ -419,15 +429,10 @@ TEST_CASE("TextCorpus reads the real fortunes corpus: over 1 MB of text, fewer t
   CHECK(std::is_sorted(corpus.files().begin(), corpus.files().end(), [](const auto& a, const auto& b) {
     return a.path.filename().string() < b.path.filename().string();
   }));
-  CHECK(std::abs(static_cast<double>(validation) - 0.1 * static_cast<double>(corpus.size())) <=
+  CHECK(std::abs(static_cast<double>(held_out) - 0.1 * static_cast<double>(corpus.size())) <=
         0.05 * static_cast<double>(corpus.size()));
   CHECK(corpus.decode(corpus.tokens()) == corpus.text());
-
-  TextWindows windows(corpus.train_tokens(), {.batch_size = 8, .context = 128, .seed = 1});
-  Tokens x;
-  Tokens y;
-  windows.next(x, y);
-  CHECK(x.shape() == mpx::Shape{8, 128});
-  SequentialTextWindows pass(corpus.validation_tokens(), {.batch_size = 64, .context = 128});
-  CHECK(pass.scored_tokens() > validation - 128);
+  CHECK(batches.position() == 1);
+  CHECK(scored == validation.scored_tokens());
+  CHECK(scored > held_out - 128);
 }
