@@ -83,7 +83,8 @@ template <class... Parts>
   std::error_code status;
   for (std::filesystem::directory_iterator it(dir, status), end; !status && it != end; it.increment(status)) {
     const std::filesystem::directory_entry& entry = *it;
-    if (entry.is_symlink() || !entry.is_regular_file()) continue;
+    std::error_code entry_status;  // an entry that vanishes or cannot be inspected is not text to read
+    if (entry.is_symlink(entry_status) || !entry.is_regular_file(entry_status)) continue;
     const std::filesystem::path extension = entry.path().extension();
     if (extension == ".dat" || extension == ".u8") continue;
     files.push_back(entry.path());
