@@ -12,6 +12,7 @@ packages=(
   librandom123-dev                     # Philox counter-based random bits (host and device)
   catch2                               # tests (Catch2 2.13)
   zlib1g-dev dataset-fashion-mnist     # gzip'd IDX reader and the default dataset
+  fortunes                             # the text corpus of the character-level GPT (docs/data.md)
   pkg-config doxygen python3-venv      # package tests (pkg-config consumer, the tools' venv) and API docs
   clang libclang-rt-dev                # libFuzzer targets (tests/fuzz)
   "$@"                                 # what the calling script needs besides

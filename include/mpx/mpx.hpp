@@ -37,6 +37,8 @@
 #include "mpx/data/dataset.hpp"
 #include "mpx/data/fashion_mnist.hpp"
 #include "mpx/data/idx.hpp"
+#include "mpx/data/text_corpus.hpp"
+#include "mpx/data/text_windows.hpp"
 
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/cast.hpp"
