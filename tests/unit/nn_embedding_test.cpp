@@ -402,7 +402,8 @@ TEST_CASE("Embeddings have PyTorch's parameter names, layouts and argument names
 }
 
 TEMPLATE_TEST_CASE("A Trainer fits a token model whose next token depends on the position",
-                   "[nn][embedding][positional][trainer]", mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
+                   "[nn][embedding][positional][trainer]", mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed,
+                   mpx::bf16_pure) {
   using P = TestType;
   using T = mpx::compute_t<P>;
   using L = nn::layers<P>;
