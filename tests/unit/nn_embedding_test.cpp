@@ -442,3 +442,14 @@ TEMPLATE_TEST_CASE("A Trainer fits a token model whose next token depends on the
     CHECK(best == targets[row]);
   }
 }
+
+TEST_CASE("The factory names the embeddings of a GPU model without the CUDA backend", "[nn][embedding]") {
+  // layers<P, Cuda> is usable in CPU-only code (its signatures need no complete Backend<Cuda>).
+  using L = nn::layers<mpx::fp32, mpx::Cuda>;
+  static_assert(std::is_same_v<decltype(L::embedding(5, 3)), nn::Embedding<mpx::fp32, mpx::Cuda>>);
+  static_assert(
+      std::is_same_v<decltype(L::positional_embedding(5, 3)), nn::PositionalEmbedding<mpx::fp32, mpx::Cuda>>);
+  static_assert(
+      std::is_same_v<decltype(nn::layers<mpx::bf16_mixed>::embedding(5, 3)), nn::Embedding<mpx::bf16_mixed>>);
+  SUCCEED();
+}

@@ -19,6 +19,14 @@
 
 namespace mpx::nn {
 
+/// @brief Construction options of `Embedding` (outside the class template, so that naming them, as
+/// `layers<P, Device>::embedding`'s signature does, needs no complete `Backend<Device>`).
+struct EmbeddingOptions {
+  /// @brief Standard deviation of the normal initial weights (mean 0): 1, as `torch.nn.Embedding`;
+  /// GPT-2 uses 0.02.
+  double init_std = 1.0;
+};
+
 /// @brief A token embedding, as `torch.nn.Embedding`: ids [batch, sequence] (any rank from 1 to 3)
 /// of type `std::int32_t` map to rows of weight [num_embeddings, embedding_dim] (PyTorch's layout
 /// and parameter name, "weight"), giving [batch, sequence, embedding_dim] in the compute type.
@@ -59,12 +67,8 @@ class Embedding {
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "Embedding";
 
-  /// @brief Construction options.
-  struct Options {
-    /// @brief Standard deviation of the normal initial weights (mean 0): 1, as
-    /// `torch.nn.Embedding`; GPT-2 uses 0.02.
-    double init_std = 1.0;
-  };
+  /// @brief Construction options (see `EmbeddingOptions`).
+  using Options = EmbeddingOptions;
 
   /// @brief A table of `num_embeddings` rows of `embedding_dim` values, initialised from (0, 0).
   Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Options options = {})

@@ -69,15 +69,14 @@ struct layers {
   /// @brief `nn::Embedding<P, Device>(num_embeddings, embedding_dim, options)`: int32 token ids to
   /// rows of a learned table (`{.init_std = 0.02}` for GPT-2's initialisation).
   [[nodiscard]] static Embedding<P, Device> embedding(std::int64_t num_embeddings, std::int64_t embedding_dim,
-                                                      typename Embedding<P, Device>::Options options = {}) {
+                                                      EmbeddingOptions options = {}) {
     return Embedding<P, Device>(num_embeddings, embedding_dim, options);
   }
 
   /// @brief `nn::PositionalEmbedding<P, Device>(max_positions, embedding_dim, options)`: a learned
   /// position table added to [batch, sequence, embedding_dim] activations.
   [[nodiscard]] static PositionalEmbedding<P, Device> positional_embedding(
-      std::int64_t max_positions, std::int64_t embedding_dim,
-      typename PositionalEmbedding<P, Device>::Options options = {}) {
+      std::int64_t max_positions, std::int64_t embedding_dim, PositionalEmbeddingOptions options = {}) {
     return PositionalEmbedding<P, Device>(max_positions, embedding_dim, options);
   }
 

@@ -18,6 +18,13 @@
 
 namespace mpx::nn {
 
+/// @brief Construction options of `PositionalEmbedding` (outside the class template, as
+/// `EmbeddingOptions`).
+struct PositionalEmbeddingOptions {
+  /// @brief Standard deviation of the normal initial weights (mean 0); 0.02 as GPT-2 and nanoGPT.
+  double init_std = 0.02;
+};
+
 /// @brief y[b, t, :] = x[b, t, :] + weight[t, :] for x [batch, sequence, embedding_dim] in the
 /// compute type, sequence <= max_positions; weight [max_positions, embedding_dim] is named
 /// "weight" (GPT-2's `wpe`, a `torch.nn.Embedding(max_positions, embedding_dim)` applied to
@@ -50,11 +57,8 @@ class PositionalEmbedding {
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "PositionalEmbedding";
 
-  /// @brief Construction options.
-  struct Options {
-    /// @brief Standard deviation of the normal initial weights (mean 0); 0.02 as GPT-2 and nanoGPT.
-    double init_std = 0.02;
-  };
+  /// @brief Construction options (see `PositionalEmbeddingOptions`).
+  using Options = PositionalEmbeddingOptions;
 
   /// @brief A table for sequences of up to `max_positions` tokens of width `embedding_dim`,
   /// initialised from (0, 0).
