@@ -15,6 +15,10 @@
 /// with the rest), the `GradientWorkspace` and `Graph` types, and the step's overloads that leave
 /// their results in the device's memory instead of returning them: the losses with a seed and a
 /// `loss_sum`, the optimizers with an `UpdateControl`, `unscale_and_inspect` over a list of gradients.
+///
+/// Embeddings: `fill_normal` (initial weights), `embedding_forward`, `embedding_backward` (with the
+/// backend's `EmbeddingWorkspace` type), `positional_embedding_forward`,
+/// `positional_embedding_backward`.
 
 namespace mpx {
 

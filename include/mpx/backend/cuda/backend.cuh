@@ -25,6 +25,7 @@
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cuda/activation.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
+#include "mpx/backend/cuda/embedding.cuh"
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
 #include "mpx/backend/cuda/gradient.cuh"
@@ -34,6 +35,7 @@
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/mse_loss.cuh"
 #include "mpx/backend/cuda/optimizer.cuh"
+#include "mpx/backend/cuda/positional_embedding.cuh"
 #include "mpx/backend/cuda/softmax_cross_entropy.cuh"
 #include "mpx/backend/cuda/tensor_ops.cuh"
 #include "mpx/tensor/device.hpp"
@@ -48,6 +50,8 @@ struct Backend<Cuda> {
   using GradientWorkspace = cuda::GradientWorkspace;
   /// @brief A captured CUDA graph of queued work; see `cuda::Graph`.
   using Graph = cuda::Graph;
+  /// @brief The sort buffers `embedding_backward` keeps between calls; see `cuda::EmbeddingWorkspace`.
+  using EmbeddingWorkspace = cuda::EmbeddingWorkspace;
 
   /// @brief Queues `f(args...)` in one device thread; see `cuda::single_thread`.
   template <class F, class... Args>
@@ -94,6 +98,11 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(add);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
   MPX_DETAIL_FORWARD_TO_CUDA(flag_nonfinite);
+  MPX_DETAIL_FORWARD_TO_CUDA(fill_normal);
+  MPX_DETAIL_FORWARD_TO_CUDA(embedding_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(embedding_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(positional_embedding_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(positional_embedding_backward);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 
