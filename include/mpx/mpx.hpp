@@ -40,6 +40,7 @@
 
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/cast.hpp"
+#include "mpx/nn/causal_self_attention.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"

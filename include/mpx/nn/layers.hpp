@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "mpx/nn/causal_self_attention.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
 #include "mpx/nn/linear.hpp"
@@ -62,6 +63,14 @@ struct layers {
   /// @brief `nn::LayerNorm<P, Device>(features, epsilon)`.
   [[nodiscard]] static LayerNorm<P, Device> layer_norm(std::int64_t features, float epsilon = 1e-5f) {
     return LayerNorm<P, Device>(features, epsilon);
+  }
+
+  /// @brief `nn::CausalSelfAttention<P, Device>(embed_dim, num_heads, options)`: GPT-2's attention
+  /// block (fused qkv projection, causal softmax, output projection).
+  [[nodiscard]] static CausalSelfAttention<P, Device> causal_self_attention(
+      std::int64_t embed_dim, std::int64_t num_heads,
+      typename CausalSelfAttention<P, Device>::Options options = {}) {
+    return CausalSelfAttention<P, Device>(embed_dim, num_heads, options);
   }
 
   /// @brief `nn::SoftmaxCrossEntropy<P, Device>(options)`: the loss for logits made in `P`.

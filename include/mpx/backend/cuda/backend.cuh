@@ -24,6 +24,7 @@
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cuda/activation.cuh"
+#include "mpx/backend/cuda/attention.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
@@ -94,6 +95,10 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(add);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
   MPX_DETAIL_FORWARD_TO_CUDA(flag_nonfinite);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_split_heads);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_merge_heads);
+  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_backward);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 
