@@ -43,6 +43,7 @@
 
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/cast.hpp"
+#include "mpx/nn/causal_self_attention.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/embedding.hpp"
 #include "mpx/nn/layer.hpp"

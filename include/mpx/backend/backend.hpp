@@ -19,6 +19,8 @@
 /// Embeddings: `fill_normal` (initial weights), `embedding_forward`, `embedding_backward` (with the
 /// backend's `EmbeddingWorkspace` type), `positional_embedding_forward`,
 /// `positional_embedding_backward`.
+/// Causal self-attention adds `attention_split_heads`, `attention_merge_heads`,
+/// `causal_softmax_forward` and `causal_softmax_backward` (backend/attention_spec.hpp).
 
 namespace mpx {
 

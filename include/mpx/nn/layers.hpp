@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "mpx/nn/causal_self_attention.hpp"
 #include "mpx/nn/embedding.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
@@ -78,6 +79,14 @@ struct layers {
   [[nodiscard]] static PositionalEmbedding<P, Device> positional_embedding(
       std::int64_t max_positions, std::int64_t embedding_dim, PositionalEmbeddingOptions options = {}) {
     return PositionalEmbedding<P, Device>(max_positions, embedding_dim, options);
+  }
+
+  /// @brief `nn::CausalSelfAttention<P, Device>(embed_dim, num_heads, options)`: GPT-2's attention
+  /// block (fused qkv projection, causal softmax, output projection).
+  [[nodiscard]] static CausalSelfAttention<P, Device> causal_self_attention(
+      std::int64_t embed_dim, std::int64_t num_heads,
+      typename CausalSelfAttention<P, Device>::Options options = {}) {
+    return CausalSelfAttention<P, Device>(embed_dim, num_heads, options);
   }
 
   /// @brief `nn::SoftmaxCrossEntropy<P, Device>(options)`: the loss for logits made in `P`.

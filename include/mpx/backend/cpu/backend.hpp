@@ -10,6 +10,7 @@
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/activation.hpp"
 #include "mpx/backend/cpu/embedding.hpp"
+#include "mpx/backend/cpu/attention.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cpu/graph.hpp"
@@ -84,6 +85,10 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(embedding_backward);
   MPX_DETAIL_FORWARD_TO_CPU(positional_embedding_forward);
   MPX_DETAIL_FORWARD_TO_CPU(positional_embedding_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(attention_split_heads);
+  MPX_DETAIL_FORWARD_TO_CPU(attention_merge_heads);
+  MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_backward);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.

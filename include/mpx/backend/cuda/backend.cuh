@@ -24,6 +24,7 @@
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cuda/activation.cuh"
+#include "mpx/backend/cuda/attention.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/embedding.cuh"
 #include "mpx/backend/cuda/gemm.hpp"
@@ -103,6 +104,10 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(embedding_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(positional_embedding_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(positional_embedding_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_split_heads);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_merge_heads);
+  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_backward);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 

@@ -19,6 +19,10 @@
 /// (gemm_epilogue.cuh), reached through launcher pointers that any nvcc translation unit including
 /// <mpx/cuda.hpp> sets, so `gemm` has one body under every compiler; in a program with no such unit
 /// that path throws `mpx::error`.
+///
+/// A batched call (`GemmConfig::batch_count` > 1, Default epilogue only) is one strided-batched
+/// cuBLASLt matmul: each layout carries CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT and, as its
+/// CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, the element count of one of its matrices.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA
@@ -71,6 +75,7 @@ struct GemmKey {
   bool separate_c = false;                // C is its own tensor rather than D
   bool beta_zero = true;
   int align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0, align_aux = 0;
+  std::int64_t batch = 1;  // strided batch count (m, n, k and the a/b extents are per matrix)
 
   bool operator==(const GemmKey&) const = default;
 };
@@ -87,7 +92,7 @@ struct GemmKeyHash {
           std::int64_t{key.compute_type}, static_cast<std::int64_t>(key.epilogue),
           std::int64_t{key.separate_c}, std::int64_t{key.beta_zero}, std::int64_t{key.align_a},
           std::int64_t{key.align_b}, std::int64_t{key.align_c}, std::int64_t{key.align_d},
-          std::int64_t{key.align_bias}, std::int64_t{key.align_aux}}) {
+          std::int64_t{key.align_bias}, std::int64_t{key.align_aux}, key.batch}) {
       mix(v);
     }
     return h;
@@ -185,6 +190,20 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
                                               static_cast<std::uint64_t>(g.m), g.n));
   MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, key.d_type, static_cast<std::uint64_t>(g.n),
                                               static_cast<std::uint64_t>(g.m), g.n));
+  if (key.batch > 1) {
+    // Strided batch: every operand holds `batch` matrices one after another.
+    const auto set_batch = [&](cublasLtMatrixLayout_t layout, std::int64_t matrix_elements) {
+      const auto count = static_cast<std::int32_t>(key.batch);
+      MPX_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                        sizeof(count)));
+      MPX_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                        &matrix_elements, sizeof(matrix_elements)));
+    };
+    set_batch(plan->a, b_rows * b_cols);
+    set_batch(plan->b, a_rows * a_cols);
+    set_batch(plan->c, g.m * g.n);
+    set_batch(plan->d, g.m * g.n);
+  }
 
   cublasLtMatmulPreference_t preference = nullptr;
   MPX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
@@ -358,9 +377,10 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   call.key.align_b = detail::alignment_class(b.data());
   call.key.align_c = detail::alignment_class(c_pointer);
   call.key.align_d = detail::alignment_class(d.data());
-  call.a_rows = a.shape().rows();
+  call.key.batch = g.batch;
+  call.a_rows = a.shape().rows() / g.batch;  // per matrix of a batch
   call.a_cols = a.shape().cols();
-  call.b_rows = b.shape().rows();
+  call.b_rows = b.shape().rows() / g.batch;
   call.b_cols = b.shape().cols();
   call.c_type = call.key.d_type;
   call.a = a.data();
@@ -421,9 +441,10 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
             mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n, " K=", g.k));
       }
     } else {
-      auto t = Tensor<Acc, Cuda>(Shape{g.m, g.n});
+      const std::int64_t d_rows = g.batch * g.m;  // all matrices of a batch: D = beta C, elementwise
+      auto t = Tensor<Acc, Cuda>(Shape{d_rows, g.n});
       apply_epilogue(t.data(), static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
-                     nullptr, nullptr, nullptr, Epilogue::Default, g.m, g.n, stream);
+                     nullptr, nullptr, nullptr, Epilogue::Default, d_rows, g.n, stream);
     }
     if (operand_bias_grad) {
       const bool a_side = epilogue == Epilogue::BGradA;
