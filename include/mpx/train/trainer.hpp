@@ -240,7 +240,10 @@ class Trainer {
   /// into the model's input type is part of the recording.
   void capture_step(const Tensor<float, Device>& inputs,
                     target_type targets) requires(!std::is_same_v<input_element, float>) {
-    if (eager_input_shape_ != inputs.shape()) queue_step(inputs, targets);
+    // The recording rounds into `input_`, which only an eager step on fp32 input of this shape
+    // allocated: a last step on input already in the model's type leaves it missing.
+    if (eager_input_shape_ != inputs.shape() || input_.shape() != inputs.shape())
+      queue_step(inputs, targets);
     capture(inputs.shape(), [this, fp32_inputs = &inputs, batch = Batch{input_, targets}] {
       Backend<Device>::template round_into<tag_of_t<input_element>>(*fp32_inputs, input_);
       queue_device_step(std::span(&batch, 1));
