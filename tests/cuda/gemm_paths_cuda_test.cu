@@ -57,7 +57,7 @@ void linear_gemms(std::int64_t batch, std::int64_t in, std::int64_t out, mpx::Ep
 }  // namespace
 
 TEST_CASE("the benchmarks' bf16 Linear shapes run fused: bias and activation epilogues, BGRAD into fp32",
-          "[cuda][gemm][paths]") {
+          "[cuda][gemm][paths][large]") {
   std::mt19937 rng(21);
   // bench/linear_cuda.cu and bench/mlp_step_cuda.cu (4096 features, batch 512 and 4096 in the MLP),
   // and the Fashion-MNIST MLP's hidden layers (784 -> 256 -> 128, batch 128).

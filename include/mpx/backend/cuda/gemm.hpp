@@ -138,7 +138,7 @@ inline std::unordered_map<GemmKey, std::unique_ptr<GemmPlan>, GemmKeyHash>& gemm
 }
 
 // cuBLASLt's epilogue for a fused mpx epilogue, or nothing (false) where it has none that fits.
-inline bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noexcept {
+constexpr bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noexcept {
   switch (epilogue) {
     case Epilogue::Default: out = CUBLASLT_EPILOGUE_DEFAULT; return true;
     case Epilogue::Bias: out = CUBLASLT_EPILOGUE_BIAS; return true;
@@ -154,6 +154,12 @@ inline bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noexce
   }
   return false;
 }
+// The swap docs/cuda.md states: Linear's bias gradient (our BGradA) is cuBLASLt's BGRADB.
+static_assert([] {
+  cublasLtEpilogue_t a{}, b{};
+  return cublaslt_epilogue(Epilogue::BGradA, a) && a == CUBLASLT_EPILOGUE_BGRADB &&
+         cublaslt_epilogue(Epilogue::BGradB, b) && b == CUBLASLT_EPILOGUE_BGRADA;
+}());
 
 template <class T>
 void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value,
