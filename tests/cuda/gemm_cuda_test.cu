@@ -135,8 +135,9 @@ void check_case(const Case& c, std::mt19937& rng) {
     // BGradA/B sum operands (k = 0 per term, K terms); the *BGrad epilogues sum M products of length
     // K, possibly after rounding them into D's type (see tolerances.hpp).
     const bool of_operand = e == mpx::Epilogue::BGradA || e == mpx::Epilogue::BGradB;
-    const auto tol_grad = of_operand ? mpx::test::gemm_bias_grad_tolerance<Compute>(0, c.k, rounding)
-                                     : mpx::test::gemm_bias_grad_tolerance<Compute, OutTag>(c.k, c.m, rounding);
+    const auto tol_grad = of_operand
+                              ? mpx::test::gemm_bias_grad_tolerance<Compute>(0, c.k, rounding)
+                              : mpx::test::gemm_bias_grad_tolerance<Compute, OutTag>(c.k, c.m, rounding);
     for (std::int64_t i = 0; i < bias_grad_length; ++i) {
       double magnitude = 0;
       if (e == mpx::Epilogue::BGradA) {

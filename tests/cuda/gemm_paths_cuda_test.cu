@@ -45,11 +45,10 @@ void linear_gemms(std::int64_t batch, std::int64_t in, std::int64_t out, mpx::Ep
   mpx::Tensor<float, Cuda> dw(mpx::Shape{out, in});
   mpx::Tensor<float, Cuda> db(mpx::Shape{out});
   mpx::Tensor<B, Cuda> dx(mpx::Shape{batch, in});
+  mpx::cuda::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes, .epilogue = epilogue},
+                                 {.bias = &bias, .aux = mpx::writes_aux(epilogue) ? &aux : nullptr});
   mpx::cuda::gemm<mpx::BFloat16>(
-      x, w, y, {.transpose_b = mpx::Transpose::Yes, .epilogue = epilogue},
-      {.bias = &bias, .aux = mpx::writes_aux(epilogue) ? &aux : nullptr});
-  mpx::cuda::gemm<mpx::BFloat16>(dz, x, dw, {.transpose_a = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::BGradA},
-                                 {.bias_grad = &db});
+      dz, x, dw, {.transpose_a = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::BGradA}, {.bias_grad = &db});
   mpx::cuda::gemm<mpx::BFloat16>(dz, w, dx, {});
   mpx::cuda_context().synchronize();
 }
@@ -75,8 +74,9 @@ TEST_CASE("the benchmarks' bf16 Linear shapes run fused: bias and activation epi
   }
 }
 
-TEST_CASE("gemm reports every call's path, and a refused or missing fused kernel still gives the right result",
-          "[cuda][gemm][paths]") {
+TEST_CASE(
+    "gemm reports every call's path, and a refused or missing fused kernel still gives the right result",
+    "[cuda][gemm][paths]") {
   std::mt19937 rng(22);
   using B = Eigen::bfloat16;
   // DRelu has no cuBLASLt form that reads a pre-activation: always unfused, never a refusal.
@@ -107,17 +107,19 @@ TEST_CASE("gemm reports every call's path, and a refused or missing fused kernel
     mpx::cuda::gemm<mpx::BFloat16>(a2, b2, d, config, {.aux = &aux2, .bias_grad = &bias_grad});
     mpx::cuda::gemm<mpx::BFloat16>(a2, b2, d, config, {.aux = &aux2, .bias_grad = &bias_grad});
   });
-  std::printf("gemm paths: bf16 DGELU_BGRAD with an fp32 bias gradient: fused %lld, no algorithm %lld, "
-              "refused %lld\n",
-              static_cast<long long>(counts.fused), static_cast<long long>(counts.no_algorithm),
-              static_cast<long long>(counts.refused));
+  std::printf(
+      "gemm paths: bf16 DGELU_BGRAD with an fp32 bias gradient: fused %lld, no algorithm %lld, "
+      "refused %lld\n",
+      static_cast<long long>(counts.fused), static_cast<long long>(counts.no_algorithm),
+      static_cast<long long>(counts.refused));
   CHECK(counts.fused + counts.unfused == 2);
   CHECK(counts.refused + counts.no_algorithm == counts.unfused);
   CHECK((counts.fused == 2 || counts.unfused == 2));  // the plan decides once for both calls
   auto d_cpu = mpx::Tensor<B>(mpx::Shape{64, 48});
   auto aux_cpu = host_aux.clone();
   mpx::Tensor<float> bias_grad_cpu(mpx::Shape{48});
-  mpx::cpu::gemm<mpx::BFloat16>(host_a, host_b, d_cpu, config, {.aux = &aux_cpu, .bias_grad = &bias_grad_cpu});
+  mpx::cpu::gemm<mpx::BFloat16>(host_a, host_b, d_cpu, config,
+                                {.aux = &aux_cpu, .bias_grad = &bias_grad_cpu});
   const auto d_back = mpx::to_host(d);
   const auto bias_grad_back = mpx::to_host(bias_grad);
   const auto tol = mpx::test::gemm_tolerance<mpx::BFloat16, mpx::BFloat16>(32);
@@ -128,7 +130,8 @@ TEST_CASE("gemm reports every call's path, and a refused or missing fused kernel
     double column = 0.0;
     for (std::int64_t i = 0; i < 64; ++i) {
       double magnitude = 0.0;
-      for (std::int64_t p = 0; p < 32; ++p) magnitude += std::abs(to_double(host_a[i * 32 + p]) * to_double(host_b[p * 48 + j]));
+      for (std::int64_t p = 0; p < 32; ++p)
+        magnitude += std::abs(to_double(host_a[i * 32 + p]) * to_double(host_b[p * 48 + j]));
       magnitude *= 1.2;  // gelu' <= 1.13
       column += magnitude;
       const double expected = to_double(d_cpu[i * 48 + j]);
@@ -173,15 +176,17 @@ TEST_CASE("gemm fuses or falls back correctly on leading dimensions that are not
         for (std::int64_t p = 0; p < k; ++p)
           magnitude += std::abs(to_double(host_x[i * k + p]) * to_double(host_w[j * k + p]));
         const double expected = to_double(y_cpu[i * 10 + j]);
-        if (std::abs(to_double(y_back[i * 10 + j]) - expected) > 2 * tol.bound(magnitude, expected)) ++failures;
+        if (std::abs(to_double(y_back[i * 10 + j]) - expected) > 2 * tol.bound(magnitude, expected))
+          ++failures;
       }
     }
     CHECK(failures == 0);
   }
 }
 
-TEST_CASE("weight gradients accumulate over micro-batches: BGRAD with beta = 1 into fp32, bias grad overwritten",
-          "[cuda][gemm][paths]") {
+TEST_CASE(
+    "weight gradients accumulate over micro-batches: BGRAD with beta = 1 into fp32, bias grad overwritten",
+    "[cuda][gemm][paths]") {
   // Linear's backward on three micro-batches: dW += dZ_i^T X_i (beta 0, then 1), and each call's bias
   // gradient written into a scratch vector (the epilogue overwrites), as nn::Linear does.
   std::mt19937 rng(24);
@@ -197,7 +202,8 @@ TEST_CASE("weight gradients accumulate over micro-batches: BGRAD with beta = 1 i
   for (int micro = 0; micro < 3; ++micro) {
     const auto host_dz = random_host<B>(mpx::Shape{batch, out}, rng);
     const auto host_x = random_host<B>(mpx::Shape{batch, in}, rng);
-    const mpx::GemmConfig config{.transpose_a = mpx::Transpose::Yes, .beta = micro == 0 ? 0.0f : 1.0f,
+    const mpx::GemmConfig config{.transpose_a = mpx::Transpose::Yes,
+                                 .beta = micro == 0 ? 0.0f : 1.0f,
                                  .epilogue = mpx::Epilogue::BGradA};
     mpx::cpu::gemm<mpx::BFloat16>(host_dz, host_x, dw_cpu, config, {.bias_grad = &db_cpu});
     const auto dz = mpx::to_device(host_dz);
@@ -253,7 +259,8 @@ TEST_CASE("the unfused path can be captured in a CUDA graph once an eager call s
   const auto e = mpx::to_host(eager);
   const auto r = mpx::to_host(replayed);
   int different = 0;
-  for (std::int64_t i = 0; i < e.numel(); ++i) different += mpx_test::same_bits_or_both_nan(e[i], r[i]) ? 0 : 1;
+  for (std::int64_t i = 0; i < e.numel(); ++i)
+    different += mpx_test::same_bits_or_both_nan(e[i], r[i]) ? 0 : 1;
   CHECK(different == 0);
   // A larger unfused product needs a larger scratch, which cannot be allocated during capture.
   const auto big_a = mpx::to_device(random_host<B>(mpx::Shape{512, 40}, rng));
@@ -261,10 +268,9 @@ TEST_CASE("the unfused path can be captured in a CUDA graph once an eager call s
   mpx::Tensor<B, Cuda> big(mpx::Shape{512, 72});
   mpx::cuda::clear_gemm_cache();  // (also frees the scratch: the graph above is not replayed again)
   mpx::cuda::Graph refused;
-  CHECK_THROWS_WITH(refused.capture([&] {
-    mpx::cuda::gemm<mpx::BFloat16>(big_a, b, big, config, {.aux = &big_aux});
-  }),
-                    Catch::Matchers::Contains("being captured"));
+  CHECK_THROWS_WITH(
+      refused.capture([&] { mpx::cuda::gemm<mpx::BFloat16>(big_a, b, big, config, {.aux = &big_aux}); }),
+      Catch::Matchers::Contains("being captured"));
 }
 
 TEST_CASE("which rounding the GPU's TF32 Tensor Cores apply to fp32 operands (reported; either is allowed)",
@@ -291,7 +297,7 @@ TEST_CASE("which rounding the GPU's TF32 Tensor Cores apply to fp32 operands (re
                          : result == truncated ? "truncated (the low 13 bits ignored)"
                          : result == unrounded ? "none (an fp32 kernel)"
                                                : "unknown";
-  std::printf("gemm paths: TF32 operands on this GPU are rounded %s: 16 * (1 + 3 * 2^-12) = %.10f\n", rounding,
-              result);
+  std::printf("gemm paths: TF32 operands on this GPU are rounded %s: 16 * (1 + 3 * 2^-12) = %.10f\n",
+              rounding, result);
   CHECK((result == nearest || result == truncated || result == unrounded));
 }

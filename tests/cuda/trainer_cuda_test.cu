@@ -315,7 +315,7 @@ TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", 
     const auto host_result = cpu.step(x, y);
     const auto device_result = gpu.step(mpx::to_device(x), mpx::to_device(y));
     INFO("step " << s + 1 << ": gradient norm " << host_result.grad_norm << " (CPU), "
-                  << device_result.grad_norm << " (GPU)");
+                 << device_result.grad_norm << " (GPU)");
     REQUIRE(device_result.stepped == host_result.stepped);
     // The two norms differ by bf16 rounding (up to ~1%): within 3% of the threshold either device may
     // clip. Clipping there scales the gradient by less than 3%, which the loss tolerance absorbs.
@@ -473,8 +473,9 @@ RegressionData regression_data() {
 
 }  // namespace
 
-TEST_CASE("a captured step with GELU, LayerNorm, MSE, AdamW, clipping and an fp16 overflow replays bit for bit",
-          "[cuda][trainer][graph]") {
+TEST_CASE(
+    "a captured step with GELU, LayerNorm, MSE, AdamW, clipping and an fp16 overflow replays bit for bit",
+    "[cuda][trainer][graph]") {
   const RegressionData data = regression_data();
   auto eager_model = fp16_regression_model<mpx::Cuda>();
   auto graph_model = fp16_regression_model<mpx::Cuda>();
@@ -510,8 +511,9 @@ TEST_CASE("a captured step with GELU, LayerNorm, MSE, AdamW, clipping and an fp1
   CHECK(master_weights(graph_model) == master_weights(eager_model));
 }
 
-TEST_CASE("replay_step refuses to run after an evaluation at another batch size reallocated the layers' buffers",
-          "[cuda][trainer][graph]") {
+TEST_CASE(
+    "replay_step refuses to run after an evaluation at another batch size reallocated the layers' buffers",
+    "[cuda][trainer][graph]") {
   using P = mpx::bf16_mixed;
   const Batches& data = training_batches();
   Setup<P, mpx::Cuda> gpu;
@@ -592,7 +594,8 @@ TEST_CASE("gradient accumulation over micro-batches on the GPU follows the CPU: 
     std::vector<mpx::Tensor<float>> host_grads;
     std::vector<mpx::Tensor<float>> device_grads;
     cpu.model.for_each_parameter([&](std::string_view, auto& p) { host_grads.push_back(p.grad().clone()); });
-    gpu.model.for_each_parameter([&](std::string_view, auto& p) { device_grads.push_back(mpx::to_host(p.grad())); });
+    gpu.model.for_each_parameter(
+        [&](std::string_view, auto& p) { device_grads.push_back(mpx::to_host(p.grad())); });
     REQUIRE(host_grads.size() == device_grads.size());
     for (std::size_t p = 0; p < host_grads.size(); ++p) {
       double largest = 0.0;

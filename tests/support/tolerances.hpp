@@ -83,8 +83,8 @@ template <NumericTag Compute>
 /// For example, K = 129 gives accumulate = 145 * 2^-23 ~ 1.7e-5 for fp32, fp16 and bf16 compute
 /// (all accumulate in fp32), and output = 2^-10 ~ 9.8e-4 for fp16 D, 2^-7 ~ 7.8e-3 for bf16 D.
 template <NumericTag Compute, NumericTag Output>
-[[nodiscard]] constexpr GemmTolerance gemm_tolerance(std::int64_t k,
-                                                     OperandRounding rounding = OperandRounding::nearest) noexcept {
+[[nodiscard]] constexpr GemmTolerance gemm_tolerance(
+    std::int64_t k, OperandRounding rounding = OperandRounding::nearest) noexcept {
   constexpr double eps_acc = numeric_traits<tag_of_t<math_t<Compute>>>::epsilon;
   constexpr double eps_out = numeric_traits<Output>::epsilon;
   constexpr double min_normal_out = numeric_traits<Output>::min_normal;

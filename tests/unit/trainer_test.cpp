@@ -642,8 +642,9 @@ TEST_CASE("Trainer: a replay after an evaluation at another batch size is refuse
   CHECK(trainer.read_result().step == 5);
 }
 
-TEST_CASE("Trainer: capture_step on fp32 input after a step on input in the model's type runs its warm-up step",
-          "[train][trainer][capture]") {
+TEST_CASE(
+    "Trainer: capture_step on fp32 input after a step on input in the model's type runs its warm-up step",
+    "[train][trainer][capture]") {
   // The last step took bf16 input of the same shape, so the layers' buffers exist, but the buffer the
   // recording rounds fp32 input into does not: capture_step must run an eager step first.
   using P = mpx::bf16_mixed;

@@ -232,7 +232,8 @@ class Trainer {
   /// `replay_step` throw too (see `nn::buffer_generation`): evaluate with the training batch size, or
   /// capture again afterwards (which then runs its eager step first).
   void capture_step(const Tensor<input_element, Device>& inputs, target_type targets) {
-    if (eager_input_shape_ != inputs.shape() || buffers_replaced_since_eager_step()) queue_step(inputs, targets);
+    if (eager_input_shape_ != inputs.shape() || buffers_replaced_since_eager_step())
+      queue_step(inputs, targets);
     capture(inputs.shape(),
             [this, batch = Batch{inputs, targets}] { queue_device_step(std::span(&batch, 1)); });
   }

@@ -74,8 +74,8 @@ inline int alignment_class(const void* pointer) noexcept {
 // Everything that determines the descriptors, the layouts and the algorithm of a call.
 struct GemmKey {
   int device = 0;
-  std::uintptr_t handle = 0;       // the cuBLASLt handle (one per context) the plan was made with
-  std::size_t workspace_bytes = 0;  // the heuristic only offers algorithms that fit this workspace
+  std::uintptr_t handle = 0;         // the cuBLASLt handle (one per context) the plan was made with
+  std::size_t workspace_bytes = 0;   // the heuristic only offers algorithms that fit this workspace
   std::int64_t m = 0, n = 0, k = 0;  // our (row-major) problem
   bool transpose_a = false, transpose_b = false;
   cudaDataType_t ab_type{}, d_type{};
@@ -95,8 +95,7 @@ struct GemmKeyHash {
       h ^= std::hash<std::int64_t>{}(value) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     };
     for (const std::int64_t v :
-         {std::int64_t{key.device}, static_cast<std::int64_t>(key.handle),
-          static_cast<std::int64_t>(key.workspace_bytes), key.m, key.n, key.k, std::int64_t{key.transpose_a},
+         {std::int64_t{key.device}, key.m, key.n, key.k, std::int64_t{key.transpose_a},
           std::int64_t{key.transpose_b}, std::int64_t{key.ab_type}, std::int64_t{key.d_type},
           std::int64_t{key.compute_type}, static_cast<std::int64_t>(key.epilogue),
           std::int64_t{key.separate_c}, std::int64_t{key.beta_zero}, std::int64_t{key.align_a},
@@ -104,6 +103,8 @@ struct GemmKeyHash {
           std::int64_t{key.align_bias}, std::int64_t{key.align_aux}}) {
       mix(v);
     }
+    mix(static_cast<std::int64_t>(key.handle));
+    mix(static_cast<std::int64_t>(key.workspace_bytes));
     return h;
   }
 };
@@ -313,8 +314,8 @@ inline MatmulOutcome run_matmul(const MatmulCall& call, const GemmShape& g, Cuda
 /// @brief How `mpx::cuda::gemm` calls on this thread ran, counted per call since the last
 /// `reset_gemm_path_counts()`: the tests and benchmarks assert the path they mean to measure.
 struct GemmPathCounts {
-  std::int64_t fused = 0;      ///< one cuBLASLt call with the epilogue fused (Default included)
-  std::int64_t unfused = 0;    ///< a plain cuBLASLt GEMM (or none, for K = 0) and mpx's epilogue kernel
+  std::int64_t fused = 0;         ///< one cuBLASLt call with the epilogue fused (Default included)
+  std::int64_t unfused = 0;       ///< a plain cuBLASLt GEMM (or none, for K = 0) and mpx's epilogue kernel
   std::int64_t no_algorithm = 0;  ///< of the unfused: the heuristic offered no fused algorithm
   std::int64_t refused = 0;       ///< of the unfused: cublasLtMatmul refused the fused algorithm
                                   ///< (now, or earlier for the same plan, which remembers it)
@@ -579,8 +580,8 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   // then epilogue(t + beta C) rounded into D.
   Acc* t = nullptr;
   if (g.k > 0) {
-    t = static_cast<Acc*>(detail::gemm_scratches()[context.device()].get(
-        static_cast<std::size_t>(g.m * g.n) * sizeof(Acc)));
+    t = static_cast<Acc*>(
+        detail::gemm_scratches()[context.device()].get(static_cast<std::size_t>(g.m * g.n) * sizeof(Acc)));
     detail::MatmulCall plain = call;
     plain.key.d_type = cuda_traits<tag_of_t<Acc>>::data_type;
     plain.key.separate_c = false;

@@ -78,9 +78,9 @@ inline constexpr int epilogue_row_lanes = 8;
 // each lane sums its rows in order, then lane sums are added in lane order.
 template <class Acc, class DT>
 __global__ void __launch_bounds__(epilogue_columns* epilogue_row_lanes)
-    apply_epilogue_kernel(const Acc* __restrict__ t, const DT* c, Acc beta, DT* d, const DT* __restrict__ bias,
-                          DT* aux, Acc* __restrict__ bias_grad, Epilogue epilogue, std::int64_t m, std::int64_t n,
-                          std::int64_t rows_per_block) {
+    apply_epilogue_kernel(const Acc* __restrict__ t, const DT* c, Acc beta, DT* d,
+                          const DT* __restrict__ bias, DT* aux, Acc* __restrict__ bias_grad,
+                          Epilogue epilogue, std::int64_t m, std::int64_t n, std::int64_t rows_per_block) {
   __shared__ Acc lane_sums[epilogue_row_lanes][epilogue_columns];
   const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * epilogue_columns + threadIdx.x;
   const std::int64_t row_begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_block;
@@ -186,7 +186,8 @@ void launch_reduce_operand(const ST* x, Acc* out, std::int64_t count_i, std::int
   const std::int64_t per_block = stride_j == 1 ? epilogue_row_lanes : epilogue_columns;
   const auto blocks = static_cast<unsigned>((count_i + per_block - 1) / per_block);
   const dim3 block(epilogue_columns, epilogue_row_lanes);
-  reduce_operand_kernel<Acc, ST, Tf32><<<blocks, block, 0, stream>>>(x, out, count_i, count_j, stride_i, stride_j);
+  reduce_operand_kernel<Acc, ST, Tf32>
+      <<<blocks, block, 0, stream>>>(x, out, count_i, count_j, stride_i, stride_j);
   MPX_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -44,7 +44,8 @@ unsigned int occupancy_blocks(std::int64_t count, int threads = elementwise_thre
     return std::max(blocks, 1);
   }();
   const std::int64_t needed = (count + threads - 1) / threads;
-  const std::int64_t wave = static_cast<std::int64_t>(cuda_context().properties().multiProcessorCount) * per_sm;
+  const std::int64_t wave =
+      static_cast<std::int64_t>(cuda_context().properties().multiProcessorCount) * per_sm;
   return static_cast<unsigned int>(std::max<std::int64_t>(1, std::min(needed, wave)));
 }
 

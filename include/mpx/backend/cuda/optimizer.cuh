@@ -39,8 +39,8 @@ namespace detail {
 // one in device memory (a training step's), or `host` when that is null.
 template <class M, class C, class G, class Rounding>
 __global__ void sgd_update_kernel(M* __restrict__ master, C* __restrict__ compute, const G* __restrict__ grad,
-                                  G* __restrict__ momentum_buffer, std::int64_t count, SgdSettings settings, Rounding rounding,
-                                  UpdateControl host, const UpdateControl* device) {
+                                  G* __restrict__ momentum_buffer, std::int64_t count, SgdSettings settings,
+                                  Rounding rounding, UpdateControl host, const UpdateControl* device) {
   const UpdateControl control = device != nullptr ? *device : host;
   if (control.skip != 0) return;
   const SgdCoefficients<G> coefficients =
@@ -60,9 +60,10 @@ __global__ void sgd_update_kernel(M* __restrict__ master, C* __restrict__ comput
 // As sgd_update_kernel. The coefficients need two powers in double-double (tens of dependent
 // operations), so thread 0 of each block derives them once into shared memory.
 template <class M, class C, class G, class Rounding>
-__global__ void adamw_update_kernel(M* __restrict__ master, C* __restrict__ compute, const G* __restrict__ grad,
-                                    G* __restrict__ exp_avg, G* __restrict__ exp_avg_sq, std::int64_t count, AdamWSettings settings, Rounding rounding,
-                                    UpdateControl host, const UpdateControl* device) {
+__global__ void adamw_update_kernel(M* __restrict__ master, C* __restrict__ compute,
+                                    const G* __restrict__ grad, G* __restrict__ exp_avg,
+                                    G* __restrict__ exp_avg_sq, std::int64_t count, AdamWSettings settings,
+                                    Rounding rounding, UpdateControl host, const UpdateControl* device) {
   __shared__ AdamWCoefficients<G> shared;
   const UpdateControl control = device != nullptr ? *device : host;
   if (control.skip != 0) return;  // the same value in every thread: no thread reaches the barrier
