@@ -15,6 +15,7 @@
 /// with the rest), the `GradientWorkspace` and `Graph` types, and the step's overloads that leave
 /// their results in the device's memory instead of returning them: the losses with a seed and a
 /// `loss_sum`, the optimizers with an `UpdateControl`, `unscale_and_inspect` over a list of gradients.
+/// Dropout: `dropout` (forward and backward, keyed as backend/dropout_spec.hpp says).
 
 namespace mpx {
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "mpx/nn/dropout.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
 #include "mpx/nn/linear.hpp"
@@ -63,6 +64,9 @@ struct layers {
   [[nodiscard]] static LayerNorm<P, Device> layer_norm(std::int64_t features, float epsilon = 1e-5f) {
     return LayerNorm<P, Device>(features, epsilon);
   }
+
+  /// @brief `nn::Dropout<P, Device>(p)`: drops each element with probability p in training.
+  [[nodiscard]] static Dropout<P, Device> dropout(float p) { return Dropout<P, Device>(p); }
 
   /// @brief `nn::SoftmaxCrossEntropy<P, Device>(options)`: the loss for logits made in `P`.
   [[nodiscard]] static SoftmaxCrossEntropy<P, Device> softmax_cross_entropy(

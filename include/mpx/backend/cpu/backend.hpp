@@ -9,6 +9,7 @@
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/activation.hpp"
+#include "mpx/backend/cpu/dropout.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cpu/graph.hpp"
@@ -75,6 +76,7 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
   MPX_DETAIL_FORWARD_TO_CPU(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CPU(flag_nonfinite);
+  MPX_DETAIL_FORWARD_TO_CPU(dropout);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.

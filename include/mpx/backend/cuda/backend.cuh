@@ -25,6 +25,7 @@
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cuda/activation.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
+#include "mpx/backend/cuda/dropout.cuh"
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
 #include "mpx/backend/cuda/gradient.cuh"
@@ -94,6 +95,7 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(add);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
   MPX_DETAIL_FORWARD_TO_CUDA(flag_nonfinite);
+  MPX_DETAIL_FORWARD_TO_CUDA(dropout);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 
