@@ -569,6 +569,87 @@ TEMPLATE_TEST_CASE("cuda softmax cross-entropy propagates NaN and inf and checks
   CHECK(short_rows.shape() == mpx::Shape{batch});
 }
 
+TEMPLATE_TEST_CASE(
+    "cuda softmax cross-entropy over [batch, sequence, classes] with ignored rows matches the cpu",
+    "[cuda][loss][sequence]", float, double, Eigen::half, Eigen::bfloat16) {
+  using T = TestType;
+  using Math = math_of<T>;
+  std::mt19937 rng(34);
+  const std::int64_t batch = 3;
+  const std::int64_t sequence = 7;
+  const std::int64_t classes = 65;
+  const std::int64_t rows = batch * sequence;
+  const auto logits = random_host<T>(mpx::Shape{batch, sequence, classes}, rng, -6.0, 6.0);
+  for (const std::int32_t ignore : {mpx::default_ignore_index, std::int32_t{3}}) {
+    CAPTURE(ignore);
+    auto labels = random_labels(rows, classes, rng);
+    for (const std::size_t r : {0u, 4u, 5u, 13u, 20u}) labels[r] = ignore;  // with 3, other rows may be too
+    mpx::Tensor<T> d_cpu(logits.shape());
+    const Math loss_cpu = mpx::cpu::softmax_cross_entropy(logits, labels, 0.1f, 512.0f, &d_cpu, ignore);
+    const auto logits_gpu = mpx::to_device(logits);
+    mpx::Tensor<T, mpx::Cuda> d_gpu(logits.shape());
+    const Math loss_gpu = mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.1f, 512.0f, &d_gpu, ignore);
+
+    // The bounds of the kept rows alone, whose mean both sides take.
+    std::vector<std::int32_t> kept_labels;
+    std::vector<std::int64_t> kept_rows;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (labels[static_cast<std::size_t>(r)] == ignore) continue;
+      kept_rows.push_back(r);
+      kept_labels.push_back(labels[static_cast<std::size_t>(r)]);
+    }
+    const auto kept = static_cast<std::int64_t>(kept_rows.size());
+    mpx::Tensor<T> kept_logits(mpx::Shape{kept, classes});
+    for (std::int64_t k = 0; k < kept; ++k)
+      for (std::int64_t c = 0; c < classes; ++c)
+        kept_logits[k * classes + c] = logits[kept_rows[k] * classes + c];
+    const CrossEntropyBounds<T> bounds(kept_logits, kept_labels, 0.1f, 512.0 / static_cast<double>(kept));
+    CHECK(close(loss_gpu, loss_cpu, 2 * bounds.loss));
+
+    const auto d_back = mpx::to_host(d_gpu);
+    mpx_test::MismatchLog log("cross-entropy gradient with ignored rows " + type_name<T>());
+    std::int64_t k = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const bool ignored = labels[static_cast<std::size_t>(r)] == ignore;
+      for (std::int64_t c = 0; c < classes; ++c) {
+        const std::int64_t i = r * classes + c;
+        const double gpu = to_double(d_back[i]);
+        const double cpu = to_double(d_cpu[i]);
+        const double bound = ignored ? 0.0 : 2 * bounds.gradient[k * classes + c] + storage_slack<T>(cpu);
+        log.check(ignored ? gpu == 0.0 && cpu == 0.0 : close(gpu, cpu, bound), [&] {
+          return "[" + std::to_string(i) + "] gpu " + std::to_string(gpu) + " cpu " + std::to_string(cpu);
+        });
+      }
+      if (!ignored) ++k;
+    }
+    INFO(log.summary());
+    CHECK(log.failures() == 0);
+
+    // The device path: the count of kept rows made on the device; the same loss and gradient bits.
+    const auto labels_gpu = device_labels(labels);
+    mpx::Tensor<Math, mpx::Cuda> row_losses;
+    mpx::cuda::DeviceArray<double> loss_sum(1);
+    const double zero[] = {0.0};
+    loss_sum.upload(std::span<const double>{zero});
+    mpx::Tensor<T, mpx::Cuda> d_step(logits.shape());
+    mpx::cuda::softmax_cross_entropy(logits_gpu, device_span(labels_gpu), 0.1f,
+                                     mpx::LossSeed{nullptr, 1.0f, 512.0f}, &d_step, row_losses,
+                                     loss_sum.data(), ignore);
+    CHECK(loss_sum.download()[0] == static_cast<double>(loss_gpu));
+    require_same_bits(mpx::to_host(d_step), d_back, "device path with ignored rows");
+    const auto row_values = mpx::to_host(row_losses);
+    for (const std::size_t r : {0u, 4u, 5u, 13u, 20u})
+      CHECK(to_double(row_values[static_cast<std::int64_t>(r)]) == 0.0);
+  }
+
+  // Every row ignored: loss 0 and a zero gradient, as on the CPU.
+  const std::vector<std::int32_t> none(static_cast<std::size_t>(rows), -100);
+  const auto logits_gpu = mpx::to_device(logits);
+  mpx::Tensor<T, mpx::Cuda> d_none(logits.shape());
+  CHECK(mpx::cuda::softmax_cross_entropy(logits_gpu, none, 0.0f, 1.0f, &d_none) == Math(0));
+  for (const T g : mpx::to_host(d_none).values()) CHECK(to_double(g) == 0.0);
+}
+
 TEMPLATE_TEST_CASE("cuda count_correct matches the cpu's argmax, ties included", "[cuda][loss]", float,
                    double, Eigen::half, Eigen::bfloat16) {
   using T = TestType;

@@ -21,6 +21,7 @@
 /// `positional_embedding_backward`.
 /// Causal self-attention adds `attention_split_heads`, `attention_merge_heads`,
 /// `causal_softmax_forward` and `causal_softmax_backward` (backend/attention_spec.hpp).
+/// Dropout: `dropout` (forward and backward, keyed as backend/dropout_spec.hpp says).
 
 namespace mpx {
 

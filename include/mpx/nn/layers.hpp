@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mpx/nn/causal_self_attention.hpp"
+#include "mpx/nn/dropout.hpp"
 #include "mpx/nn/embedding.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
@@ -88,6 +89,9 @@ struct layers {
       typename CausalSelfAttention<P, Device>::Options options = {}) {
     return CausalSelfAttention<P, Device>(embed_dim, num_heads, options);
   }
+
+  /// @brief `nn::Dropout<P, Device>(p)`: drops each element with probability p in training.
+  [[nodiscard]] static Dropout<P, Device> dropout(float p) { return Dropout<P, Device>(p); }
 
   /// @brief `nn::SoftmaxCrossEntropy<P, Device>(options)`: the loss for logits made in `P`.
   [[nodiscard]] static SoftmaxCrossEntropy<P, Device> softmax_cross_entropy(

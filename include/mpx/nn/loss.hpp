@@ -10,13 +10,22 @@
 #include <string_view>
 
 #include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/cross_entropy_spec.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/policy/precision.hpp"
 
 namespace mpx::nn {
 
-/// @brief Mean softmax cross-entropy over a batch, against int32 class labels (a
-/// `Tensor<std::int32_t, Device>`), with optional label smoothing (PyTorch's definition).
+/// @brief Mean softmax cross-entropy against int32 class labels (a `Tensor<std::int32_t, Device>`), with
+/// optional label smoothing and an ignore index (PyTorch's definitions, `reduction="mean"`).
+///
+/// Logits of any rank >= 2 are read as their matrix view [rows, classes]: [batch, classes] against
+/// [batch] labels, or a language model's [batch, sequence, vocabulary] against [batch, sequence]
+/// token ids (batch x sequence rows), without a copy. Rows labelled `ignore_index` add no loss and
+/// get a zero gradient; the mean is over the other rows. With none (every label ignored) the loss is
+/// 0 and the gradient zero, where PyTorch reports NaN: mpx skips a step whose loss is not finite, so
+/// a NaN would skip the step (and back off the loss scale) where PyTorch's zero gradient lets it
+/// proceed. Computed in fp32 (fp64 under `mpx::fp64`).
 /// @tparam P the precision of the layer producing the logits (their element type is `compute_t<P>`).
 template <PrecisionPolicy P, class Device = Host>
 class SoftmaxCrossEntropy {
@@ -29,7 +38,8 @@ class SoftmaxCrossEntropy {
   using device_type = Device;
   /// @brief Element type of the logits.
   using input_type = T;
-  /// @brief One class index per row: [batch] int32 labels on the loss's device.
+  /// @brief One class index per row of the logits' matrix view ([batch] or [batch, sequence]), int32,
+  /// on the loss's device.
   using target_type = const Tensor<std::int32_t, Device>&;
   /// @brief Type of the loss value (the accumulate type).
   using value_type = accumulate_t<P>;
@@ -40,35 +50,43 @@ class SoftmaxCrossEntropy {
   struct Options {
     /// @brief Label smoothing in [0, 1), as in `torch.nn.CrossEntropyLoss`.
     float label_smoothing = 0.0f;
+    /// @brief Rows with this label add no loss and get a zero gradient, as `torch.nn.CrossEntropyLoss`'s
+    /// `ignore_index` (default -100; it may be a class id, such as a padding token's).
+    std::int32_t ignore_index = default_ignore_index;
   };
 
   /// @brief A loss with the given options.
   explicit SoftmaxCrossEntropy(Options options = {}) : options_(options) {}
 
+  /// @brief The options the loss was made with.
+  [[nodiscard]] const Options& options() const noexcept { return options_; }
+
   /// @brief The mean loss, without a gradient.
   value_type forward(const Tensor<T, Device>& logits, target_type labels) {
     return Backend<Device>::softmax_cross_entropy(logits, values(labels), options_.label_smoothing, 0.0f,
-                                                  static_cast<Tensor<T, Device>*>(nullptr));
+                                                  static_cast<Tensor<T, Device>*>(nullptr),
+                                                  options_.ignore_index);
   }
 
   /// @brief The mean loss, and its gradient times `grad_seed` (the loss scale) into `gradient()`.
   value_type forward_backward(const Tensor<T, Device>& logits, target_type labels, float grad_seed) {
     ensure_shape(gradient_, logits.shape());
     return Backend<Device>::softmax_cross_entropy(logits, values(labels), options_.label_smoothing, grad_seed,
-                                                  &gradient_);
+                                                  &gradient_, options_.ignore_index);
   }
 
   /// @brief The training step's form of `forward_backward`, on every device: adds the mean loss to
   /// `*loss_sum` and writes the gradient seeded by `seed` (a `LossSeed`), both in the memory of the
   /// loss's device, without waiting for a GPU. `labels` live on that device too. A label outside
-  /// [0, classes) throws on the CPU; a GPU kernel cannot throw, so it makes its row's loss and
-  /// gradient NaN and the step is skipped as non-finite.
+  /// [0, classes) other than the ignore index throws on the CPU; a GPU kernel cannot throw, so it
+  /// makes its row's loss and gradient NaN and the step is skipped as non-finite. On a GPU the count of
+  /// non-ignored rows, which the gradient's scale needs, is made on the device by one more kernel.
   template <class Seed>
   void accumulate_forward_backward(const Tensor<T, Device>& logits, target_type labels, const Seed& seed,
                                    double* loss_sum) {
     ensure_shape(gradient_, logits.shape());
     Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, seed, &gradient_,
-                                           row_losses_, loss_sum);
+                                           row_losses_, loss_sum, options_.ignore_index);
   }
 
   /// @brief dL/dlogits from the last `forward_backward`.

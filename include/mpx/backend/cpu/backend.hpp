@@ -9,8 +9,9 @@
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/activation.hpp"
-#include "mpx/backend/cpu/embedding.hpp"
 #include "mpx/backend/cpu/attention.hpp"
+#include "mpx/backend/cpu/dropout.hpp"
+#include "mpx/backend/cpu/embedding.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cpu/graph.hpp"
@@ -89,6 +90,7 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(attention_merge_heads);
   MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_forward);
   MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(dropout);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.

@@ -3,13 +3,15 @@
 #pragma once
 /// @file
 /// @brief Softmax cross-entropy on the CPU, in fp32 whatever the logits' type, forward and backward
-/// in one pass over each row (as llm.c's fused classifier), and the predicted class (argmax) of each row.
+/// in one pass over each row (as llm.c's fused classifier), over the rows of logits of any rank >= 2
+/// with an ignore index, and the predicted class (argmax) of each row of [batch, classes] logits.
 
 #include <cmath>
 #include <cstdint>
 #include <span>
 
 #include "mpx/backend/argmax_spec.hpp"
+#include "mpx/backend/cross_entropy_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -17,44 +19,57 @@
 namespace mpx::cpu {
 
 /// @brief Mean cross-entropy of softmax(logits) against integer labels, with PyTorch's label
-/// smoothing (target = (1 - s) one_hot + s / classes); optionally writes the gradient.
+/// smoothing (target = (1 - s) one_hot + s / classes) and `ignore_index`; optionally writes the
+/// gradient. As `torch.nn.functional.cross_entropy(..., reduction="mean")` on the matrix view.
 ///
-/// @param logits      [batch, classes] in any element type; read as fp32 (fp64 for double).
-/// @param labels      one class index per row.
-/// @param smoothing   label smoothing in [0, 1).
-/// @param grad_seed   dL/dloss to seed the backward with (the loss scale, divided by the number of
-///                    micro-batches); the gradient is grad_seed * (softmax - target) / batch.
-/// @param dlogits     if not null, receives the gradient (same shape and type as logits).
-/// @return the mean loss over the batch, in the math type. Non-finite logits give a non-finite loss
-///         and gradient, which the training step detects.
+/// @param logits       rank >= 2 in any element type, read as its matrix view [rows, classes]
+///                     ([batch, sequence, vocabulary]: batch x sequence rows); read as fp32 (fp64 for
+///                     double).
+/// @param labels       one class index per row ([batch] or [batch, sequence] int32).
+/// @param smoothing    label smoothing in [0, 1).
+/// @param grad_seed    dL/dloss to seed the backward with (the loss scale, divided by the number of
+///                     micro-batches); the gradient is grad_seed * (softmax - target) / counted, counted
+///                     being the number of rows whose label is not `ignore_index`.
+/// @param dlogits      if not null, receives the gradient (same shape and type as logits).
+/// @param ignore_index rows with this label add no loss and get a zero gradient (it may be a class id).
+/// @return the mean loss over the counted rows, in the math type. With no counted row (every label
+///         ignored, or no rows) the loss is 0 and the gradient zero: PyTorch returns NaN there, but its
+///         gradient is zero and its step proceeds, while mpx skips a step whose loss is not finite (and
+///         backs off the loss scale), so a NaN would turn a batch of padding into a skipped step; 0
+///         keeps PyTorch's trajectory. Non-finite logits give a non-finite loss and gradient, which the
+///         training step detects. A label outside [0, classes) that is not `ignore_index` throws
+///         `mpx::invalid_argument` naming it and its row.
 template <FloatingElement T>
 math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
-                                          float smoothing, float grad_seed, Tensor<T, Host>* dlogits) {
+                                          float smoothing, float grad_seed, Tensor<T, Host>* dlogits,
+                                          std::int32_t ignore_index = default_ignore_index) {
   using Math = math_t<tag_of_t<T>>;
   constexpr const char* where = "mpx::cpu::softmax_cross_entropy";
-  if (logits.rank() != 2) {
-    throw shape_error(mpx::detail::concat(where, ": logits must be [batch, classes], got ", logits.shape()));
+  validate_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing, dlogits);
+  const std::int64_t rows = logits.shape().rows();
+  const std::int64_t classes = logits.shape().cols();
+  std::int64_t counted = 0;
+  for (const std::int32_t label : labels) {
+    if (label != ignore_index) ++counted;
   }
-  const std::int64_t batch = logits.shape()[0];
-  const std::int64_t classes = logits.shape()[1];
-  if (static_cast<std::int64_t>(labels.size()) != batch) {
-    throw shape_error(
-        mpx::detail::concat(where, ": ", labels.size(), " labels for logits of shape ", logits.shape()));
-  }
-  if (!(smoothing >= 0.0f && smoothing < 1.0f)) {
-    throw invalid_argument(mpx::detail::concat(where, ": label smoothing ", smoothing, " is not in [0, 1)"));
-  }
-  if (dlogits != nullptr) require_shape(where, "dlogits", dlogits->shape(), logits.shape());
 
   const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
   const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
-  const Math grad_scale = static_cast<Math>(grad_seed) / static_cast<Math>(batch);
+  const Math grad_scale = counted == 0 ? Math(0) : static_cast<Math>(grad_seed) / static_cast<Math>(counted);
   Math total = 0;
-  for (std::int64_t row = 0; row < batch; ++row) {
+  for (std::int64_t row = 0; row < rows; ++row) {
     const std::int32_t label = labels[static_cast<std::size_t>(row)];
+    if (label == ignore_index) {
+      if (dlogits != nullptr) {
+        T* dz = dlogits->data() + row * classes;
+        for (std::int64_t c = 0; c < classes; ++c) dz[c] = round_to<tag_of_t<T>>(Math(0));
+      }
+      continue;
+    }
     if (label < 0 || label >= classes) {
-      throw invalid_argument(
-          mpx::detail::concat(where, ": label ", label, " at row ", row, " is outside [0, ", classes, ")"));
+      throw invalid_argument(mpx::detail::concat(where, ": label ", label, " at row ", row,
+                                                 " is outside [0, ", classes,
+                                                 ") and is not the ignore index ", ignore_index));
     }
     const T* z = logits.data() + row * classes;
     Math max_logit = static_cast<Math>(z[0]);
@@ -77,27 +92,31 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::sp
       }
     }
   }
-  return total / static_cast<Math>(batch);
+  return counted == 0 ? Math(0) : total / static_cast<Math>(counted);
 }
 
 /// @brief The training step's form: the seed is `seed.value()` (a `LossSeed`: the running step's loss
-/// scale over its micro-batches), the batch mean is *added* to `*loss_sum`, as the CUDA backend does it
-/// in device memory. `row_losses` is the CUDA form's scratch; the CPU does not need it.
+/// scale over its micro-batches), the mean over the counted rows is *added* to `*loss_sum`, as the
+/// CUDA backend does it in device memory. `row_losses` is the CUDA form's scratch; the CPU does not
+/// need it.
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
                            float smoothing, const Seed& seed, Tensor<T, Host>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Host>& /*row_losses*/, double* loss_sum) {
-  *loss_sum += static_cast<double>(softmax_cross_entropy(logits, labels, smoothing, seed.value(), dlogits));
+                           Tensor<math_t<tag_of_t<T>>, Host>& /*row_losses*/, double* loss_sum,
+                           std::int32_t ignore_index = default_ignore_index) {
+  *loss_sum += static_cast<double>(
+      softmax_cross_entropy(logits, labels, smoothing, seed.value(), dlogits, ignore_index));
 }
 
 /// @brief The training step's form with the labels as a tensor (what `nn::SoftmaxCrossEntropy` passes).
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Host>& logits, const Tensor<std::int32_t, Host>& labels,
                            float smoothing, const Seed& seed, Tensor<T, Host>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Host>& row_losses, double* loss_sum) {
+                           Tensor<math_t<tag_of_t<T>>, Host>& row_losses, double* loss_sum,
+                           std::int32_t ignore_index = default_ignore_index) {
   softmax_cross_entropy(
       logits, std::span<const std::int32_t>(labels.data(), static_cast<std::size_t>(labels.numel())),
-      smoothing, seed, dlogits, row_losses, loss_sum);
+      smoothing, seed, dlogits, row_losses, loss_sum, ignore_index);
 }
 
 namespace detail {

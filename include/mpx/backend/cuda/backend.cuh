@@ -26,6 +26,7 @@
 #include "mpx/backend/cuda/activation.cuh"
 #include "mpx/backend/cuda/attention.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
+#include "mpx/backend/cuda/dropout.cuh"
 #include "mpx/backend/cuda/embedding.cuh"
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
@@ -108,6 +109,7 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(attention_merge_heads);
   MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(dropout);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 

@@ -3,9 +3,9 @@
 #pragma once
 /// @file
 /// @brief Softmax cross-entropy on the GPU, in fp32 whatever the logits' type (fp64 for double),
-/// forward and backward in one kernel with one block per row (llm.c's fused classifier), the
-/// predicted class of each row (argmax) and the accuracy count. The formulas are
-/// mpx::cpu::softmax_cross_entropy's.
+/// forward and backward in one kernel with one block per row (llm.c's fused classifier) over the rows
+/// of logits of any rank >= 2 with an ignore index, the predicted class of each row (argmax) and the
+/// accuracy count. The formulas are mpx::cpu::softmax_cross_entropy's.
 ///
 /// Two forms of each: a device path for the training step (labels, loss sum and counters in device
 /// memory, the gradient seed read on the device, no synchronisation, graph-capturable), and a
@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "mpx/backend/argmax_spec.hpp"
+#include "mpx/backend/cross_entropy_spec.hpp"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
@@ -37,20 +38,39 @@ namespace mpx::cuda {
 
 namespace detail {
 
+// *counted = the number of labels that are not ignore_index, in one block (integer sums do not
+// depend on order). The gradient's scale needs it before any row's gradient is written.
+template <class Label>
+__global__ void count_targets_kernel(const Label* labels, std::int64_t rows, Label ignore_index,
+                                     std::int32_t* counted) {
+  int local = 0;
+  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) local += labels[i] != ignore_index ? 1 : 0;
+  const int total = block_reduce(local, Plus{});
+  if (threadIdx.x == 0) *counted = total;
+}
+
 // One block per row: max, sum of exponentials, log-sum-exp, the smoothed loss into row_losses[row]
-// and, when dlogits is set, the gradient seed / batch * (softmax - target) rounded into T.
-// A label outside [0, classes) cannot throw here: its row's loss and gradient are NaN instead.
+// and, when dlogits is set, the gradient seed / counted * (softmax - target) rounded into T.
+// A row labelled ignore_index has loss 0 and a zero gradient. Another label outside [0, classes)
+// cannot throw here: its row's loss and gradient are NaN instead.
 template <class T, class Seed>
 __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t* labels,
                                              std::int64_t classes, math_t<tag_of_t<T>> on_target,
-                                             math_t<tag_of_t<T>> off_target, Seed seed, T* dlogits,
-                                             math_t<tag_of_t<T>>* row_losses) {
+                                             math_t<tag_of_t<T>> off_target, Seed seed,
+                                             const std::int32_t* counted, std::int32_t ignore_index,
+                                             T* dlogits, math_t<tag_of_t<T>>* row_losses) {
   using Math = math_t<tag_of_t<T>>;
   const std::int64_t row = blockIdx.x;
-  const std::int64_t batch = gridDim.x;
   const T* z = logits + row * classes;
   T* dz = dlogits != nullptr ? dlogits + row * classes : nullptr;
   const std::int32_t label = labels[row];
+  if (label == ignore_index) {  // the same for the whole block
+    if (dz != nullptr) {
+      for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) dz[c] = round_to<tag_of_t<T>>(Math(0));
+    }
+    if (threadIdx.x == 0) row_losses[row] = 0;
+    return;
+  }
   if (label < 0 || label >= classes) {  // the same for the whole block
     const Math nan = std::numeric_limits<Math>::quiet_NaN();
     if (dz != nullptr) {
@@ -80,7 +100,8 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t
   if (threadIdx.x == 0) row_losses[row] = (log_sum_exp - on_target * static_cast<Math>(z[label])) - off_sum;
 
   if (dz != nullptr) {
-    const Math grad_scale = static_cast<Math>(seed.value()) / static_cast<Math>(batch);
+    // This row is counted, so *counted >= 1.
+    const Math grad_scale = static_cast<Math>(seed.value()) / static_cast<Math>(*counted);
     for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
       const Math p = std::exp(static_cast<Math>(z[c]) - log_sum_exp);
       const Math target = c == label ? on_target : off_target;
@@ -137,22 +158,59 @@ __global__ void count_correct_kernel(const T* logits, const std::int32_t* labels
   }
 }
 
+// *sum += double(mean), the mean being row_losses[0 .. rows) summed in Math in a fixed order (one
+// block of final_reduce_threads threads) over *counted, or 0 when no row is counted (as on the CPU).
+template <class Math>
+__global__ void add_counted_mean_kernel(const Math* row_losses, std::int64_t rows,
+                                        const std::int32_t* counted, double* sum) {
+  Math local = 0;
+  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) local += row_losses[i];
+  const Math total = block_reduce(local, Plus{});
+  if (threadIdx.x == 0) {
+    const std::int32_t n = *counted;
+    *sum += static_cast<double>(n == 0 ? Math(0) : total / static_cast<Math>(n));
+  }
+}
+
 /// The CPU's argument checks, in its order, naming `where`; `label_count` < 0 when unknown (the
 /// device path's labels are a bare device pointer).
 template <Element T>
 void check_softmax_cross_entropy(const char* where, const Tensor<T, Cuda>& logits, std::int64_t label_count,
                                  float smoothing, const Tensor<T, Cuda>* dlogits) {
-  if (logits.rank() != 2) {
-    throw shape_error(mpx::detail::concat(where, ": logits must be [batch, classes], got ", logits.shape()));
+  validate_softmax_cross_entropy(where, logits, label_count, smoothing, dlogits);
+  if (logits.shape().rows() > std::numeric_limits<std::int32_t>::max()) {
+    throw shape_error(mpx::detail::concat(where, ": ", logits.shape().rows(),
+                                          " rows; one launch covers at most 2^31 - 1 (one block per row)"));
   }
-  if (label_count >= 0 && label_count != logits.shape()[0]) {
-    throw shape_error(
-        mpx::detail::concat(where, ": ", label_count, " labels for logits of shape ", logits.shape()));
+}
+
+// The device path with the count of non-ignored rows at `counted` (device memory); see the public
+// overloads below.
+template <Element T, class Seed>
+void queue_softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
+                                 Seed seed, Tensor<T, Cuda>* dlogits,
+                                 Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, std::int32_t* counted,
+                                 double* loss_sum, std::int32_t ignore_index) {
+  using Math = math_t<tag_of_t<T>>;
+  const std::int64_t rows = logits.shape().rows();
+  const std::int64_t classes = logits.shape().cols();
+  if (!(row_losses.shape() == Shape{rows})) row_losses = Tensor<Math, Cuda>::uninitialized(Shape{rows});
+  count_targets_kernel<<<1, final_reduce_threads, 0, stream()>>>(labels, rows, ignore_index, counted);
+  MPX_CUDA_CHECK_LAUNCH("count_targets_kernel");
+
+  const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
+  const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
+  if (rows > 0) {
+    softmax_cross_entropy_kernel<<<static_cast<unsigned>(rows), row_threads(classes), 0, stream()>>>(
+        logits.data(), labels, classes, on_target, off_target, seed, counted, ignore_index,
+        dlogits != nullptr ? dlogits->data() : nullptr, row_losses.data());
+    MPX_CUDA_CHECK_LAUNCH("softmax_cross_entropy_kernel");
   }
-  if (!(smoothing >= 0.0f && smoothing < 1.0f)) {
-    throw invalid_argument(mpx::detail::concat(where, ": label smoothing ", smoothing, " is not in [0, 1)"));
+  if (loss_sum != nullptr) {
+    add_counted_mean_kernel<<<1, final_reduce_threads, 0, stream()>>>(row_losses.data(), rows, counted,
+                                                                      loss_sum);
+    MPX_CUDA_CHECK_LAUNCH("add_counted_mean_kernel");
   }
-  if (dlogits != nullptr) require_shape(where, "dlogits", dlogits->shape(), logits.shape());
 }
 
 /// @brief Class labels as a device pointer: the caller's memory when it already is device memory,
@@ -185,61 +243,55 @@ class DeviceLabels {
 }  // namespace detail
 
 /// @brief The training step's softmax cross-entropy: PyTorch's label smoothing (target =
-/// (1 - s) one_hot + s / classes), the batch mean *added* to `*loss_sum`, and optionally the
-/// gradient, all queued on the context's stream with no synchronisation.
+/// (1 - s) one_hot + s / classes) and ignore index, the mean over the counted rows *added* to
+/// `*loss_sum`, and optionally the gradient, all queued on the context's stream with no
+/// synchronisation.
 ///
-/// @param logits     [batch, classes] in any element type; read as fp32 (fp64 for double).
-/// @param labels     device memory, one class index per row.
-/// @param smoothing  label smoothing in [0, 1).
-/// @param seed       dL/dloss: `seed.value()` is called on the device (the training step passes a
-///                   `LossSeed`, train/loss_seed.hpp); the gradient is
-///                   seed * (softmax - target) / batch.
-/// @param dlogits    if not null, receives the gradient (same shape and type as logits).
-/// @param row_losses scratch in the math type, given the shape [batch] here if it has another (so a
-///                   loss can keep an empty tensor for it): each row's loss (left there after the call).
-/// @param loss_sum   device memory (or null: no loss); the batch mean is added to it, reduced in a fixed
-///                   order in the math type and then converted to double.
+/// @param logits       rank >= 2 in any element type, as its matrix view [rows, classes]; read as fp32
+///                     (fp64 for double).
+/// @param labels       device memory, one class index per row.
+/// @param smoothing    label smoothing in [0, 1).
+/// @param seed         dL/dloss: `seed.value()` is called on the device (the training step passes a
+///                     `LossSeed`, train/loss_seed.hpp); the gradient is
+///                     seed * (softmax - target) / counted.
+/// @param dlogits      if not null, receives the gradient (same shape and type as logits).
+/// @param row_losses   scratch in the math type, given the shape [rows] here if it has another (so a
+///                     loss can keep an empty tensor for it): each row's loss (left there after the
+///                     call; 0 for ignored rows). It also names the device scratch (`detail::scratch`)
+///                     that holds the count of rows whose label is not `ignore_index`: one kernel counts
+///                     them before the row kernel needs the gradient's scale, so nothing waits.
+/// @param loss_sum     device memory (or null: no loss); the mean over the counted rows is added to it,
+///                     reduced in a fixed order in the math type and then converted to double; with no
+///                     counted row it adds 0 (see mpx::cpu::softmax_cross_entropy for why).
+/// @param ignore_index rows with this label add no loss and get a zero gradient.
 ///
-/// A label outside [0, classes) cannot be reported from the device: that row's loss and gradient
-/// become NaN, so the mean is NaN and the training step skips the update as non-finite. Non-finite
-/// logits likewise give a non-finite loss and gradient. Throws `mpx::shape_error` /
-/// `mpx::invalid_argument` on the host, as the CPU version, for shapes and smoothing.
+/// A label outside [0, classes) other than `ignore_index` cannot be reported from the device: that
+/// row's loss and gradient become NaN, so the mean is NaN and the training step skips the update as
+/// non-finite. Non-finite logits likewise give a non-finite loss and gradient. Throws
+/// `mpx::shape_error` / `mpx::invalid_argument` on the host, as the CPU version, for shapes and
+/// smoothing.
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
                            Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
-  using Math = math_t<tag_of_t<T>>;
+                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum,
+                           std::int32_t ignore_index = default_ignore_index) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
   detail::check_softmax_cross_entropy(where, logits, -1, smoothing, dlogits);
-  const std::int64_t batch = logits.shape()[0];
-  const std::int64_t classes = logits.shape()[1];
-  if (!(row_losses.shape() == Shape{batch})) row_losses = Tensor<Math, Cuda>::uninitialized(Shape{batch});
-
-  const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
-  const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
-  if (batch > 0) {
-    detail::softmax_cross_entropy_kernel<<<static_cast<unsigned>(batch), detail::row_threads(classes), 0,
-                                           detail::stream()>>>(
-        logits.data(), labels, classes, on_target, off_target, seed,
-        dlogits != nullptr ? dlogits->data() : nullptr, row_losses.data());
-    MPX_CUDA_CHECK_LAUNCH("softmax_cross_entropy_kernel");
-  }
-  if (loss_sum != nullptr) {
-    detail::add_mean_kernel<<<1, detail::final_reduce_threads, 0, detail::stream()>>>(
-        row_losses.data(), batch, batch, false, loss_sum);
-    MPX_CUDA_CHECK_LAUNCH("add_mean_kernel");
-  }
+  std::int32_t* counted = detail::scratch<std::int32_t>(&row_losses, 1);
+  detail::queue_softmax_cross_entropy(logits, labels, smoothing, seed, dlogits, row_losses, counted, loss_sum,
+                                      ignore_index);
 }
 
 /// @brief The training step's softmax cross-entropy with the labels as a span, which must view device
 /// memory (the loss passes its `Tensor<std::int32_t, Cuda>` labels' data): the step never waits, so
 /// it cannot copy host labels, and a CUDA graph replays from fixed addresses.
 /// Otherwise as the pointer overload. Throws `mpx::shape_error` for a label count that is not the
-/// batch and `mpx::invalid_argument` for host labels.
+/// number of rows and `mpx::invalid_argument` for host labels.
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
                            float smoothing, Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
+                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum,
+                           std::int32_t ignore_index = default_ignore_index) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
   detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
                                       dlogits);
@@ -249,7 +301,7 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::i
         " labels are in host memory, but a CUDA training step reads them from device memory; move them "
         "once with mpx::to<mpx::Cuda>(labels) (a Tensor<std::int32_t, mpx::Cuda>)"));
   }
-  softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum);
+  softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum, ignore_index);
 }
 
 /// @brief The training step's softmax cross-entropy with the labels as a device tensor (what
@@ -259,10 +311,11 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::i
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const Tensor<std::int32_t, Cuda>& labels,
                            float smoothing, Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum) {
+                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum,
+                           std::int32_t ignore_index = default_ignore_index) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
   detail::check_softmax_cross_entropy(where, logits, labels.numel(), smoothing, dlogits);
-  softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum);
+  softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum, ignore_index);
 }
 
 /// @brief Adds to `*correct` (device memory) the number of rows whose predicted class (as `argmax`
@@ -299,32 +352,37 @@ void argmax(const Tensor<T, Cuda>& logits, Tensor<std::int32_t, Cuda>& indices) 
 /// loss (one synchronisation) and writes the gradient into `dlogits` when it is not null.
 ///
 /// `labels` may be host or device memory. Host labels are checked on the host and a label outside
-/// [0, classes) throws `mpx::invalid_argument` with the CPU's message; device labels cannot be
-/// checked without a copy, and an invalid one makes the result NaN (see the device path).
+/// [0, classes) other than `ignore_index` throws `mpx::invalid_argument` with the CPU's message;
+/// device labels cannot be checked without a copy, and an invalid one makes the result NaN (see the
+/// device path).
 template <Element T>
 math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
                                           float smoothing, float grad_seed,
-                                          std::type_identity_t<Tensor<T, Cuda>>* dlogits) {
+                                          std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                                          std::int32_t ignore_index = default_ignore_index) {
   using Math = math_t<tag_of_t<T>>;
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
   detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
                                       dlogits);
-  const std::int64_t batch = logits.shape()[0];
-  const std::int64_t classes = logits.shape()[1];
+  const std::int64_t rows = logits.shape().rows();
+  const std::int64_t classes = logits.shape().cols();
   const detail::DeviceLabels device_labels(labels);
   if (device_labels.on_host()) {
     for (std::size_t row = 0; row < labels.size(); ++row) {
-      if (labels[row] < 0 || labels[row] >= classes) {
+      if (labels[row] != ignore_index && (labels[row] < 0 || labels[row] >= classes)) {
         throw invalid_argument(mpx::detail::concat(where, ": label ", labels[row], " at row ", row,
-                                                   " is outside [0, ", classes, ")"));
+                                                   " is outside [0, ", classes,
+                                                   ") and is not the ignore index ", ignore_index));
       }
     }
   }
-  auto row_losses = Tensor<Math, Cuda>::uninitialized(Shape{batch});
+  auto row_losses = Tensor<Math, Cuda>::uninitialized(Shape{rows});
+  DeviceArray<std::int32_t> counted(1);
   DeviceArray<double> loss_sum(1);
   MPX_CUDA_CHECK(cudaMemsetAsync(loss_sum.data(), 0, sizeof(double), detail::stream()));
-  softmax_cross_entropy(logits, device_labels.data(), smoothing, detail::ConstantSeed{grad_seed}, dlogits,
-                        row_losses, loss_sum.data());
+  detail::queue_softmax_cross_entropy(logits, device_labels.data(), smoothing,
+                                      detail::ConstantSeed{grad_seed}, dlogits, row_losses, counted.data(),
+                                      loss_sum.data(), ignore_index);
   return static_cast<Math>(loss_sum.download()[0]);
 }
 
