@@ -7,6 +7,7 @@
 // and `--resume` continues it. The device is a template parameter, as in fashion_mnist.cpp; where
 // CMake finds CUDA this file is compiled a second time by nvcc for `train_all<mpx::Cuda>` alone.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <map>
 #include <numbers>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <boost/hana/for_each.hpp>
@@ -98,14 +100,19 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
                                  {.batch_size = s.batch, .context = s.context, .seed = s.seed + 1});  // data's own seed
 
   const std::string checkpoint = s.checkpoint.empty() ? "" : s.checkpoint + "." + std::string(P::name) + ".safetensors";
-  if (s.resume && !checkpoint.empty() && std::filesystem::exists(checkpoint)) {
+  if constexpr (!std::is_same_v<Device, mpx::Host>) {
+    if (!checkpoint.empty()) {
+      throw mpx::invalid_argument("--checkpoint: mpx saves checkpoints of CPU trainers only so far; use --device cpu");
+    }
+  } else if (s.resume && !checkpoint.empty() && std::filesystem::exists(checkpoint)) {
     const auto loaded = mpx::io::load_checkpoint(checkpoint, trainer);
     mpx::io::restore_text_windows(windows, loaded.metadata);
     std::printf("%s: resumed from %s at step %lld\n", P::name.data(), checkpoint.c_str(),
                 static_cast<long long>(trainer.steps()));
   }
 
-  Summary summary{std::string(P::name)};
+  Summary summary;
+  summary.precision = P::name;
   mpx::Tensor<std::int32_t, mpx::Host> x, y;
   mpx::Tensor<std::int32_t, Device> x_device, y_device;
   mpx::experiment::ProgressBar bar(std::string(P::name));
@@ -135,8 +142,8 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
                 summary.validation_loss, summary.validation_loss / std::numbers::ln2, summary.tokens_per_second);
   bar.finish(s.steps, status);
 
-  if (!checkpoint.empty()) {
-    mpx::io::save_checkpoint(checkpoint, trainer, mpx::io::text_windows_state(windows));
+  if constexpr (std::is_same_v<Device, mpx::Host>) {
+    if (!checkpoint.empty()) mpx::io::save_checkpoint(checkpoint, trainer, mpx::io::text_windows_state(windows));
   }
   // [sample]
   const std::vector<std::int32_t> text =

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     out.precision(17);
     out << "{\"vocabulary\": " << vocabulary << ", \"context\": " << shape.context << ", \"width\": " << shape.width
         << ", \"heads\": " << shape.heads << ", \"blocks\": 2, \"batch\": " << batch << ", \"lr\": " << adamw.lr
-        << ", \"betas\": [" << adamw.beta1 << ", " << adamw.beta2 << "], \"eps\": " << adamw.eps
+        << ", \"betas\": [" << adamw.beta1 << ", " << adamw.beta2 << "], \"eps\": " << adamw.epsilon
         << ", \"weight_decay\": " << adamw.weight_decay << ", \"steps\": [";
     mpx::Tensor<std::int32_t> x(mpx::Shape{batch, shape.context}), y(mpx::Shape{batch, shape.context});
     for (int step = 0; step < steps; ++step) {
