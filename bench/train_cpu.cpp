@@ -6,7 +6,12 @@
 // timed alone), and the activation memory and peak of a step from the allocator. Before timing, each
 // precision's first-step loss is checked against an fp64 run of the same model on the same batch.
 //
-// Usage: train_cpu [--json PATH] [--steps N]
+// The char-GPT workload (mpx/experiment/char_gpt.hpp: 4 blocks, width 128, 4 heads, context 64,
+// batch 16) is timed in fp32, bf16_mixed and fp16_mixed against PyTorch eager fp32 and autocast of the
+// same precision, run by bench/peers/torch_char_gpt.py in the same invocation with the same threads
+// (`--torch PYTHON`; skipped, saying so, without it), and reports activation memory per token.
+//
+// Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|all] [--torch PYTHON]
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +26,7 @@
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 
+#include "mpx/experiment/char_gpt.hpp"
 #include "mpx/experiment/models.hpp"
 #include "mpx/mpx.hpp"
 #include "report.hpp"
@@ -137,7 +143,93 @@ Result measure(const Workload& w, const Batch& batch, double reference_loss) {
   return result;
 }
 
-std::string to_json(const std::vector<Result>& results) {
+// ---- char-GPT ---------------------------------------------------------------------------------------
+
+constexpr mpx::experiment::GptShape k_gpt{.vocabulary = 96, .context = 64, .width = 128, .heads = 4};
+constexpr std::int64_t k_gpt_batch = 16;
+
+struct GptResult {
+  std::string precision;
+  double step_ms = 0, tokens_per_second = 0, ratio_to_fp32 = 0, torch_ms = 0, ratio_to_torch = 0;
+  double activation_bytes_per_token = 0, first_loss = 0;
+};
+
+template <class P>
+GptResult measure_gpt(int timed_steps) {
+  GptResult result{std::string(P::name)};
+  auto model = mpx::experiment::char_gpt<P>(k_gpt);
+  model.initialize(5);
+  auto loss = mpx::nn::layers<P>::softmax_cross_entropy();
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-3});
+  mpx::Trainer trainer(model, loss, optimizer);
+  mpx::Tensor<std::int32_t> ids(mpx::Shape{k_gpt_batch, k_gpt.context}), targets(ids.shape());
+  std::mt19937 rng(11);
+  for (auto& id : ids.values()) id = std::int32_t(rng() % std::uint32_t(k_gpt.vocabulary));
+  for (auto& id : targets.values()) id = std::int32_t(rng() % std::uint32_t(k_gpt.vocabulary));
+  result.first_loss = trainer.step(ids, targets).loss;  // allocates, and measures memory
+  // A fresh model predicts nearly uniformly: its loss is ln(vocabulary) up to a few percent.
+  const double uniform = std::log(double(k_gpt.vocabulary));
+  if (!(std::abs(result.first_loss - uniform) <= 0.1 * uniform)) {
+    std::fprintf(stderr, "train_cpu: char_gpt %s first-step loss %.6f is not near ln(%lld) = %.6f\n",
+                 result.precision.c_str(), result.first_loss, static_cast<long long>(k_gpt.vocabulary), uniform);
+    std::exit(EXIT_FAILURE);
+  }
+  trainer.step(ids, targets);  // warm caches
+  std::vector<double> samples;
+  for (int s = 0; s < timed_steps; ++s) {
+    const auto start = mpx::bench::Clock::now();
+    trainer.step(ids, targets);
+    samples.push_back(mpx::bench::elapsed_ms(start));
+  }
+  result.step_ms = mpx::bench::median(samples);
+  result.tokens_per_second = double(k_gpt_batch * k_gpt.context) / (result.step_ms * 1e-3);
+  result.activation_bytes_per_token =
+      double(trainer.first_step_memory().activations) / double(k_gpt_batch * k_gpt.context);
+  return result;
+}
+
+// PyTorch's medians for the same workload, from the peer in a child process: {precision: ms}.
+std::vector<std::pair<std::string, double>> torch_gpt_ms(const std::string& python, int steps) {
+  const std::string command = python + " " + MPX_BENCH_PEERS_DIR + "/torch_char_gpt.py bench --batch " +
+                              std::to_string(k_gpt_batch) + " --context " + std::to_string(k_gpt.context) +
+                              " --width " + std::to_string(k_gpt.width) + " --heads " +
+                              std::to_string(k_gpt.heads) + " --vocabulary " + std::to_string(k_gpt.vocabulary) +
+                              " --steps " + std::to_string(steps) + " --threads " +
+                              std::to_string(mpx::bench::openmp_threads());
+  std::FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  if (pipe != nullptr) {
+    char buffer[512];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    if (pclose(pipe) != 0) output.clear();
+  }
+  std::vector<std::pair<std::string, double>> ms;
+  for (const char* precision : {"fp32", "bf16_mixed", "fp16_mixed"}) {
+    const std::string key = std::string("\"") + precision + "\": ";
+    const auto at = output.find(key);
+    if (at != std::string::npos) ms.emplace_back(precision, std::atof(output.c_str() + at + key.size()));
+  }
+  if (ms.size() != 3) std::fprintf(stderr, "train_cpu: the PyTorch peer (%s) gave no result\n", command.c_str());
+  return ms;
+}
+
+std::string gpt_json(const std::vector<GptResult>& results) {
+  std::string out;
+  char line[512];
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const GptResult& r = results[i];
+    std::snprintf(line, sizeof line,
+                  "    {\"workload\": \"char_gpt\", \"precision\": \"%s\", \"step_ms\": %.4f, "
+                  "\"tokens_per_second\": %.1f, \"ratio_to_fp32\": %.4f, \"torch_step_ms\": %.4f, "
+                  "\"ratio_to_torch\": %.4f, \"activation_bytes_per_token\": %.1f, \"first_loss\": %.6f}%s\n",
+                  r.precision.c_str(), r.step_ms, r.tokens_per_second, r.ratio_to_fp32, r.torch_ms,
+                  r.ratio_to_torch, r.activation_bytes_per_token, r.first_loss, i + 1 < results.size() ? "," : "");
+    out += line;
+  }
+  return out;
+}
+
+std::string to_json(const std::vector<Result>& results, const std::vector<GptResult>& gpt) {
   std::string out = "{\n  \"benchmark\": \"train_cpu\",\n  \"machine\": " + mpx::bench::machine_json() +
                     ",\n  \"statistic\": \"median\",\n  \"optimizer\": \"AdamW\",\n  \"results\": [\n";
   char line[512];
@@ -150,16 +242,18 @@ std::string to_json(const std::vector<Result>& results) {
         "\"peak_bytes\": %lld, \"first_loss\": %.6f, \"fp64_first_loss\": %.6f}%s\n",
         r.workload.c_str(), r.precision.c_str(), r.step_ms, r.samples_per_second, r.ratio_to_fp32, r.gemm_ms,
         r.gemm_share, static_cast<long long>(r.activation_bytes), static_cast<long long>(r.peak_bytes),
-        r.first_loss, r.reference_loss, i + 1 < results.size() ? "," : "");
+        r.first_loss, r.reference_loss, i + 1 < results.size() || !gpt.empty() ? "," : "");
     out += line;
   }
-  return out + "  ]\n}\n";
+  return out + gpt_json(gpt) + "  ]\n}\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json_path = "train_cpu.json";
+  std::string workload = "all";
+  std::string torch_python;
   int steps = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -167,12 +261,20 @@ int main(int argc, char** argv) {
       json_path = argv[++i];
     } else if (arg == "--steps" && i + 1 < argc) {
       steps = std::atoi(argv[++i]);
+    } else if (arg == "--workload" && i + 1 < argc) {
+      workload = argv[++i];
+    } else if (arg == "--torch" && i + 1 < argc) {
+      torch_python = argv[++i];
     } else {
-      std::fprintf(stderr, "train_cpu: unknown argument '%s'; usage: train_cpu [--json PATH] [--steps N]\n",
+      std::fprintf(stderr,
+                   "train_cpu: unknown argument '%s'; usage: train_cpu [--json PATH] [--steps N] "
+                   "[--workload mlp|char_gpt|all] [--torch PYTHON]\n",
                    argv[i]);
       return EXIT_FAILURE;
     }
   }
+  const bool run_mlp = workload == "all" || workload == "mlp";
+  const bool run_gpt = workload == "all" || workload == "char_gpt";
   const std::vector<Workload> workloads{
       {"fashion_mnist_mlp", {784, 512, 256, 10}, 128, steps > 0 ? steps : 60},
       {"wide_mlp", {1024, 4096, 4096, 10}, 256, steps > 0 ? steps : 8}};
@@ -180,7 +282,7 @@ int main(int argc, char** argv) {
   std::printf("%-18s %-11s %9s %10s %8s %8s %11s %10s %9s\n", "workload", "precision", "ms/step", "samples/s",
               "vs fp32", "GEMM %", "activations", "peak", "loss");
   std::vector<Result> results;
-  for (const Workload& w : workloads) {
+  for (const Workload& w : run_mlp ? workloads : std::vector<Workload>{}) {
     const Batch batch = make_batch(w);
     const double reference = first_step_loss<mpx::fp64>(w, batch);
     const std::size_t first = results.size();
@@ -203,6 +305,38 @@ int main(int argc, char** argv) {
           100.0 * (1.0 - double(results[i].activation_bytes) / double(results[first].activation_bytes)));
     }
   }
-  mpx::bench::write_json(json_path, to_json(results));
+  std::vector<GptResult> gpt;
+  if (run_gpt) {
+    const int gpt_steps = steps > 0 ? steps : 10;
+    std::printf("\nchar-GPT (4 blocks, width %lld, %lld heads, context %lld, batch %lld, vocabulary %lld)\n",
+                static_cast<long long>(k_gpt.width), static_cast<long long>(k_gpt.heads),
+                static_cast<long long>(k_gpt.context), static_cast<long long>(k_gpt_batch),
+                static_cast<long long>(k_gpt.vocabulary));
+    const auto torch_ms = torch_python.empty() ? std::vector<std::pair<std::string, double>>{}
+                                               : torch_gpt_ms(torch_python, gpt_steps);
+    if (torch_python.empty()) std::printf("(no --torch PYTHON: PyTorch peer not run)\n");
+    std::printf("%-11s %9s %10s %8s %12s %9s %14s\n", "precision", "ms/step", "tokens/s", "vs fp32", "torch ms/step",
+                "vs torch", "act bytes/token");
+    boost::hana::for_each(boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed>, [&](auto type) {
+      using P = typename decltype(type)::type;
+      GptResult r = measure_gpt<P>(gpt_steps);
+      r.ratio_to_fp32 = gpt.empty() ? 1.0 : gpt.front().step_ms / r.step_ms;
+      for (const auto& [precision, ms] : torch_ms) {
+        if (precision == r.precision) {
+          r.torch_ms = ms;
+          r.ratio_to_torch = ms / r.step_ms;
+        }
+      }
+      std::printf("%-11s %9.2f %10.0f %7.2fx %12.2f %8.2fx %14.0f\n", r.precision.c_str(), r.step_ms,
+                  r.tokens_per_second, r.ratio_to_fp32, r.torch_ms, r.ratio_to_torch, r.activation_bytes_per_token);
+      std::fflush(stdout);
+      gpt.push_back(r);
+    });
+    for (std::size_t i = 1; i < gpt.size(); ++i) {
+      std::printf("  char_gpt %s activations per token: %.1f%% below fp32 (bar: >= 45%%)\n", gpt[i].precision.c_str(),
+                  100.0 * (1.0 - gpt[i].activation_bytes_per_token / gpt[0].activation_bytes_per_token));
+    }
+  }
+  mpx::bench::write_json(json_path, to_json(results, gpt));
   return EXIT_SUCCESS;
 }

@@ -12,6 +12,7 @@ packages=(
   librandom123-dev                     # Philox counter-based random bits (host and device)
   catch2                               # tests (Catch2 2.13)
   zlib1g-dev dataset-fashion-mnist     # gzip'd IDX reader and the default dataset
+  fortunes                             # the text corpus of the character-level GPT (docs/data.md)
   pkg-config doxygen python3-venv      # package tests (pkg-config consumer, the tools' venv) and API docs
   clang libclang-rt-dev                # libFuzzer targets (tests/fuzz)
   "$@"                                 # what the calling script needs besides
@@ -46,4 +47,14 @@ if ! tools_present; then
   { python3 -m venv "$tools_venv" &&
     "$tools_venv/bin/pip" install --quiet --disable-pip-version-check "conan>=2.0,<3" numpy safetensors ml_dtypes; } ||
     echo "mpx: could not install the Python tools; the Conan and interop tests will be skipped"
+fi
+
+# PyTorch for the parity tests against it (interop.char_gpt_parity, interop.torch_rebuild,
+# interop.optimizers_vs_torch), only when asked (scripts/test.sh sets MPX_INSTALL_TORCH=1): PyPI's
+# wheel brings several GB of CUDA libraries even for CPU use. Without it those tests skip and say why.
+if [[ "${MPX_INSTALL_TORCH:-0}" == 1 && -x "$tools_venv/bin/python" ]] &&
+  ! "$tools_venv/bin/python" -c "import torch" 2> /dev/null; then
+  echo "mpx: installing torch into $tools_venv (for the parity tests against PyTorch)"
+  timeout 1800 "$tools_venv/bin/pip" install --quiet --disable-pip-version-check torch ||
+    echo "mpx: could not install torch; the parity tests against PyTorch will be skipped"
 fi

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+MPX_INSTALL_TORCH=1 scripts/install-deps.sh  # torch too: the parity tests run against it
 cmake --preset default
 cmake --build --preset default --parallel "$(nproc)"
 ctest --preset default

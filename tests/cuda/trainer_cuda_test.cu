@@ -7,6 +7,7 @@
 // MPX_FASHION_MNIST_DIR points at it), else Gaussian blobs of the same shape, and says which. Also a
 // bf16 model's forward on fp32 device input (rounded on the device) against the input rounded by hand.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -126,7 +127,7 @@ template <class Model>
 std::vector<float> master_weights(Model& model) {
   std::vector<float> all;
   model.for_each_parameter([&](std::string_view, auto& p) {
-    const auto host = mpx::to_host(p.master());
+    const auto& host = mpx::to<mpx::Host>(p.master());
     for (std::int64_t i = 0; i < host.numel(); ++i) all.push_back(static_cast<float>(host[i]));
   });
   return all;
@@ -164,6 +165,23 @@ void compare_200_steps() {
   }
   INFO(P::name << ": largest relative loss difference " << worst << " at step " << worst_step);
   CHECK(worst <= loss_tolerance<P>());
+  // The weights themselves, not only the losses: the RMS difference of the fp32 master weights,
+  // relative to their RMS, within the same budget as the loss (what the GEMMs' summation orders and
+  // 16-bit roundings leave after 200 steps of training carrying them forward).
+  const std::vector<float> gpu_weights = master_weights(gpu.model);
+  const std::vector<float> cpu_weights = master_weights(cpu.model);
+  REQUIRE(gpu_weights.size() == cpu_weights.size());
+  double difference_squares = 0.0;
+  double weight_squares = 0.0;
+  for (std::size_t i = 0; i < cpu_weights.size(); ++i) {
+    const double d = static_cast<double>(gpu_weights[i]) - static_cast<double>(cpu_weights[i]);
+    difference_squares += d * d;
+    weight_squares += static_cast<double>(cpu_weights[i]) * static_cast<double>(cpu_weights[i]);
+  }
+  const double weight_difference = std::sqrt(difference_squares / weight_squares);
+  INFO(P::name << ": relative RMS difference of the master weights after " << steps << " steps "
+               << weight_difference);
+  CHECK(weight_difference <= loss_tolerance<P>());
   CHECK(gpu.trainer.scaler().state() == cpu.trainer.scaler().state());
   CHECK(gpu.optimizer.steps() == cpu.optimizer.steps());
 }
@@ -288,6 +306,7 @@ TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", 
   mpx::Tensor<float> x(mpx::Shape{64, 16});
   mpx::Tensor<float> y(mpx::Shape{64, 4});
   int clipped = 0;
+  int near_threshold = 0;
   for (int s = 0; s < 50; ++s) {
     for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = normal(random);
     for (std::int64_t r = 0; r < 64; ++r) {
@@ -295,15 +314,23 @@ TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", 
     }
     const auto host_result = cpu.step(x, y);
     const auto device_result = gpu.step(mpx::to_device(x), mpx::to_device(y));
-    INFO("step " << s + 1);
+    INFO("step " << s + 1 << ": gradient norm " << host_result.grad_norm << " (CPU), "
+                 << device_result.grad_norm << " (GPU)");
     REQUIRE(device_result.stepped == host_result.stepped);
-    REQUIRE(device_result.clipped == host_result.clipped);
+    // The two norms differ by bf16 rounding (up to ~1%): within 3% of the threshold either device may
+    // clip. Clipping there scales the gradient by less than 3%, which the loss tolerance absorbs.
+    if (std::abs(host_result.grad_norm - 0.5) > 0.03 * 0.5) {
+      REQUIRE(device_result.clipped == host_result.clipped);
+    } else {
+      ++near_threshold;
+    }
     CHECK(std::abs(device_result.loss - host_result.loss) <= 3e-2 * std::max(1.0, host_result.loss));
     CHECK(std::abs(device_result.grad_norm - host_result.grad_norm) <=
           3e-2 * std::max(1.0, host_result.grad_norm));
     clipped += host_result.clipped ? 1 : 0;
   }
   CHECK(clipped > 0);  // the bound is low enough that clipping happens
+  CHECK(near_threshold <= 10);  // and the data keeps most steps clear of the threshold
   CHECK(gpu_optimizer.steps() == cpu_optimizer.steps());
 }
 
@@ -388,4 +415,197 @@ TEST_CASE("a bf16 model on the GPU takes fp32 input: the bits of forward on the 
   const auto grads_reference = gradients(reference);
   REQUIRE(grads.size() == grads_reference.size());
   for (std::size_t p = 0; p < grads.size(); ++p) CHECK(same_bits(grads[p], grads_reference[p]));
+}
+
+namespace {
+
+// A spin of about `seconds` on the context's stream, to hold back whatever is queued behind it.
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+void spin(double seconds) {
+  int khz = 0;
+  REQUIRE(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, mpx::cuda_context().device()) == cudaSuccess);
+  const double hz = 1e3 * static_cast<double>(khz);
+  spin_kernel<<<1, 1, 0, mpx::cuda_context().stream()>>>(static_cast<long long>(seconds * hz));
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+}
+
+// A model with every layer kind the captured step must handle: GELU (epilogue with aux), LayerNorm,
+// a bias-free-path fp16 classifier, trained with MSE, AdamW and clipping under fp16 loss scaling.
+template <class Device>
+auto fp16_regression_model() {
+  using P = mpx::fp16_mixed;
+  using namespace mpx::nn;
+  Sequential model{Linear<P, Activation::GELU, Device>(16, 64), LayerNorm<P, Device>(64),
+                   Linear<P, Activation::None, Device>(64, 4)};
+  model.initialize(init_seed);
+  return model;
+}
+
+struct RegressionData {
+  std::vector<mpx::Tensor<float>> x, y;
+};
+
+// 30 batches; at steps 8 and 9 targets of 3000 make the fp16 loss gradient overflow at scale 2^16
+// (2 * 3000 / 256 * 65536 > 65504) while the loss stays finite: found_inf, skip, back off.
+RegressionData regression_data() {
+  std::mt19937 random(13);
+  std::normal_distribution<float> normal;
+  RegressionData data;
+  for (int s = 0; s < 30; ++s) {
+    mpx::Tensor<float> x(mpx::Shape{64, 16});
+    mpx::Tensor<float> y(mpx::Shape{64, 4});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = normal(random);
+    for (std::int64_t r = 0; r < 64; ++r) {
+      for (std::int64_t c = 0; c < 4; ++c) {
+        y[r * 4 + c] = s == 7 || s == 8 ? 3000.0f : std::sin(x[r * 16 + c]) + 0.5f * x[r * 16 + c + 4];
+      }
+    }
+    data.x.push_back(std::move(x));
+    data.y.push_back(std::move(y));
+  }
+  return data;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a captured step with GELU, LayerNorm, MSE, AdamW, clipping and an fp16 overflow replays bit for bit",
+    "[cuda][trainer][graph]") {
+  const RegressionData data = regression_data();
+  auto eager_model = fp16_regression_model<mpx::Cuda>();
+  auto graph_model = fp16_regression_model<mpx::Cuda>();
+  mpx::nn::MSELoss<mpx::fp16_mixed, mpx::Cuda> eager_loss, graph_loss;
+  mpx::optim::AdamW eager_optimizer(eager_model, {.lr = 3e-3, .weight_decay = 1e-2});
+  mpx::optim::AdamW graph_optimizer(graph_model, {.lr = 3e-3, .weight_decay = 1e-2});
+  mpx::Trainer eager(eager_model, eager_loss, eager_optimizer, {.max_grad_norm = 0.5});
+  mpx::Trainer graphed(graph_model, graph_loss, graph_optimizer, {.max_grad_norm = 0.5});
+  auto x = mpx::to_device(data.x[0]);
+  auto y = mpx::to_device(data.y[0]);
+  graphed.capture_step(x, y);  // runs step 1 eagerly, captures the step
+  (void)eager.step(mpx::to_device(data.x[0]), mpx::to_device(data.y[0]));
+  int skipped = 0;
+  int clipped = 0;
+  for (int s = 1; s < 30; ++s) {
+    const auto e = eager.step(mpx::to_device(data.x[s]), mpx::to_device(data.y[s]));
+    mpx::copy(x, mpx::to_device(data.x[s]));
+    mpx::copy(y, mpx::to_device(data.y[s]));
+    graphed.replay_step();
+    const auto r = graphed.read_result();
+    INFO("step " << s + 1);
+    REQUIRE(r.stepped == e.stepped);
+    REQUIRE(r.clipped == e.clipped);
+    REQUIRE(r.loss_scale == e.loss_scale);
+    REQUIRE(r.loss == e.loss);
+    skipped += e.stepped ? 0 : 1;
+    clipped += e.clipped ? 1 : 0;
+  }
+  CHECK(skipped >= 2);  // the overflow happened, inside the replayed steps too
+  CHECK(clipped > 0);
+  CHECK(graphed.scaler().state() == eager.scaler().state());
+  CHECK(graphed.scaler().scale() < 65536.0f);  // backed off
+  CHECK(master_weights(graph_model) == master_weights(eager_model));
+}
+
+TEST_CASE(
+    "replay_step refuses to run after an evaluation at another batch size reallocated the layers' buffers",
+    "[cuda][trainer][graph]") {
+  using P = mpx::bf16_mixed;
+  const Batches& data = training_batches();
+  Setup<P, mpx::Cuda> gpu;
+  auto inputs = mpx::to_device(data.inputs[0]);
+  const auto labels = mpx::to_device(data.labels[0]);
+  gpu.trainer.capture_step(inputs, labels);
+  gpu.trainer.replay_step();
+  // An evaluation with the training batch size reuses the buffers: replays go on.
+  (void)gpu.model.forward(inputs);
+  gpu.trainer.replay_step();
+  // Another batch size frees them.
+  mpx::Tensor<float> half(mpx::Shape{batch_size / 2, input_features});
+  std::memcpy(half.data(), data.inputs[1].data(), half.size_bytes());
+  const auto half_device = mpx::to_device(half);
+  (void)gpu.model.forward(half_device);
+  CHECK_THROWS_WITH(gpu.trainer.replay_step(), Catch::Matchers::Contains("reallocated since capture_step"));
+  gpu.trainer.capture_step(inputs, labels);  // a new capture (with its eager step) replays again
+  gpu.trainer.replay_step();
+  CHECK(gpu.trainer.read_result().stepped);
+}
+
+TEST_CASE("queuing steps and replays never waits for the GPU: the stream stays busy behind a long kernel",
+          "[cuda][trainer][sync]") {
+  using P = mpx::bf16_mixed;
+  const Batches& data = training_batches();
+  const DeviceBatches device_data = to_device(data);
+  Setup<P, mpx::Cuda> gpu;
+  auto inputs = device_data.inputs[0].clone();
+  auto labels = device_data.labels[0].clone();
+  gpu.trainer.capture_step(inputs, labels);  // first step and capture: allocations happen here
+  (void)gpu.trainer.read_result();
+  gpu.optimizer.set_lr(0.04);  // a host change to push inside the timed part
+  constexpr double spin_seconds = 1.0;
+  spin(spin_seconds);
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 1; s < 6; ++s) gpu.trainer.queue_step(device_data.inputs[s], device_data.labels[s]);
+  for (int s = 0; s < 5; ++s) gpu.trainer.replay_step();
+  const double queued = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Had any of it waited for the stream, it would have waited for the spin.
+  CHECK(cudaStreamQuery(mpx::cuda_context().stream()) == cudaErrorNotReady);
+  CHECK(queued < 0.5 * spin_seconds);
+  INFO("queuing 5 steps and 5 replays took " << queued << " s behind a " << spin_seconds << " s kernel");
+  const auto result = gpu.trainer.read_result();
+  CHECK(result.step == 11);
+}
+
+TEST_CASE("gradient accumulation over micro-batches on the GPU follows the CPU: gradients and weights",
+          "[cuda][trainer]") {
+  using P = mpx::bf16_mixed;
+  const Batches& data = training_batches();
+  const DeviceBatches device_data = to_device(data);
+  Setup<P, mpx::Host> cpu;
+  Setup<P, mpx::Cuda> gpu;
+  using HostBatch = typename decltype(cpu.trainer)::Batch;
+  using DeviceBatch = typename decltype(gpu.trainer)::Batch;
+  // Micro-batches are in the model's input type.
+  std::vector<mpx::Tensor<Eigen::bfloat16>> host_inputs;
+  std::vector<mpx::Tensor<Eigen::bfloat16, mpx::Cuda>> device_inputs;
+  for (int b = 0; b < 15; ++b) {
+    host_inputs.push_back(mpx::convert<mpx::BFloat16>(data.inputs[b]));
+    device_inputs.push_back(mpx::to_device(host_inputs.back()));
+  }
+  for (int s = 0; s < 5; ++s) {
+    // Three micro-batches per step: BGRAD with beta = 1 into the fp32 weight gradients and the bias
+    // gradients through their scratch vector.
+    std::vector<HostBatch> host_batches;
+    std::vector<DeviceBatch> device_batches;
+    for (int b = 3 * s; b < 3 * s + 3; ++b) {
+      host_batches.push_back({host_inputs[b], data.labels[b]});
+      device_batches.push_back({device_inputs[b], device_data.labels[b]});
+    }
+    const auto host_result = cpu.trainer.step(std::span<const HostBatch>(host_batches));
+    const auto device_result = gpu.trainer.step(std::span<const DeviceBatch>(device_batches));
+    INFO("step " << s + 1);
+    REQUIRE(device_result.stepped == host_result.stepped);
+    CHECK(std::abs(device_result.loss - host_result.loss) <= 3e-2 * std::max(1.0, host_result.loss));
+    // Each parameter's accumulated gradient: the largest difference within 3% of its largest value.
+    std::vector<mpx::Tensor<float>> host_grads;
+    std::vector<mpx::Tensor<float>> device_grads;
+    cpu.model.for_each_parameter([&](std::string_view, auto& p) { host_grads.push_back(p.grad().clone()); });
+    gpu.model.for_each_parameter(
+        [&](std::string_view, auto& p) { device_grads.push_back(mpx::to_host(p.grad())); });
+    REQUIRE(host_grads.size() == device_grads.size());
+    for (std::size_t p = 0; p < host_grads.size(); ++p) {
+      double largest = 0.0;
+      double worst = 0.0;
+      for (std::int64_t i = 0; i < host_grads[p].numel(); ++i) {
+        largest = std::max(largest, std::abs(static_cast<double>(host_grads[p][i])));
+        worst = std::max(worst, std::abs(static_cast<double>(device_grads[p][i]) - host_grads[p][i]));
+      }
+      INFO("parameter " << p << ": largest gradient " << largest << ", largest difference " << worst);
+      CHECK(worst <= 3e-2 * largest);
+    }
+  }
 }

@@ -25,6 +25,16 @@
 /// an activation's gain (|relu'| <= 1, |gelu_tanh'| <= 1.13) applied to the error of its input; and
 /// in step 4, that D's value and the reference differ so either may sit nearer a rounding midpoint.
 ///
+/// Two roundings are not the CPU's, and a GPU test asks for them (`OperandRounding::nearest_or_truncated`):
+/// - TF32 operands. mpx rounds fp32 operands to TF32 to nearest (`cvt.rna`); a Tensor Core kernel fed
+///   fp32 bits may instead ignore the 13 low bits (the CUDA Programming Guide leaves TF32's internal
+///   layout implementation-defined and asks for an explicit conversion). The two differ by up to one
+///   TF32 ulp, 2^-10 of the operand, so a product by up to 2 * 2^-10 of its size: eps_tf32 more in
+///   `accumulate` (the comparisons double the bound).
+/// - Bias gradients of DRELU_BGRAD / DGELU_BGRAD. cuBLASLt says the bias gradient is applied
+///   "independently" to the matmul output, not whether it sums the values before or after rounding
+///   them into D's type: each term may differ by eps_out of its size, so eps_out more when D is 16-bit.
+///
 /// Errors are measured against the element's *magnitude*
 ///   magnitude(m, n) = |alpha| sum_k |op(A)[m,k] op(B)[k,n]| + |beta C[m,n]| + |bias[n]|,
 /// not against |D|, since cancellation in the sum leaves the absolute error where the terms put it.
@@ -36,6 +46,12 @@
 #include "mpx/numeric/traits.hpp"
 
 namespace mpx::test {
+
+/// @brief How the backend under test may round the operands to the compute type (see the file comment).
+enum class OperandRounding {
+  nearest,               ///< to nearest, as mpx::round_to (the CPU backend)
+  nearest_or_truncated,  ///< either to nearest or towards zero (a GPU's TF32 Tensor Cores)
+};
 
 /// @brief An error bound: |result - reference| <= bound(magnitude, reference).
 struct GemmTolerance {
@@ -49,6 +65,17 @@ struct GemmTolerance {
   }
 };
 
+/// @brief What `OperandRounding::nearest_or_truncated` adds to `accumulate`: one TF32 ulp for TF32,
+/// nothing for the other compute types (their operands are stored in the compute type already).
+template <NumericTag Compute>
+[[nodiscard]] constexpr double truncation_allowance(OperandRounding rounding) noexcept {
+  if constexpr (std::is_same_v<Compute, TF32>) {
+    return rounding == OperandRounding::nearest_or_truncated ? numeric_traits<TF32>::epsilon : 0.0;
+  } else {
+    return 0.0;
+  }
+}
+
 /// @brief Tolerance of one element of D (or of aux) for a GEMM of inner dimension `k` that computes
 /// in `Compute` and stores its result in `Output` (the tag of D's element type):
 /// accumulate = (k + 16) eps_acc, output = eps_out, absolute = min_normal_out * eps_out.
@@ -56,11 +83,13 @@ struct GemmTolerance {
 /// For example, K = 129 gives accumulate = 145 * 2^-23 ~ 1.7e-5 for fp32, fp16 and bf16 compute
 /// (all accumulate in fp32), and output = 2^-10 ~ 9.8e-4 for fp16 D, 2^-7 ~ 7.8e-3 for bf16 D.
 template <NumericTag Compute, NumericTag Output>
-[[nodiscard]] constexpr GemmTolerance gemm_tolerance(std::int64_t k) noexcept {
+[[nodiscard]] constexpr GemmTolerance gemm_tolerance(
+    std::int64_t k, OperandRounding rounding = OperandRounding::nearest) noexcept {
   constexpr double eps_acc = numeric_traits<tag_of_t<math_t<Compute>>>::epsilon;
   constexpr double eps_out = numeric_traits<Output>::epsilon;
   constexpr double min_normal_out = numeric_traits<Output>::min_normal;
-  return {static_cast<double>(k + 16) * eps_acc, eps_out, min_normal_out * eps_out};
+  return {static_cast<double>(k + 16) * eps_acc + truncation_allowance<Compute>(rounding), eps_out,
+          min_normal_out * eps_out};
 }
 
 /// @brief Tolerance of a bias gradient: a sum over `rows` accumulate-type values, each the result
@@ -68,11 +97,18 @@ template <NumericTag Compute, NumericTag Output>
 /// operand value (BGradA / BGradB: k = 0, rows = K). Each term carries at most (k + 16) eps_acc of
 /// its magnitude and the sum adds gamma_rows of the terms' sizes (<= their magnitudes), so, measured
 /// against the sum of the terms' magnitudes: accumulate = (k + 16 + rows) eps_acc. The result stays
-/// in the accumulate type, so nothing is added for an output rounding.
-template <NumericTag Compute>
-[[nodiscard]] constexpr GemmTolerance gemm_bias_grad_tolerance(std::int64_t k, std::int64_t rows) noexcept {
+/// in the accumulate type, so nothing is added for an output rounding. `Output` is D's tag: when the
+/// terms may have been rounded into it first (a *BGrad epilogue on a GPU, see the file comment) and
+/// it is not the accumulate type, eps_out is added.
+template <NumericTag Compute, NumericTag Output = tag_of_t<math_t<Compute>>>
+[[nodiscard]] constexpr GemmTolerance gemm_bias_grad_tolerance(
+    std::int64_t k, std::int64_t rows, OperandRounding rounding = OperandRounding::nearest) noexcept {
   constexpr double eps_acc = numeric_traits<tag_of_t<math_t<Compute>>>::epsilon;
-  return {static_cast<double>(k + 16 + rows) * eps_acc, 0.0, 0.0};
+  constexpr double rounded_terms =
+      std::is_same_v<Output, tag_of_t<math_t<Compute>>> ? 0.0 : numeric_traits<Output>::epsilon;
+  const double terms = rounding == OperandRounding::nearest_or_truncated ? rounded_terms : 0.0;
+  return {static_cast<double>(k + 16 + rows) * eps_acc + terms + truncation_allowance<Compute>(rounding), 0.0,
+          0.0};
 }
 
 }  // namespace mpx::test

@@ -444,3 +444,28 @@ TEST_CASE("batcher_state and restore_batcher resume the data order mid-epoch", "
   beyond["data.position"] = "41";
   CHECK_THROWS_AS(mpx::io::restore_batcher(resumed, beyond), mpx::invalid_argument);
 }
+
+TEST_CASE("Text windows resume from checkpoint metadata at the same batch; another seed is refused",
+          "[io][checkpoint][text]") {
+  std::vector<std::int32_t> tokens(500);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i % 37);
+  mpx::data::TextWindows windows(tokens, {.batch_size = 3, .context = 8, .seed = 21});
+  mpx::Tensor<std::int32_t> x, y, x_resumed, y_resumed;
+  for (int i = 0; i < 4; ++i) windows.next(x, y);
+  const mpx::io::Metadata state = mpx::io::text_windows_state(windows);
+  windows.next(x, y);  // batch 4, the next one after the state was taken
+
+  mpx::data::TextWindows resumed(tokens, {.batch_size = 3, .context = 8, .seed = 21});
+  mpx::io::restore_text_windows(resumed, state);
+  CHECK(resumed.position() == 4);
+  resumed.next(x_resumed, y_resumed);
+  CHECK(std::equal(x.values().begin(), x.values().end(), x_resumed.values().begin()));
+
+  mpx::data::TextWindows other_seed(tokens, {.batch_size = 3, .context = 8, .seed = 22});
+  CHECK_THROWS_WITH(mpx::io::restore_text_windows(other_seed, state),
+                    Catch::Contains("mpx::io::restore_text_windows") && Catch::Contains("\"data.seed\" = 21") &&
+                        Catch::Contains("22"));
+  mpx::io::Metadata missing = state;
+  missing.erase("data.position");
+  CHECK_THROWS_WITH(mpx::io::restore_text_windows(resumed, missing), Catch::Contains("data.position"));
+}

@@ -620,6 +620,56 @@ TEST_CASE("Trainer: queue_step then read_result is step, and a captured step rep
   CHECK_THROWS_WITH(replayed.replay_step(), Contains("call capture_step first"));
 }
 
+TEST_CASE("Trainer: a replay after an evaluation at another batch size is refused, at the same size allowed",
+          "[train][trainer][capture]") {
+  // On a GPU the recording writes into the layers' buffers, which an evaluation at another batch size
+  // frees; the CPU refuses the same replay, so that a loop that would corrupt GPU memory fails here.
+  using P = mpx::bf16_mixed;
+  const Classification data = make_classification(1, 32, 7);
+  const Classification small = make_classification(1, 8, 8);
+  auto model = make_classifier<P>(3);
+  mpx::nn::SoftmaxCrossEntropy<P> loss;
+  mpx::optim::SGD optimizer(model, {.lr = 0.05});
+  mpx::Trainer trainer(model, loss, optimizer);
+  trainer.capture_step(data.inputs[0], data.labels[0]);
+  trainer.replay_step();
+  (void)model.forward(data.inputs[0]);  // the training batch size: the buffers stay
+  trainer.replay_step();
+  (void)model.forward(small.inputs[0]);  // another: the buffers are replaced
+  CHECK_THROWS_WITH(trainer.replay_step(), Contains("reallocated since capture_step"));
+  trainer.capture_step(data.inputs[0], data.labels[0]);
+  trainer.replay_step();
+  CHECK(trainer.read_result().step == 5);
+}
+
+TEST_CASE(
+    "Trainer: capture_step on fp32 input after a step on input in the model's type runs its warm-up step",
+    "[train][trainer][capture]") {
+  // The last step took bf16 input of the same shape, so the layers' buffers exist, but the buffer the
+  // recording rounds fp32 input into does not: capture_step must run an eager step first.
+  using P = mpx::bf16_mixed;
+  const Classification data = make_classification(1, 32, 7);
+  auto model = make_classifier<P>(3);
+  auto reference = make_classifier<P>(3);
+  mpx::nn::SoftmaxCrossEntropy<P> loss, reference_loss;
+  mpx::optim::SGD optimizer(model, {.lr = 0.05});
+  mpx::optim::SGD reference_optimizer(reference, {.lr = 0.05});
+  mpx::Trainer trainer(model, loss, optimizer);
+  mpx::Trainer eager(reference, reference_loss, reference_optimizer);
+  const auto rounded = mpx::convert<mpx::BFloat16>(data.inputs[0]);
+  trainer.step(rounded, data.labels[0]);
+  eager.step(rounded, data.labels[0]);
+  trainer.capture_step(data.inputs[0], data.labels[0]);
+  CHECK(trainer.steps() == 2);  // the warm-up step ran
+  eager.step(data.inputs[0], data.labels[0]);
+  for (int s = 0; s < 3; ++s) {
+    trainer.replay_step();
+    eager.step(data.inputs[0], data.labels[0]);
+  }
+  CHECK(trainer.read_result().loss == eager.read_result().loss);
+  CHECK(snapshot(model) == snapshot(reference));
+}
+
 TEST_CASE("An optimizer over a ParameterList updates those parameters only", "[train][optimizer]") {
   using P = mpx::fp32;
   auto model = make_classifier<P>(5);

@@ -15,6 +15,12 @@
 /// with the rest), the `GradientWorkspace` and `Graph` types, and the step's overloads that leave
 /// their results in the device's memory instead of returning them: the losses with a seed and a
 /// `loss_sum`, the optimizers with an `UpdateControl`, `unscale_and_inspect` over a list of gradients.
+///
+/// Embeddings: `fill_normal` (initial weights), `embedding_forward`, `embedding_backward` (with the
+/// backend's `EmbeddingWorkspace` type), `positional_embedding_forward`,
+/// `positional_embedding_backward`.
+/// Causal self-attention adds `attention_split_heads`, `attention_merge_heads`,
+/// `causal_softmax_forward` and `causal_softmax_backward` (backend/attention_spec.hpp).
 /// Dropout: `dropout` (forward and backward, keyed as backend/dropout_spec.hpp says).
 
 namespace mpx {

@@ -11,6 +11,11 @@
 /// and then applies the epilogue to t before rounding it into D. Bias vectors have one entry per
 /// column of D (one per output feature of `Y = X * W^T`); in cuBLASLt's column-major view of the same
 /// memory that is one per row of D, which is how its BIAS epilogues define them.
+///
+/// A batched call (`GemmConfig::batch_count` = n > 1) runs n independent products of that form: A, B,
+/// C and D each hold n equal matrices one after another, so each matrix view has n times the rows of
+/// one matrix (an attention score buffer [batch, heads, T, T] is n = batch * heads matrices T x T).
+/// Only the Default epilogue takes a batch.
 
 #include <cmath>
 #include <cstdint>
@@ -94,6 +99,9 @@ struct GemmConfig {
   float beta = 0.0f;  ///< with beta != 0 and no C operand, D's previous contents are C (accumulate)
   /// @brief What is fused after the product (bias, activation, their gradients).
   Epilogue epilogue = Epilogue::Default;
+  /// @brief How many independent products the call runs (strided batch): A, B, C and D hold that
+  /// many matrices each, stored one after another. With more than one the epilogue must be Default.
+  std::int64_t batch_count = 1;
 };
 
 /// @brief The optional operands of a GEMM; which ones must be set depends on the epilogue.
@@ -115,6 +123,8 @@ struct GemmShape {
   std::int64_t n = 0;
   /// @brief The inner (reduced) dimension.
   std::int64_t k = 0;
+  /// @brief How many products of that size (`GemmConfig::batch_count`); m, n, k are per product.
+  std::int64_t batch = 1;
 };
 
 /// @brief Checks that A, B and D fit together under `config` and returns M, N, K; throws
@@ -132,18 +142,39 @@ inline GemmShape validate_gemm_shapes(const char* where, const Shape& a, const S
   matrix("A", a);
   matrix("B", b);
   matrix("D", d);
+  const std::int64_t batch = config.batch_count;
+  if (batch < 1) {
+    throw invalid_argument(detail::concat(where, ": batch_count must be at least 1, got ", batch));
+  }
+  if (batch > 1 && config.epilogue != Epilogue::Default) {
+    throw invalid_argument(detail::concat(where, ": epilogue ", to_string(config.epilogue),
+                                          " with batch_count = ", batch,
+                                          "; a batched GEMM takes only the default epilogue"));
+  }
+  // Rows of one matrix of a batched operand: its matrix view holds `batch` of them.
+  const auto per_matrix_rows = [&](const char* name, const Shape& s) {
+    if (s.rows() % batch != 0) {
+      throw shape_error(detail::concat(where, ": operand ", name, " ", s, " has ", s.rows(),
+                                       " rows, not divisible by batch_count = ", batch));
+    }
+    return s.rows() / batch;
+  };
+  const std::int64_t a_rows = per_matrix_rows("A", a);
+  const std::int64_t b_rows = per_matrix_rows("B", b);
+  const std::int64_t d_rows = per_matrix_rows("D", d);
   const bool ta = config.transpose_a == Transpose::Yes;
   const bool tb = config.transpose_b == Transpose::Yes;
-  const GemmShape g{ta ? a.cols() : a.rows(), tb ? b.rows() : b.cols(), ta ? a.rows() : a.cols()};
-  const std::int64_t kb = tb ? b.cols() : b.rows();
+  const GemmShape g{ta ? a.cols() : a_rows, tb ? b_rows : b.cols(), ta ? a_rows : a.cols(), batch};
+  const std::int64_t kb = tb ? b.cols() : b_rows;
+  const char* per_matrix = batch > 1 ? " per matrix" : "";
   if (g.k != kb) {
-    throw shape_error(detail::concat(where, ": inner dimensions differ: op(A) is ", g.m, " x ", g.k, " (A ",
-                                     a, ta ? ", transposed" : "", ") but op(B) is ", kb, " x ", g.n, " (B ",
-                                     b, tb ? ", transposed" : "", ")"));
+    throw shape_error(detail::concat(where, ": inner dimensions differ", per_matrix, ": op(A) is ", g.m,
+                                     " x ", g.k, " (A ", a, ta ? ", transposed" : "", ") but op(B) is ", kb,
+                                     " x ", g.n, " (B ", b, tb ? ", transposed" : "", ")"));
   }
-  if (d.rows() != g.m || d.cols() != g.n) {
+  if (d_rows != g.m || d.cols() != g.n) {
     throw shape_error(detail::concat(where, ": D has shape ", d, " but op(A) * op(B) is [", g.m, ", ", g.n,
-                                     "] (A ", a, ", B ", b, ")"));
+                                     "]", per_matrix, " (A ", a, ", B ", b, ")"));
   }
   return g;
 }

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "mpx/data/batcher.hpp"
+#include "mpx/data/text_windows.hpp"
 #include "mpx/error.hpp"
 #include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"
@@ -602,6 +603,22 @@ Metadata load_weights(Model& model, const std::filesystem::path& path) {
   return metadata;
 }
 
+namespace detail {
+// Throws io_error naming `where` and every problem (a missing key, a seed other than the data
+// source's, which would deal other batches) unless there are none.
+inline void check_data_seed(const char* where, std::uint64_t saved_seed, std::uint64_t seed,
+                            std::vector<std::string>& problems) {
+  if (problems.empty() && saved_seed != seed) {
+    problems.push_back(mpx::detail::concat("metadata \"data.seed\" = ", saved_seed, " but the data's seed is ", seed));
+  }
+  if (!problems.empty()) {
+    std::string message = mpx::detail::concat(where, ":");
+    for (const std::string& problem : problems) message.append(" ").append(problem).append(";");
+    throw io_error(message);
+  }
+}
+}  // namespace detail
+
 /// @brief A batcher's position as checkpoint metadata: `data.seed`, `data.epoch`, `data.position`.
 [[nodiscard]] inline Metadata batcher_state(const data::Batcher& batcher) {
   return {{"data.seed", detail::exact_text(batcher.options().seed)},
@@ -619,16 +636,27 @@ inline void restore_batcher(data::Batcher& batcher, const Metadata& metadata) {
   const auto seed = read.get<std::uint64_t>("data.seed");
   const auto epoch = read.get<std::uint64_t>("data.epoch");
   const auto position = read.get<std::int64_t>("data.position");
-  if (problems.empty() && seed != batcher.options().seed) {
-    problems.push_back(mpx::detail::concat("metadata \"data.seed\" = ", seed, " but the batcher's seed is ",
-                                           batcher.options().seed));
-  }
-  if (!problems.empty()) {
-    std::string message = "mpx::io::restore_batcher:";
-    for (const std::string& problem : problems) message.append(" ").append(problem).append(";");
-    throw io_error(message);
-  }
+  detail::check_data_seed("mpx::io::restore_batcher", seed, batcher.options().seed, problems);
   batcher.resume(epoch, position);
+}
+
+/// @brief Random text windows' position as checkpoint metadata: `data.seed`, `data.position` (the
+/// index of the next batch).
+[[nodiscard]] inline Metadata text_windows_state(const data::TextWindows& windows) {
+  return {{"data.seed", detail::exact_text(windows.options().seed)},
+          {"data.position", detail::exact_text(windows.position())}};
+}
+
+/// @brief Moves `windows` to the position `text_windows_state` recorded in `metadata`, so that they
+/// deal the batches the saved run would have dealt next.
+/// @throws mpx::io_error when a key is missing or unreadable, or the seed differs from the windows'.
+inline void restore_text_windows(data::TextWindows& windows, const Metadata& metadata) {
+  std::vector<std::string> problems;
+  detail::MetadataReader read(metadata, problems);
+  const auto seed = read.get<std::uint64_t>("data.seed");
+  const auto position = read.get<std::uint64_t>("data.position");
+  detail::check_data_seed("mpx::io::restore_text_windows", seed, windows.options().seed, problems);
+  windows.set_position(position);
 }
 
 }  // namespace mpx::io

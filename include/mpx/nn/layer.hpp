@@ -5,6 +5,7 @@
 /// @brief What a layer is: the `Layer` concept every `nn` module satisfies, the activations a
 /// `Linear` can fuse, weight initialisation, and the shape check with the layer's name in it.
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -183,11 +184,26 @@ constexpr void reject_temporary_input() {
                 "(auto x = ...; model.forward(x);) until backward has run");
 }
 
+/// @brief How many times `ensure_shape` has replaced (and so freed) a buffer on `Device` in this
+/// process; a first allocation frees nothing and is not counted. A
+/// recorded training step (a CUDA graph) holds the addresses of the layers' buffers, so it compares
+/// this count with the one at its capture before each replay (train/step_graph.hpp): a model run on
+/// another batch size since (an evaluation) has freed buffers the recording would write into.
+template <class Device>
+[[nodiscard]] std::atomic<std::uint64_t>& buffer_generation() noexcept {
+  static std::atomic<std::uint64_t> generation{0};
+  return generation;
+}
+
 /// @brief Makes `tensor` hold `shape`, reallocating only when the shape changed (e.g. the last,
-/// smaller batch of an epoch); layers keep their activation buffers across steps this way.
+/// smaller batch of an epoch); layers keep their activation buffers across steps this way. Replacing
+/// a buffer advances `buffer_generation<Device>()`.
 template <class T, class Device>
 void ensure_shape(Tensor<T, Device>& tensor, const Shape& shape) {
-  if (!(tensor.shape() == shape)) tensor = Tensor<T, Device>::uninitialized(shape);
+  if (!(tensor.shape() == shape)) {
+    if (!tensor.empty()) buffer_generation<Device>().fetch_add(1, std::memory_order_relaxed);
+    tensor = Tensor<T, Device>::uninitialized(shape);
+  }
 }
 
 }  // namespace mpx::nn

@@ -7,11 +7,14 @@
 
 #include <cstdint>
 
+#include "mpx/nn/causal_self_attention.hpp"
 #include "mpx/nn/dropout.hpp"
+#include "mpx/nn/embedding.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
 #include "mpx/nn/linear.hpp"
 #include "mpx/nn/loss.hpp"
+#include "mpx/nn/positional_embedding.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
 
@@ -63,6 +66,28 @@ struct layers {
   /// @brief `nn::LayerNorm<P, Device>(features, epsilon)`.
   [[nodiscard]] static LayerNorm<P, Device> layer_norm(std::int64_t features, float epsilon = 1e-5f) {
     return LayerNorm<P, Device>(features, epsilon);
+  }
+
+  /// @brief `nn::Embedding<P, Device>(num_embeddings, embedding_dim, options)`: int32 token ids to
+  /// rows of a learned table (`{.init_std = 0.02}` for GPT-2's initialisation).
+  [[nodiscard]] static Embedding<P, Device> embedding(std::int64_t num_embeddings, std::int64_t embedding_dim,
+                                                      EmbeddingOptions options = {}) {
+    return Embedding<P, Device>(num_embeddings, embedding_dim, options);
+  }
+
+  /// @brief `nn::PositionalEmbedding<P, Device>(max_positions, embedding_dim, options)`: a learned
+  /// position table added to [batch, sequence, embedding_dim] activations.
+  [[nodiscard]] static PositionalEmbedding<P, Device> positional_embedding(
+      std::int64_t max_positions, std::int64_t embedding_dim, PositionalEmbeddingOptions options = {}) {
+    return PositionalEmbedding<P, Device>(max_positions, embedding_dim, options);
+  }
+
+  /// @brief `nn::CausalSelfAttention<P, Device>(embed_dim, num_heads, options)`: GPT-2's attention
+  /// block (fused qkv projection, causal softmax, output projection).
+  [[nodiscard]] static CausalSelfAttention<P, Device> causal_self_attention(
+      std::int64_t embed_dim, std::int64_t num_heads,
+      typename CausalSelfAttention<P, Device>::Options options = {}) {
+    return CausalSelfAttention<P, Device>(embed_dim, num_heads, options);
   }
 
   /// @brief `nn::Dropout<P, Device>(p)`: drops each element with probability p in training.

@@ -85,7 +85,7 @@ class SoftmaxCrossEntropy {
   void accumulate_forward_backward(const Tensor<T, Device>& logits, target_type labels, const Seed& seed,
                                    double* loss_sum) {
     ensure_shape(gradient_, logits.shape());
-    Backend<Device>::softmax_cross_entropy(logits, values(labels), options_.label_smoothing, seed, &gradient_,
+    Backend<Device>::softmax_cross_entropy(logits, labels, options_.label_smoothing, seed, &gradient_,
                                            row_losses_, loss_sum, options_.ignore_index);
   }
 

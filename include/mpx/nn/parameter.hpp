@@ -57,8 +57,9 @@ class Parameter {
   [[nodiscard]] Tensor<master_element, Device>& master() noexcept { return master_; }
   /// @brief The master weights, read-only.
   [[nodiscard]] const Tensor<master_element, Device>& master() const noexcept { return master_; }
-  /// @brief The accumulated gradient (zero-filled first if a `zero_grad()` is pending).
-  [[nodiscard]] Tensor<grad_element, Device>& grad() noexcept {
+  /// @brief The accumulated gradient (zero-filled first if a `zero_grad()` is pending; that fill is
+  /// device work, which can throw after a device fault, so this is not `noexcept`).
+  [[nodiscard]] Tensor<grad_element, Device>& grad() {
     if (zero_pending_) {
       grad_.set_zero();
       zero_pending_ = false;

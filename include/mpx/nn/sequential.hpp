@@ -88,8 +88,12 @@ struct check_input {
                 "device (see check_input<expected element, received element, model device, input "
                 "device> above); copy it to the GPU first: mpx::to_device(x)");
 
-  static constexpr bool accepted =
-      !same_device || std::is_same_v<Expected, Received> || std::is_same_v<Received, float>;
+  static constexpr bool accepted = !same_device || std::is_same_v<Expected, Received> ||
+                                   (std::is_same_v<Received, float> && FloatingElement<Expected>);
+  static_assert(accepted || !std::is_same_v<Expected, std::int32_t>,
+                "mpx::nn::Sequential::forward: this model starts with an Embedding and takes token ids, "
+                "Tensor<std::int32_t> of shape [batch, sequence]; this tensor holds another element type "
+                "(see check_input<expected element, received element, ...> above)");
   static_assert(accepted || !std::is_same_v<Expected, float>,
                 "mpx::nn::Sequential::forward: this model takes fp32 input, Tensor<float>, and this "
                 "tensor holds another element type (see check_input<expected element, received "

@@ -6,6 +6,7 @@
 /// (seed, stream, index), so the CPU and a GPU kernel draw identical bits for the same element
 /// without sharing any generator state.
 
+#include <cmath>
 #include <cstdint>
 
 #include <Random123/philox.h>
@@ -51,6 +52,27 @@ MPX_HOST_DEVICE inline double uniform_between(double low, double high, std::uint
 #else
   return low + (high - low) * u;
 #endif  // MPX_DEVICE_PASS
+}
+
+/// @brief A standard normal value from two 32-bit words (Box-Muller, cosine branch), in double:
+/// u1 = (first + 1) 2^-32 lies in (0, 1], so the logarithm is finite, and u2 = second 2^-32.
+///
+/// Host only, on purpose: CUDA's log and cos are not glibc's to the last bit, so a device that
+/// wants these values draws them on the host (see `Backend<Cuda>::fill_normal`), and weights
+/// initialised on either device start identical.
+inline double normal_from_bits(std::uint32_t first, std::uint32_t second) {
+  const double u1 = (static_cast<double>(first) + 1.0) * 0x1p-32;
+  const double u2 = static_cast<double>(second) * 0x1p-32;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+/// @brief Element `index` of a normal stream with the given mean and standard deviation under
+/// (seed, stream): `mean + stddev * normal_from_bits` of the words `2 index` and `2 index + 1` of
+/// `random_bits(seed, stream, .)`, computed in double.
+inline double normal_at(double mean, double stddev, std::uint64_t seed, std::uint64_t stream,
+                        std::uint64_t index) {
+  return mean + stddev * normal_from_bits(random_bits(seed, stream, 2 * index),
+                                          random_bits(seed, stream, 2 * index + 1));
 }
 
 }  // namespace mpx

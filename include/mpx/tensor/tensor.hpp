@@ -113,8 +113,9 @@ class Tensor {
   /// @brief Read-only overload.
   [[nodiscard]] const T* data() const noexcept { return data_; }
 
-  /// @brief Sets every byte to zero (all element types' +0.0); works on every device.
-  void set_zero() noexcept { Memory::zero(data_, size_bytes()); }
+  /// @brief Sets every byte to zero (all element types' +0.0); works on every device. Not `noexcept`:
+  /// on a GPU it is a queued memset, which throws `mpx::cuda_error` after a device fault.
+  void set_zero() { Memory::zero(data_, size_bytes()); }
 
   /// @brief Reinterprets the same elements under another shape with the same element count.
   void reshape(const Shape& shape) {

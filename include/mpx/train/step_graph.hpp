@@ -10,13 +10,19 @@
 /// A recording holds the buffers it was recorded with and the optimizer settings of that moment.
 /// It is dropped when a step with another input shape reallocated those buffers, and a replay is
 /// refused when settings other than the learning rate (which the step reads from its scalars at
-/// every replay) changed since.
+/// every replay) changed since, or when layer buffers were reallocated since the capture by anything
+/// else (`nn::buffer_generation`: an evaluation at another batch size), which would leave a CUDA
+/// graph writing into freed memory. The last check counts reallocations of every model on the
+/// device, so another model's reallocation also asks for a new capture: a false alarm costs a
+/// capture, a missed one corrupts memory.
 
+#include <cstdint>
 #include <optional>
 #include <utility>
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/error.hpp"
+#include "mpx/nn/layer.hpp"
 #include "mpx/tensor/shape.hpp"
 
 namespace mpx {
@@ -33,6 +39,7 @@ class StepGraph {
     graph_.capture(std::forward<Queue>(queue));
     options_ = options;
     input_shape_ = input_shape;
+    generation_ = nn::buffer_generation<Device>().load(std::memory_order_relaxed);
   }
 
   /// @brief Drops the recording when a step on inputs of `input_shape` reallocated its buffers.
@@ -54,6 +61,14 @@ class StepGraph {
           "mpx::Trainer::replay_step: optimizer settings other than lr (momentum, weight decay, betas, the "
           "rounding seed, ...) changed since capture_step; the capture holds the old ones, capture again");
     }
+    const std::uint64_t generation = nn::buffer_generation<Device>().load(std::memory_order_relaxed);
+    if (generation != generation_) {
+      throw invalid_argument(detail::concat(
+          "mpx::Trainer::replay_step: ", generation - generation_,
+          " layer buffer(s) were reallocated since capture_step (the model, or another one on this "
+          "device, ran on another batch size: an evaluation?), and the captured step would write into "
+          "the freed ones; evaluate with the training batch size, or call capture_step again"));
+    }
   }
 
   /// @brief Queues one replay (call `require_replayable` first).
@@ -68,6 +83,7 @@ class StepGraph {
   typename Backend<Device>::Graph graph_;
   std::optional<OptimizerOptions> options_;  // the settings the recording holds; empty: none
   Shape input_shape_;
+  std::uint64_t generation_ = 0;  // nn::buffer_generation<Device>() at the capture
 };
 
 }  // namespace mpx

@@ -228,11 +228,13 @@ class Trainer {
   /// during capture throws). The recorded step is not run.
   ///
   /// The recording uses the buffers the model holds now: a step with another input shape drops it
-  /// (`replay_step` then throws until the next capture), and so must the caller's own use of the
-  /// model with other shapes (an evaluation with another batch size reallocates the layers'
-  /// outputs): evaluate with the training batch size, or capture again afterwards.
+  /// (`replay_step` then throws until the next capture), and the caller's own use of the model with
+  /// other shapes (an evaluation with another batch size replaces the layers' outputs) makes
+  /// `replay_step` throw too (see `nn::buffer_generation`): evaluate with the training batch size, or
+  /// capture again afterwards (which then runs its eager step first).
   void capture_step(const Tensor<input_element, Device>& inputs, target_type targets) {
-    if (eager_input_shape_ != inputs.shape()) queue_step(inputs, targets);
+    if (eager_input_shape_ != inputs.shape() || buffers_replaced_since_eager_step())
+      queue_step(inputs, targets);
     capture(inputs.shape(),
             [this, batch = Batch{inputs, targets}] { queue_device_step(std::span(&batch, 1)); });
   }
@@ -241,7 +243,11 @@ class Trainer {
   /// into the model's input type is part of the recording.
   void capture_step(const Tensor<float, Device>& inputs,
                     target_type targets) requires(FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
-    if (eager_input_shape_ != inputs.shape()) queue_step(inputs, targets);
+    // The recording rounds into `input_`, which only an eager step on fp32 input of this shape
+    // allocated: a last step on input already in the model's type leaves it missing.
+    if (eager_input_shape_ != inputs.shape() || input_.shape() != inputs.shape() ||
+        buffers_replaced_since_eager_step())
+      queue_step(inputs, targets);
     capture(inputs.shape(), [this, fp32_inputs = &inputs, batch = Batch{input_, targets}] {
       Backend<Device>::template round_into<tag_of_t<input_element>>(*fp32_inputs, input_);
       queue_device_step(std::span(&batch, 1));
@@ -317,7 +323,14 @@ class Trainer {
     // Buffers follow the first micro-batch's shape; another shape than the recorded one reallocated
     // what the recording writes into.
     eager_input_shape_ = micro_batches.front().inputs.shape();
+    eager_generation_ = nn::buffer_generation<Device>().load(std::memory_order_relaxed);
     graph_.drop_unless_recorded_for(eager_input_shape_);
+  }
+
+  // Whether layer buffers were replaced since the last eager step (an evaluation at another batch
+  // size): a capture must then run an eager step first, or it would allocate while capturing.
+  [[nodiscard]] bool buffers_replaced_since_eager_step() const {
+    return nn::buffer_generation<Device>().load(std::memory_order_relaxed) != eager_generation_;
   }
 
   // What the model's parameters hold, summed over them.
@@ -426,6 +439,7 @@ class Trainer {
   std::vector<Tensor<Grad, Device>*> gradients_;  // the list handed to the gradient pass
   std::int64_t micro_batches_in_last_step_ = 1;
   Shape eager_input_shape_;  // of the last step queued eagerly (rank 0: none yet)
+  std::uint64_t eager_generation_ = 0;  // nn::buffer_generation<Device>() after that step
   StepGraph<Device, typename Optimizer::Options> graph_;
 };
 

@@ -9,7 +9,9 @@
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/activation.hpp"
+#include "mpx/backend/cpu/attention.hpp"
 #include "mpx/backend/cpu/dropout.hpp"
+#include "mpx/backend/cpu/embedding.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cpu/graph.hpp"
@@ -17,6 +19,7 @@
 #include "mpx/backend/cpu/mse_loss.hpp"
 #include "mpx/backend/cpu/optimizer.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/backend/cpu/positional_embedding.hpp"
 #include "mpx/backend/cpu/softmax_cross_entropy.hpp"
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -32,6 +35,9 @@ struct Backend<Host> {
   using GradientWorkspace = cpu::GradientWorkspace;
   /// @brief A captured training step, replayed by `launch()`; see `cpu::Graph`.
   using Graph = cpu::Graph;
+  /// @brief What `embedding_backward` keeps between calls (nothing on the CPU); see
+  /// `cpu::EmbeddingWorkspace`.
+  using EmbeddingWorkspace = cpu::EmbeddingWorkspace;
 
   /// @brief Runs `f(args...)` once, in order with the operations queued before and after: on the
   /// CPU, now. (The CUDA backend runs it in a one-thread kernel: `f` is a `MPX_HOST_DEVICE` functor
@@ -76,6 +82,14 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
   MPX_DETAIL_FORWARD_TO_CPU(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CPU(flag_nonfinite);
+  MPX_DETAIL_FORWARD_TO_CPU(embedding_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(embedding_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(positional_embedding_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(positional_embedding_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(attention_split_heads);
+  MPX_DETAIL_FORWARD_TO_CPU(attention_merge_heads);
+  MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_backward);
   MPX_DETAIL_FORWARD_TO_CPU(dropout);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
@@ -111,6 +125,18 @@ struct Backend<Host> {
       tensor[i] = round_to<tag_of_t<T>>(
           uniform_between(low, high, random_bits(seed, stream, static_cast<std::uint64_t>(i))));
     }
+  }
+
+  /// @brief Fills with values normal with the given mean and standard deviation: element i is
+  /// `round_to(normal_at(mean, stddev, seed, stream, i))` (numeric/random.hpp).
+  template <FloatingElement T>
+  static void fill_normal(Tensor<T, Host>& tensor, double mean, double stddev, std::uint64_t seed,
+                          std::uint64_t stream) {
+    T* out = tensor.data();
+    cpu::parallel_for_chunks(tensor.numel(), cpu::parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i)
+        out[i] = round_to<tag_of_t<T>>(normal_at(mean, stddev, seed, stream, static_cast<std::uint64_t>(i)));
+    });
   }
 };
 

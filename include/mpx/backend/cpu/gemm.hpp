@@ -8,6 +8,10 @@
 /// Tensor Core products of fp16, bf16 or TF32 operands are exact in fp32 (at most 22 significant
 /// bits), so widening the rounded operands to fp32 and multiplying with Eigen's fp32 GEMM gives the
 /// GPU's numerics up to the order of the fp32 sums.
+///
+/// A batched call (`GemmConfig::batch_count` > 1) widens A and B once, runs Eigen's product on each
+/// matrix of the batch (in parallel over the batch, each product on one thread) and rounds D once:
+/// the numerics of a loop of single calls, one per matrix.
 
 #include <algorithm>
 #include <cstddef>
@@ -286,9 +290,16 @@ inline void release_gemm_scratch() noexcept {
 ///                 rounded to TF32 here); D holds `storage_t<Compute>` or the accumulate type.
 /// @throws mpx::shape_error when shapes do not fit (naming both), mpx::invalid_argument when the
 ///         epilogue's operands are missing.
+/// With `config.batch_count` = n > 1, A, B (and C) and D hold n matrices each and matrix i of D is
+/// computed from matrix i of A and B; each product is Eigen's single-threaded product of that matrix
+/// pair, so the result equals n single calls bit for bit wherever those run single-threaded too (a
+/// multi-threaded Eigen product may block the inner dimension differently).
 /// @code
 /// mpx::cpu::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes,
 ///                                         .epilogue = mpx::Epilogue::ReluBias}, {.bias = &b});
+/// // scores[i] = q[i] k[i]^T / 8 for the 12 matrices q, k: [12 * T, 64], scores: [12 * T, T] (fp32)
+/// mpx::cpu::gemm<mpx::BFloat16>(q, k, scores, {.transpose_b = mpx::Transpose::Yes, .alpha = 0.125f,
+///                                              .batch_count = 12});
 /// @endcode
 template <NumericTag Compute, FloatingElement TD>
 void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Compute>, Host>& b,
@@ -303,6 +314,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   const Epilogue epilogue = config.epilogue;
   const Acc alpha = static_cast<Acc>(config.alpha);
   const Acc beta = static_cast<Acc>(config.beta);
+  const std::int64_t d_rows = g.batch * g.m;  // all matrices of a batch
 
   // D is written while A and B are read (and aux, bias_grad are written): they must not share memory.
   // C may be D itself (cuBLASLt's in-place accumulation).
@@ -335,9 +347,9 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   constexpr bool d_is_acc = std::is_same_v<TD, Acc>;
   std::optional<detail::ScratchBuffer<Acc>> scratch_buffer;
   Eigen::Map<RowMajorMatrix<Acc>, Eigen::Aligned64> scratch(nullptr, 0, 0);
-  Eigen::Map<RowMajorMatrix<Acc>, Eigen::Aligned64> t(nullptr, g.m, g.n);
+  Eigen::Map<RowMajorMatrix<Acc>, Eigen::Aligned64> t(nullptr, d_rows, g.n);
   if constexpr (d_is_acc) {
-    new (&t) decltype(t)(d.data(), g.m, g.n);
+    new (&t) decltype(t)(d.data(), d_rows, g.n);
     if (beta == Acc(0)) {
       t.setZero();
     } else if (operands.c != nullptr) {
@@ -346,8 +358,8 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       t *= beta;
     }
   } else {
-    scratch_buffer.emplace(2, g.m * g.n);
-    new (&scratch) decltype(scratch)(scratch_buffer->data(), g.m, g.n);
+    scratch_buffer.emplace(2, d_rows * g.n);
+    new (&scratch) decltype(scratch)(scratch_buffer->data(), d_rows, g.n);
     if (beta == Acc(0)) {
       scratch.setZero();
     } else {
@@ -355,14 +367,29 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       scratch = beta * c.matrix().template cast<Acc>();
     }
   }
-  auto multiply = [&](auto&& target) {
+  const auto product = [&](auto&& target, const auto& x, const auto& y) {
     const bool ta = config.transpose_a == Transpose::Yes;
     const bool tb = config.transpose_b == Transpose::Yes;
+    if (!ta && !tb) target.noalias() += alpha * x * y;
+    if (!ta && tb) target.noalias() += alpha * x * y.transpose();
+    if (ta && !tb) target.noalias() += alpha * x.transpose() * y;
+    if (ta && tb) target.noalias() += alpha * x.transpose() * y.transpose();
+  };
+  auto multiply = [&](auto&& target) {
     if (g.k == 0) return;
-    if (!ta && !tb) target.noalias() += alpha * am * bm;
-    if (!ta && tb) target.noalias() += alpha * am * bm.transpose();
-    if (ta && !tb) target.noalias() += alpha * am.transpose() * bm;
-    if (ta && tb) target.noalias() += alpha * am.transpose() * bm.transpose();
+    if (g.batch == 1) {
+      product(target, am, bm);
+      return;
+    }
+    // One matrix per task; inside the parallel region Eigen runs each product on its own thread.
+    const std::int64_t a_rows = am.rows() / g.batch;
+    const std::int64_t b_rows = bm.rows() / g.batch;
+    parallel_for_chunks(g.batch, 1, [&](std::int64_t first, std::int64_t end) {
+      for (std::int64_t i = first; i < end; ++i) {
+        product(target.middleRows(i * g.m, g.m), am.middleRows(i * a_rows, a_rows),
+                bm.middleRows(i * b_rows, b_rows));
+      }
+    });
   };
 
   // Epilogue on one element: returns the value to store in D.
@@ -417,7 +444,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
         }
       });
     }
-    if constexpr (!d_is_acc) detail::round_output(values, d.data(), g.m * g.n);
+    if constexpr (!d_is_acc) detail::round_output(values, d.data(), d_rows * g.n);
   };
   if constexpr (d_is_acc) {
     multiply(t);

@@ -108,6 +108,17 @@ void softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::i
       softmax_cross_entropy(logits, labels, smoothing, seed.value(), dlogits, ignore_index));
 }
 
+/// @brief The training step's form with the labels as a tensor (what `nn::SoftmaxCrossEntropy` passes).
+template <Element T, class Seed>
+void softmax_cross_entropy(const Tensor<T, Host>& logits, const Tensor<std::int32_t, Host>& labels,
+                           float smoothing, const Seed& seed, Tensor<T, Host>* dlogits,
+                           Tensor<math_t<tag_of_t<T>>, Host>& row_losses, double* loss_sum,
+                           std::int32_t ignore_index = default_ignore_index) {
+  softmax_cross_entropy(
+      logits, std::span<const std::int32_t>(labels.data(), static_cast<std::size_t>(labels.numel())),
+      smoothing, seed, dlogits, row_losses, loss_sum, ignore_index);
+}
+
 namespace detail {
 
 /// The class a row of logits predicts: the index of its largest value in the math type, the first

@@ -24,8 +24,10 @@
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cuda/activation.cuh"
+#include "mpx/backend/cuda/attention.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/dropout.cuh"
+#include "mpx/backend/cuda/embedding.cuh"
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
 #include "mpx/backend/cuda/gradient.cuh"
@@ -35,6 +37,7 @@
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/mse_loss.cuh"
 #include "mpx/backend/cuda/optimizer.cuh"
+#include "mpx/backend/cuda/positional_embedding.cuh"
 #include "mpx/backend/cuda/softmax_cross_entropy.cuh"
 #include "mpx/backend/cuda/tensor_ops.cuh"
 #include "mpx/tensor/device.hpp"
@@ -49,6 +52,8 @@ struct Backend<Cuda> {
   using GradientWorkspace = cuda::GradientWorkspace;
   /// @brief A captured CUDA graph of queued work; see `cuda::Graph`.
   using Graph = cuda::Graph;
+  /// @brief The sort buffers `embedding_backward` keeps between calls; see `cuda::EmbeddingWorkspace`.
+  using EmbeddingWorkspace = cuda::EmbeddingWorkspace;
 
   /// @brief Queues `f(args...)` in one device thread; see `cuda::single_thread`.
   template <class F, class... Args>
@@ -95,6 +100,15 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(add);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
   MPX_DETAIL_FORWARD_TO_CUDA(flag_nonfinite);
+  MPX_DETAIL_FORWARD_TO_CUDA(fill_normal);
+  MPX_DETAIL_FORWARD_TO_CUDA(embedding_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(embedding_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(positional_embedding_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(positional_embedding_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_split_heads);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_merge_heads);
+  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(dropout);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };

@@ -14,23 +14,34 @@
 /// Fused epilogues go to cuBLASLt where it has them (BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS, DGELU,
 /// DGELU_BGRAD, BGRADA/B). DRelu/DReluBGrad always run unfused: cuBLASLt's DRELU reads the bit mask
 /// RELU_AUX writes, whereas mpx's aux is the pre-activation. When the heuristic returns no algorithm
-/// for a fused epilogue (a type or alignment it does not support), the call runs a plain GEMM into an
-/// fp32 (fp64) buffer and a kernel that applies the epilogue. Those kernels are CUDA code
+/// for a fused epilogue (a type or alignment it does not support), or `cublasLtMatmul` itself refuses
+/// the algorithm the heuristic offered (NOT_SUPPORTED or INVALID_VALUE: cuBLASLt documents bias
+/// gradients only in D's type, and mpx asks for fp32 ones), the plan remembers the refusal and the
+/// call runs a plain GEMM into an fp32 (fp64) scratch buffer and a kernel that applies the epilogue.
+/// `gemm_path_counts()` tells which path each call took. The scratch buffer belongs to the calling
+/// thread, grows outside CUDA graph capture only, and is never freed while a graph may still use it
+/// (see `detail::GemmScratch`), so the unfused path can be captured. Those kernels are CUDA code
 /// (gemm_epilogue.cuh), reached through launcher pointers that any nvcc translation unit including
 /// <mpx/cuda.hpp> sets, so `gemm` has one body under every compiler; in a program with no such unit
 /// that path throws `mpx::error`.
+///
+/// A batched call (`GemmConfig::batch_count` > 1, Default epilogue only) is one strided-batched
+/// cuBLASLt matmul: each layout carries CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT and, as its
+/// CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, the element count of one of its matrices.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA
 #error "mpx/backend/cuda/gemm.hpp needs the CUDA backend: link mpx::cuda (which defines MPX_HAS_CUDA=1)"
 #endif  // !MPX_HAS_CUDA
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -52,10 +63,14 @@ using GemmOperands = mpx::GemmOperands<TD, Acc, Cuda>;
 
 namespace detail {
 
-// Largest power of two (up to 16, the most any cuBLASLt kernel asks for) dividing the address.
+// Largest power of two dividing the address, up to 256: cuBLASLt's default for every
+// CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES (cublasLt.h), so that a call on pool memory (256-byte
+// aligned) asks the heuristic exactly what a raw cublasLtMatmul with default preferences asks, and
+// gets the same algorithm.
+inline constexpr int max_alignment_class = 256;
 inline int alignment_class(const void* pointer) noexcept {
   const auto address = reinterpret_cast<std::uintptr_t>(pointer);
-  int alignment = 16;
+  int alignment = max_alignment_class;
   while (alignment > 1 && address % static_cast<std::uintptr_t>(alignment) != 0) alignment /= 2;
   return alignment;
 }
@@ -63,6 +78,8 @@ inline int alignment_class(const void* pointer) noexcept {
 // Everything that determines the descriptors, the layouts and the algorithm of a call.
 struct GemmKey {
   int device = 0;
+  std::uintptr_t handle = 0;         // the cuBLASLt handle (one per context) the plan was made with
+  std::size_t workspace_bytes = 0;   // the heuristic only offers algorithms that fit this workspace
   std::int64_t m = 0, n = 0, k = 0;  // our (row-major) problem
   bool transpose_a = false, transpose_b = false;
   cudaDataType_t ab_type{}, d_type{};
@@ -71,6 +88,7 @@ struct GemmKey {
   bool separate_c = false;                // C is its own tensor rather than D
   bool beta_zero = true;
   int align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0, align_aux = 0;
+  std::int64_t batch = 1;  // strided batch count (m, n, k and the a/b extents are per matrix)
 
   bool operator==(const GemmKey&) const = default;
 };
@@ -87,19 +105,24 @@ struct GemmKeyHash {
           std::int64_t{key.compute_type}, static_cast<std::int64_t>(key.epilogue),
           std::int64_t{key.separate_c}, std::int64_t{key.beta_zero}, std::int64_t{key.align_a},
           std::int64_t{key.align_b}, std::int64_t{key.align_c}, std::int64_t{key.align_d},
-          std::int64_t{key.align_bias}, std::int64_t{key.align_aux}}) {
+          std::int64_t{key.align_bias}, std::int64_t{key.align_aux}, key.batch}) {
       mix(v);
     }
+    mix(static_cast<std::int64_t>(key.handle));
+    mix(static_cast<std::int64_t>(key.workspace_bytes));
     return h;
   }
 };
 
-// The cached cuBLASLt objects of one key. `found` is false when the heuristic offered no algorithm.
+// The cached cuBLASLt objects of one key. `found` is false when the heuristic offered no algorithm;
+// `refused` when cublasLtMatmul rejected the one it offered (the key then always takes the unfused
+// path, without asking cuBLASLt again).
 struct GemmPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;  // cuBLASLt's A, B, C, D
   cublasLtMatmulAlgo_t algo{};
   bool found = false;
+  bool refused = false;
 
   GemmPlan() = default;
   GemmPlan(const GemmPlan&) = delete;
@@ -121,7 +144,7 @@ inline std::unordered_map<GemmKey, std::unique_ptr<GemmPlan>, GemmKeyHash>& gemm
 }
 
 // cuBLASLt's epilogue for a fused mpx epilogue, or nothing (false) where it has none that fits.
-inline bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noexcept {
+constexpr bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noexcept {
   switch (epilogue) {
     case Epilogue::Default: out = CUBLASLT_EPILOGUE_DEFAULT; return true;
     case Epilogue::Bias: out = CUBLASLT_EPILOGUE_BIAS; return true;
@@ -137,6 +160,12 @@ inline bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noexce
   }
   return false;
 }
+// The swap docs/cuda.md states: Linear's bias gradient (our BGradA) is cuBLASLt's BGRADB.
+static_assert([] {
+  cublasLtEpilogue_t a{}, b{};
+  return cublaslt_epilogue(Epilogue::BGradA, a) && a == CUBLASLT_EPILOGUE_BGRADB &&
+         cublaslt_epilogue(Epilogue::BGradB, b) && b == CUBLASLT_EPILOGUE_BGRADA;
+}());
 
 template <class T>
 void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value,
@@ -185,6 +214,20 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
                                               static_cast<std::uint64_t>(g.m), g.n));
   MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, key.d_type, static_cast<std::uint64_t>(g.n),
                                               static_cast<std::uint64_t>(g.m), g.n));
+  if (key.batch > 1) {
+    // Strided batch: every operand holds `batch` matrices one after another.
+    const auto set_batch = [&](cublasLtMatrixLayout_t layout, std::int64_t matrix_elements) {
+      const auto count = static_cast<std::int32_t>(key.batch);
+      MPX_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                        sizeof(count)));
+      MPX_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                        &matrix_elements, sizeof(matrix_elements)));
+    };
+    set_batch(plan->a, b_rows * b_cols);
+    set_batch(plan->b, a_rows * a_cols);
+    set_batch(plan->c, g.m * g.n);
+    set_batch(plan->d, g.m * g.n);
+  }
 
   cublasLtMatmulPreference_t preference = nullptr;
   MPX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
@@ -236,7 +279,24 @@ struct MatmulCall {
   void* aux = nullptr;
 };
 
-inline bool run_matmul(const MatmulCall& call, const GemmShape& g, CudaContext& context) {
+// What happened to one cuBLASLt call.
+enum class MatmulOutcome {
+  ran,           // queued
+  no_algorithm,  // the heuristic offered none (now or when the plan was made)
+  refused,       // cublasLtMatmul rejected the offered algorithm (now or before)
+};
+
+// Statuses with which cublasLtMatmul says "not this combination" rather than "something broke":
+// NOT_SUPPORTED (no kernel for it) and INVALID_VALUE (a parameter combination it rejects, such as a
+// bias-gradient type other than D's, which cublasLt.h documents as the only one).
+constexpr bool is_refusal(cublasStatus_t status) noexcept {
+  return status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE;
+}
+
+// Runs `call` with its cached plan. With `may_refuse` (a fused epilogue, which has an unfused
+// fallback) a refusal is remembered in the plan and reported; otherwise it throws like any failure.
+inline MatmulOutcome run_matmul(const MatmulCall& call, const GemmShape& g, CudaContext& context,
+                                bool may_refuse = false) {
   auto& plans = gemm_plans();
   auto it = plans.find(call.key);
   if (it == plans.end()) {
@@ -246,7 +306,8 @@ inline bool run_matmul(const MatmulCall& call, const GemmShape& g, CudaContext& 
              .first;
   }
   GemmPlan& plan = *it->second;
-  if (!plan.found) return false;
+  if (plan.refused) return MatmulOutcome::refused;
+  if (!plan.found) return MatmulOutcome::no_algorithm;
   if (call.bias != nullptr)
     set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias, "BIAS_POINTER");
   if (call.aux != nullptr) {
@@ -255,12 +316,81 @@ inline bool run_matmul(const MatmulCall& call, const GemmShape& g, CudaContext& 
   const cublasStatus_t status = cublasLtMatmul(
       context.cublaslt(), plan.desc, call.alpha, call.b, plan.a, call.a, plan.b, call.beta, call.c, plan.c,
       call.d, plan.d, &plan.algo, context.workspace(), context.workspace_bytes(), context.stream());
+  if (may_refuse && is_refusal(status)) {
+    plan.refused = true;
+    return MatmulOutcome::refused;
+  }
   if (status != CUBLAS_STATUS_SUCCESS) {
     throw cuda_error(mpx::detail::concat("cublasLtMatmul failed with ", cublasLtGetStatusName(status), " (",
                                          cublasLtGetStatusString(status), ") for M=", g.m, " N=", g.n,
                                          " K=", g.k, ", epilogue ", to_string(call.key.epilogue)));
   }
-  return true;
+  return MatmulOutcome::ran;
+}
+
+}  // namespace detail
+
+/// @brief How `mpx::cuda::gemm` calls on this thread ran, counted per call since the last
+/// `reset_gemm_path_counts()`: the tests and benchmarks assert the path they mean to measure.
+struct GemmPathCounts {
+  std::int64_t fused = 0;         ///< one cuBLASLt call with the epilogue fused (Default included)
+  std::int64_t unfused = 0;       ///< a plain cuBLASLt GEMM (or none, for K = 0) and mpx's epilogue kernel
+  std::int64_t no_algorithm = 0;  ///< of the unfused: the heuristic offered no fused algorithm
+  std::int64_t refused = 0;       ///< of the unfused: cublasLtMatmul refused the fused algorithm
+                                  ///< (now, or earlier for the same plan, which remembers it)
+
+  bool operator==(const GemmPathCounts&) const = default;
+};
+
+namespace detail {
+inline GemmPathCounts& gemm_path_counts_of_thread() noexcept {
+  thread_local GemmPathCounts counts;
+  return counts;
+}
+
+// The unfused path's fp32 (fp64) product: one buffer per thread and device that only grows. It
+// grows only outside CUDA graph capture (DeviceMemory refuses an allocation during capture), so
+// run an eager call of the largest shape before capturing; buffers it outgrew are kept until
+// `clear_gemm_cache()`, because a captured graph may still read them.
+class GemmScratch {
+ public:
+  // At least `bytes` bytes, 256-byte aligned.
+  void* get(std::size_t bytes) {
+    if (bytes > capacity_) {
+      const std::size_t grown = std::max(bytes, capacity_ * 2);
+      void* fresh = DeviceMemory<Cuda>::allocate(grown);
+      if (current_ != nullptr) retired_.push_back({current_, capacity_});
+      current_ = fresh;
+      capacity_ = grown;
+    }
+    return current_;
+  }
+  // Frees every buffer (ordered after the work queued on the stream).
+  void release() noexcept {
+    for (const Block& block : retired_) DeviceMemory<Cuda>::deallocate(block.pointer, block.bytes);
+    retired_.clear();
+    DeviceMemory<Cuda>::deallocate(current_, capacity_);
+    current_ = nullptr;
+    capacity_ = 0;
+  }
+  GemmScratch() = default;
+  GemmScratch(const GemmScratch&) = delete;
+  GemmScratch& operator=(const GemmScratch&) = delete;
+  ~GemmScratch() { release(); }
+
+ private:
+  struct Block {
+    void* pointer;
+    std::size_t bytes;
+  };
+  void* current_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::vector<Block> retired_;
+};
+
+inline std::unordered_map<int, GemmScratch>& gemm_scratches() {
+  thread_local std::unordered_map<int, GemmScratch> scratch;
+  return scratch;
 }
 
 // The unfused path's kernel launchers. They are CUDA code, which only nvcc can compile, while
@@ -305,9 +435,21 @@ Launch unfused_launcher(Launch launch, const char* where, Epilogue epilogue, con
 
 }  // namespace detail
 
-/// @brief Frees this thread's cached cuBLASLt descriptors, layouts and algorithms.
+/// @brief Frees this thread's cached cuBLASLt descriptors, layouts and algorithms, and the unfused
+/// path's scratch buffers (a CUDA graph captured with them must not be replayed afterwards).
 inline void clear_gemm_cache() noexcept {
   detail::gemm_plans().clear();
+  for (auto& [device, scratch] : detail::gemm_scratches()) scratch.release();
+}
+
+/// @brief How this thread's `gemm` calls ran since the last reset (see `GemmPathCounts`).
+[[nodiscard]] inline GemmPathCounts gemm_path_counts() noexcept {
+  return detail::gemm_path_counts_of_thread();
+}
+
+/// @brief Zeroes this thread's `gemm_path_counts()`.
+inline void reset_gemm_path_counts() noexcept {
+  detail::gemm_path_counts_of_thread() = {};
 }
 
 /// @brief Number of cached plans on this thread (each a distinct shape/type/epilogue/alignment).
@@ -337,6 +479,7 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   const GemmShape g = validate_gemm(where, a.shape(), b.shape(), d.shape(), config, operands);
   const Epilogue epilogue = config.epilogue;
   if (g.m == 0 || g.n == 0) return;
+  GemmPathCounts& counts = detail::gemm_path_counts_of_thread();
 
   const Acc alpha = static_cast<Acc>(config.alpha);
   const Acc beta = static_cast<Acc>(config.beta);
@@ -344,6 +487,8 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
 
   detail::MatmulCall call;
   call.key.device = context.device();
+  call.key.handle = reinterpret_cast<std::uintptr_t>(context.cublaslt());
+  call.key.workspace_bytes = context.workspace_bytes();
   call.key.m = g.m;
   call.key.n = g.n;
   call.key.k = g.k;
@@ -358,9 +503,10 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   call.key.align_b = detail::alignment_class(b.data());
   call.key.align_c = detail::alignment_class(c_pointer);
   call.key.align_d = detail::alignment_class(d.data());
-  call.a_rows = a.shape().rows();
+  call.key.batch = g.batch;
+  call.a_rows = a.shape().rows() / g.batch;  // per matrix of a batch
   call.a_cols = a.shape().cols();
-  call.b_rows = b.shape().rows();
+  call.b_rows = b.shape().rows() / g.batch;
   call.b_cols = b.shape().cols();
   call.c_type = call.key.d_type;
   call.a = a.data();
@@ -390,11 +536,17 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
       fused_call.aux = operands.aux->data();
       fused_call.key.align_aux = detail::alignment_class(fused_call.aux);
     }
-    if (detail::run_matmul(fused_call, g, context)) return;
-  }
-  if (epilogue == Epilogue::Default && g.k > 0) {
-    throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n,
-                                         " K=", g.k, " (A ", a.shape(), ", B ", b.shape(), ")"));
+    const detail::MatmulOutcome outcome =
+        detail::run_matmul(fused_call, g, context, /*may_refuse=*/epilogue != Epilogue::Default);
+    if (outcome == detail::MatmulOutcome::ran) {
+      ++counts.fused;
+      return;
+    }
+    if (epilogue == Epilogue::Default) {
+      throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n,
+                                           " K=", g.k, " (A ", a.shape(), ", B ", b.shape(), ")"));
+    }
+    ++(outcome == detail::MatmulOutcome::refused ? counts.refused : counts.no_algorithm);
   }
 
   // The unfused path: look its kernels up first, so that a program without them fails before work.
@@ -413,17 +565,17 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
           : nullptr;
   const Acc zero = 0;
   const cudaStream_t stream = context.stream();
+  ++counts.unfused;
   if (!elementwise) {
     // D = alpha op(A) op(B) + beta C without epilogue, then the operand's bias gradient.
     if (g.k > 0) {
-      if (!detail::run_matmul(call, g, context)) {
+      if (detail::run_matmul(call, g, context) != detail::MatmulOutcome::ran) {
         throw cuda_error(
             mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n, " K=", g.k));
       }
-    } else {
-      auto t = Tensor<Acc, Cuda>(Shape{g.m, g.n});
-      apply_epilogue(t.data(), static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
-                     nullptr, nullptr, nullptr, Epilogue::Default, g.m, g.n, stream);
+    } else {  // a null product is zero: D = beta C, over every matrix of a batch
+      apply_epilogue(nullptr, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
+                     nullptr, nullptr, nullptr, Epilogue::Default, g.batch * g.m, g.n, stream);
     }
     if (operand_bias_grad) {
       const bool a_side = epilogue == Epilogue::BGradA;
@@ -444,27 +596,28 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
     }
     return;
   }
-  // t = alpha op(A) op(B) in Acc, then epilogue(t + beta C) rounded into D.
-  auto t = Tensor<Acc, Cuda>::uninitialized(Shape{g.m, g.n});
+  // t = alpha op(A) op(B) in Acc (in the thread's scratch buffer; null for K = 0, a zero product),
+  // then epilogue(t + beta C) rounded into D.
+  Acc* t = nullptr;
   if (g.k > 0) {
+    t = static_cast<Acc*>(
+        detail::gemm_scratches()[context.device()].get(static_cast<std::size_t>(g.m * g.n) * sizeof(Acc)));
     detail::MatmulCall plain = call;
     plain.key.d_type = cuda_traits<tag_of_t<Acc>>::data_type;
     plain.key.separate_c = false;
     plain.key.beta_zero = true;
-    plain.key.align_c = detail::alignment_class(t.data());
+    plain.key.align_c = detail::alignment_class(t);
     plain.key.align_d = plain.key.align_c;
     plain.c_type = plain.key.d_type;
-    plain.c = t.data();
-    plain.d = t.data();
+    plain.c = t;
+    plain.d = t;
     plain.beta = &zero;
-    if (!detail::run_matmul(plain, g, context)) {
+    if (detail::run_matmul(plain, g, context) != detail::MatmulOutcome::ran) {
       throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for the unfused M=", g.m,
                                            " N=", g.n, " K=", g.k, " product"));
     }
-  } else {
-    t.set_zero();
   }
-  apply_epilogue(t.data(), static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
+  apply_epilogue(t, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
                  operands.bias != nullptr ? reinterpret_cast<const DT*>(operands.bias->data()) : nullptr,
                  operands.aux != nullptr ? reinterpret_cast<DT*>(operands.aux->data()) : nullptr,
                  writes_bias_grad(epilogue) ? operands.bias_grad->data() : nullptr, epilogue, g.m, g.n,

@@ -66,74 +66,115 @@ __device__ inline float round_tf32_device(float x) {
   return __uint_as_float(bits);
 }
 
-// D = epilogue(t + beta * C) for an M x N row-major product t in Acc. Each thread owns one column
-// and walks rows [row_begin, row_end); with a column bias gradient the grid has one row block, so
-// each column's sum runs in row order.
+// Threads of the unfused kernels: 32 columns (one warp, so each row's loads are coalesced) by 8
+// row lanes. A column's bias gradient is reduced over the 8 lanes in shared memory in a fixed order,
+// so the result depends on the shape only.
+inline constexpr int epilogue_columns = 32;
+inline constexpr int epilogue_row_lanes = 8;
+
+// D = epilogue(t + beta * C) for an M x N row-major product t in Acc (null: a zero product, K = 0).
+// Block (x, y) owns 32 columns and rows [y * rows_per_block, ...); its row lanes take every 8th row.
+// With a column bias gradient the grid has one row block, so each column's sum covers every row:
+// each lane sums its rows in order, then lane sums are added in lane order.
 template <class Acc, class DT>
-__global__ void apply_epilogue_kernel(const Acc* t, const DT* c, Acc beta, DT* d, const DT* bias, DT* aux,
-                                      Acc* bias_grad, Epilogue epilogue, std::int64_t m, std::int64_t n,
-                                      std::int64_t rows_per_block) {
-  const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (col >= n) return;
+__global__ void __launch_bounds__(epilogue_columns* epilogue_row_lanes)
+    apply_epilogue_kernel(const Acc* __restrict__ t, const DT* c, Acc beta, DT* d,
+                          const DT* __restrict__ bias, DT* aux, Acc* __restrict__ bias_grad,
+                          Epilogue epilogue, std::int64_t m, std::int64_t n, std::int64_t rows_per_block) {
+  __shared__ Acc lane_sums[epilogue_row_lanes][epilogue_columns];
+  const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * epilogue_columns + threadIdx.x;
   const std::int64_t row_begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_block;
   const std::int64_t row_end = row_begin + rows_per_block < m ? row_begin + rows_per_block : m;
   Acc column_sum = 0;
-  for (std::int64_t row = row_begin; row < row_end; ++row) {
-    const std::int64_t index = row * n + col;
-    Acc value = t[index];
-    if (beta != Acc(0)) value += beta * load_as<Acc>(c + index);
-    switch (epilogue) {
-      case Epilogue::Bias: value += load_as<Acc>(bias + col); break;
-      case Epilogue::ReluBias: value = relu(value + load_as<Acc>(bias + col)); break;
-      case Epilogue::GeluBias: value = gelu_tanh(value + load_as<Acc>(bias + col)); break;
-      case Epilogue::GeluAuxBias: {
-        const Acc pre = value + load_as<Acc>(bias + col);
-        store_from(aux + index, pre);
-        value = gelu_tanh(pre);
-        break;
+  if (col < n) {
+    const Acc column_bias = reads_bias(epilogue) ? load_as<Acc>(bias + col) : Acc(0);
+    for (std::int64_t row = row_begin + threadIdx.y; row < row_end; row += epilogue_row_lanes) {
+      const std::int64_t index = row * n + col;
+      Acc value = t != nullptr ? t[index] : Acc(0);
+      if (beta != Acc(0)) value += beta * load_as<Acc>(c + index);
+      switch (epilogue) {
+        case Epilogue::Bias: value += column_bias; break;
+        case Epilogue::ReluBias: value = relu(value + column_bias); break;
+        case Epilogue::GeluBias: value = gelu_tanh(value + column_bias); break;
+        case Epilogue::GeluAuxBias: {
+          const Acc pre = value + column_bias;
+          store_from(aux + index, pre);
+          value = gelu_tanh(pre);
+          break;
+        }
+        case Epilogue::DRelu:
+        case Epilogue::DReluBGrad: value *= relu_derivative(load_as<Acc>(aux + index)); break;
+        case Epilogue::DGelu:
+        case Epilogue::DGeluBGrad: value *= gelu_tanh_derivative(load_as<Acc>(aux + index)); break;
+        default: break;
       }
-      case Epilogue::DRelu:
-      case Epilogue::DReluBGrad: value *= relu_derivative(load_as<Acc>(aux + index)); break;
-      case Epilogue::DGelu:
-      case Epilogue::DGeluBGrad: value *= gelu_tanh_derivative(load_as<Acc>(aux + index)); break;
-      default: break;
+      column_sum += value;
+      store_from(d + index, value);
     }
-    column_sum += value;
-    store_from(d + index, value);
   }
-  if (bias_grad != nullptr) bias_grad[col] = column_sum;
+  if (bias_grad == nullptr) return;  // uniform over the grid: no thread skips the barrier alone
+  lane_sums[threadIdx.y][threadIdx.x] = column_sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < n) {
+    Acc sum = lane_sums[0][threadIdx.x];
+    for (int lane = 1; lane < epilogue_row_lanes; ++lane) sum += lane_sums[lane][threadIdx.x];
+    bias_grad[col] = sum;
+  }
 }
 
-// out[i] = sum_j x[i * stride_i + j * stride_j] in Acc, for i < count_i, j < count_j.
+// out[i] = sum_j x[i * stride_i + j * stride_j] in Acc, for i < count_i, j < count_j, in a fixed
+// order whatever the strides. Rows (stride_j == 1): one warp per i, lanes taking every 32nd j, then
+// a shuffle tree. Columns (otherwise): the apply_epilogue_kernel layout, 32 consecutive i per block
+// (coalesced when stride_i == 1) and 8 lanes over j, added in lane order.
 template <class Acc, class ST, bool Tf32>
-__global__ void reduce_operand_kernel(const ST* x, Acc* out, std::int64_t count_i, std::int64_t count_j,
-                                      std::int64_t stride_i, std::int64_t stride_j) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count_i) return;
-  Acc sum = 0;
-  for (std::int64_t j = 0; j < count_j; ++j) {
+__global__ void __launch_bounds__(epilogue_columns* epilogue_row_lanes)
+    reduce_operand_kernel(const ST* __restrict__ x, Acc* __restrict__ out, std::int64_t count_i,
+                          std::int64_t count_j, std::int64_t stride_i, std::int64_t stride_j) {
+  const auto load = [&](std::int64_t i, std::int64_t j) {
     Acc value = load_as<Acc>(x + i * stride_i + j * stride_j);
     if constexpr (Tf32) value = round_tf32_device(value);
-    sum += value;
+    return value;
+  };
+  if (stride_j == 1) {
+    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * epilogue_row_lanes + threadIdx.y;
+    if (i >= count_i) return;  // a whole warp leaves together
+    Acc sum = 0;
+    for (std::int64_t j = threadIdx.x; j < count_j; j += epilogue_columns) sum += load(i, j);
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (threadIdx.x == 0) out[i] = sum;
+    return;
   }
-  out[i] = sum;
+  __shared__ Acc lane_sums[epilogue_row_lanes][epilogue_columns];
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * epilogue_columns + threadIdx.x;
+  Acc sum = 0;
+  if (i < count_i) {
+    for (std::int64_t j = threadIdx.y; j < count_j; j += epilogue_row_lanes) sum += load(i, j);
+  }
+  lane_sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && i < count_i) {
+    Acc total = lane_sums[0][threadIdx.x];
+    for (int lane = 1; lane < epilogue_row_lanes; ++lane) total += lane_sums[lane][threadIdx.x];
+    out[i] = total;
+  }
 }
 
-/// Launches `apply_epilogue_kernel` on `stream`; `c` is C or D's previous contents (read when beta != 0).
+/// Launches `apply_epilogue_kernel` on `stream`; `c` is C or D's previous contents (read when beta != 0),
+/// `t` the product (null for a zero product).
 template <class Acc, class DT>
 void launch_apply_epilogue(const Acc* t, const DT* c, Acc beta, DT* d, const DT* bias, DT* aux,
                            Acc* bias_grad, Epilogue epilogue, std::int64_t m, std::int64_t n,
                            cudaStream_t stream) {
   if (m == 0 || n == 0) return;
-  constexpr int threads = 256;
   // grid.y is at most 65535: very tall problems give each block more rows.
   constexpr std::int64_t max_grid_y = 65535;
   const std::int64_t rows_per_block =
       bias_grad != nullptr ? m : std::max<std::int64_t>(64, (m + max_grid_y - 1) / max_grid_y);
-  const dim3 grid(static_cast<unsigned>((n + threads - 1) / threads),
+  const dim3 grid(static_cast<unsigned>((n + epilogue_columns - 1) / epilogue_columns),
                   static_cast<unsigned>((m + rows_per_block - 1) / rows_per_block));
-  apply_epilogue_kernel<<<grid, threads, 0, stream>>>(t, c, beta, d, bias, aux, bias_grad, epilogue, m, n,
-                                                      rows_per_block);
+  const dim3 block(epilogue_columns, epilogue_row_lanes);
+  apply_epilogue_kernel<<<grid, block, 0, stream>>>(t, c, beta, d, bias, aux, bias_grad, epilogue, m, n,
+                                                    rows_per_block);
   MPX_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -142,10 +183,11 @@ template <class Acc, class ST, bool Tf32>
 void launch_reduce_operand(const ST* x, Acc* out, std::int64_t count_i, std::int64_t count_j,
                            std::int64_t stride_i, std::int64_t stride_j, cudaStream_t stream) {
   if (count_i == 0) return;
-  constexpr int threads = 256;
-  const auto blocks = static_cast<unsigned>((count_i + threads - 1) / threads);
+  const std::int64_t per_block = stride_j == 1 ? epilogue_row_lanes : epilogue_columns;
+  const auto blocks = static_cast<unsigned>((count_i + per_block - 1) / per_block);
+  const dim3 block(epilogue_columns, epilogue_row_lanes);
   reduce_operand_kernel<Acc, ST, Tf32>
-      <<<blocks, threads, 0, stream>>>(x, out, count_i, count_j, stride_i, stride_j);
+      <<<blocks, block, 0, stream>>>(x, out, count_i, count_j, stride_i, stride_j);
   MPX_CUDA_CHECK(cudaGetLastError());
 }
 

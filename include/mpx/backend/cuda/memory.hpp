@@ -74,8 +74,8 @@ struct DeviceMemory<Cuda> {
     memory_stats<Cuda>().on_free(static_cast<std::int64_t>(bytes));
   }
 
-  /// @brief Sets `bytes` bytes to zero (asynchronously). A CUDA failure here throws, which ends the
-  /// program when reached through a `noexcept` caller such as `Tensor::set_zero`.
+  /// @brief Sets `bytes` bytes to zero (asynchronously); throws `mpx::cuda_error` when CUDA fails
+  /// (after a device fault, say), so no caller of it may be `noexcept`.
   static void zero(void* pointer, std::size_t bytes) {
     if (bytes != 0) MPX_CUDA_CHECK(cudaMemsetAsync(pointer, 0, bytes, cuda_context().stream()));
   }

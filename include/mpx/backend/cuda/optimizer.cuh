@@ -38,9 +38,9 @@ namespace detail {
 // control.skip, and lr, first_step, the update number and the clipping come from the control: the
 // one in device memory (a training step's), or `host` when that is null.
 template <class M, class C, class G, class Rounding>
-__global__ void sgd_update_kernel(M* master, C* compute, const G* grad, G* momentum_buffer,
-                                  std::int64_t count, SgdSettings settings, Rounding rounding,
-                                  UpdateControl host, const UpdateControl* device) {
+__global__ void sgd_update_kernel(M* __restrict__ master, C* __restrict__ compute, const G* __restrict__ grad,
+                                  G* __restrict__ momentum_buffer, std::int64_t count, SgdSettings settings,
+                                  Rounding rounding, UpdateControl host, const UpdateControl* device) {
   const UpdateControl control = device != nullptr ? *device : host;
   if (control.skip != 0) return;
   const SgdCoefficients<G> coefficients =
@@ -60,9 +60,10 @@ __global__ void sgd_update_kernel(M* master, C* compute, const G* grad, G* momen
 // As sgd_update_kernel. The coefficients need two powers in double-double (tens of dependent
 // operations), so thread 0 of each block derives them once into shared memory.
 template <class M, class C, class G, class Rounding>
-__global__ void adamw_update_kernel(M* master, C* compute, const G* grad, G* exp_avg, G* exp_avg_sq,
-                                    std::int64_t count, AdamWSettings settings, Rounding rounding,
-                                    UpdateControl host, const UpdateControl* device) {
+__global__ void adamw_update_kernel(M* __restrict__ master, C* __restrict__ compute,
+                                    const G* __restrict__ grad, G* __restrict__ exp_avg,
+                                    G* __restrict__ exp_avg_sq, std::int64_t count, AdamWSettings settings,
+                                    Rounding rounding, UpdateControl host, const UpdateControl* device) {
   __shared__ AdamWCoefficients<G> shared;
   const UpdateControl control = device != nullptr ? *device : host;
   if (control.skip != 0) return;  // the same value in every thread: no thread reaches the barrier
@@ -116,7 +117,8 @@ void launch_sgd(Tensor<M, Cuda>& master, Tensor<C, Cuda>* compute, const Tensor<
                 const UpdateControl& host, const UpdateControl* device) {
   const std::int64_t count = master.numel();
   if (count == 0) return;
-  sgd_update_kernel<<<elementwise_blocks(count), elementwise_threads, 0, stream()>>>(
+  constexpr auto kernel = &sgd_update_kernel<M, C, G, Rounding>;
+  kernel<<<occupancy_blocks<kernel>(count), elementwise_threads, 0, stream()>>>(
       master.data(), compute != nullptr ? compute->data() : nullptr, grad.data(),
       momentum_buffer != nullptr && s.momentum != 0.0 ? momentum_buffer->data() : nullptr, count, s, rounding,
       host, device);
@@ -129,7 +131,8 @@ void launch_adamw(Tensor<M, Cuda>& master, Tensor<C, Cuda>* compute, const Tenso
                   const Rounding& rounding, const UpdateControl& host, const UpdateControl* device) {
   const std::int64_t count = master.numel();
   if (count == 0) return;
-  adamw_update_kernel<<<elementwise_blocks(count), elementwise_threads, 0, stream()>>>(
+  constexpr auto kernel = &adamw_update_kernel<M, C, G, Rounding>;
+  kernel<<<occupancy_blocks<kernel>(count), elementwise_threads, 0, stream()>>>(
       master.data(), compute != nullptr ? compute->data() : nullptr, grad.data(), exp_avg.data(),
       exp_avg_sq.data(), count, s, rounding, host, device);
   MPX_CUDA_CHECK_LAUNCH("mpx::cuda::adamw_update_kernel");

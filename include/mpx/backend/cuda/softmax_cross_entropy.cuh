@@ -304,6 +304,20 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::i
   softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum, ignore_index);
 }
 
+/// @brief The training step's softmax cross-entropy with the labels as a device tensor (what
+/// `nn::SoftmaxCrossEntropy` passes): their type says where they live, so no pointer query runs per
+/// step. Otherwise as the pointer overload; throws `mpx::shape_error` for a label count that is not
+/// the batch.
+template <Element T, class Seed>
+void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const Tensor<std::int32_t, Cuda>& labels,
+                           float smoothing, Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum,
+                           std::int32_t ignore_index = default_ignore_index) {
+  constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
+  detail::check_softmax_cross_entropy(where, logits, labels.numel(), smoothing, dlogits);
+  softmax_cross_entropy(logits, labels.data(), smoothing, seed, dlogits, row_losses, loss_sum, ignore_index);
+}
+
 /// @brief Adds to `*correct` (device memory) the number of rows whose predicted class (as `argmax`
 /// picks it: the first largest logit, or the first NaN) is the label; `labels` is device memory. No
 /// synchronisation.

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/numeric/random.hpp"
@@ -169,6 +170,18 @@ void fill_uniform(Tensor<T, Cuda>& tensor, double low, double high, std::uint64_
   detail::fill_uniform_kernel<<<detail::elementwise_blocks(count), detail::elementwise_threads, 0,
                                 detail::stream()>>>(tensor.data(), count, low, high, seed, stream);
   MPX_CUDA_CHECK_LAUNCH("fill_uniform_kernel");
+}
+
+/// @brief Fills with values normal with the given mean and standard deviation, bit for bit what
+/// Backend<Host>::fill_normal writes: element i is `round_to(normal_at(mean, stddev, seed, stream,
+/// i))`. The values are drawn on the host and copied: the Box-Muller transform's log and cos differ
+/// from glibc's in the last bit on the device, and initialisation is not on the training step's path.
+template <FloatingElement T>
+void fill_normal(Tensor<T, Cuda>& tensor, double mean, double stddev, std::uint64_t seed,
+                 std::uint64_t stream) {
+  auto host = Tensor<T, Host>::uninitialized(tensor.shape());
+  Backend<Host>::fill_normal(host, mean, stddev, seed, stream);
+  copy(tensor, host);  // pageable host memory: staged before the call returns, so `host` may go
 }
 
 /// @brief Stores 1 into `*flag` (device memory) if any element of `x` is inf or NaN; leaves it as it

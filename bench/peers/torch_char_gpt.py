@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mpx authors
+"""The char-GPT of mpx/experiment/char_gpt.hpp in PyTorch, module for module, so that
+`model.load_state_dict` takes mpx's parameter names as they are (`layers.3.layers.0.block.layers.1.
+qkv.weight`): nn.ModuleList names its children "0", "1", ... as mpx's Sequential names its layers.
+
+Layer by layer: token embedding, learned positions, dropout, `blocks` pre-LN decoder blocks (each a
+Sequential of two residual branches: LayerNorm -> causal self-attention -> dropout, and LayerNorm ->
+Linear(4C) + GELU(tanh) -> Linear(C) -> dropout), final LayerNorm, linear head. Attention splits the
+fused qkv projection into three C-wide groups and each group into heads of C/H features, as
+nanoGPT does; the scores are scaled by 1/sqrt(d) and causally masked.
+
+Used by tests/interop/char_gpt_parity.py (the per-step losses of 50 AdamW steps in fp32 against
+mpx's) and as the PyTorch peer of the char-GPT CPU benchmark."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class Sequential(nn.Module):
+    """mpx::nn::Sequential: layers applied in order, named layers.<i>."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Residual(nn.Module):
+    """mpx::nn::Residual: x + block(x), the block named `block`."""
+
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        return x + self.block(x)
+
+
+class PositionalEmbedding(nn.Module):
+    """mpx::nn::PositionalEmbedding: x + weight[:T]."""
+
+    def __init__(self, max_positions, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(max_positions, dim))
+
+    def forward(self, x):
+        return x + self.weight[: x.shape[1]]
+
+
+class CausalSelfAttention(nn.Module):
+    """mpx::nn::CausalSelfAttention: fused qkv, heads, softmax(q k^T / sqrt(d) + causal mask) v, proj."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        batch, sequence, width = x.shape
+        d = width // self.heads
+        q, k, v = self.qkv(x).split(width, dim=2)
+        q, k, v = (t.view(batch, sequence, self.heads, d).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+        mask = torch.ones(sequence, sequence, dtype=torch.bool, device=x.device).tril()
+        # Scores and softmax in fp32, as autocast runs softmax.
+        weights = torch.softmax(scores.float().masked_fill(~mask, float("-inf")), dim=-1).to(v.dtype)
+        y = (weights @ v).transpose(1, 2).contiguous().view(batch, sequence, width)
+        return self.proj(y)
+
+
+class LinearGELU(nn.Linear):
+    """mpx::nn::Linear with GELU (tanh form) fused into its epilogue."""
+
+    def forward(self, x):
+        return nn.functional.gelu(super().forward(x), approximate="tanh")
+
+
+def char_gpt(vocabulary, context, width, heads, blocks, dropout=0.0):
+    """The model of mpx::experiment::char_gpt, parameters named as mpx names them."""
+
+    def block():
+        attention = Residual(Sequential(nn.LayerNorm(width), CausalSelfAttention(width, heads), nn.Dropout(dropout)))
+        mlp = Residual(
+            Sequential(nn.LayerNorm(width), LinearGELU(width, 4 * width), nn.Linear(4 * width, width), nn.Dropout(dropout)))
+        return Sequential(attention, mlp)
+
+    model = Sequential(nn.Embedding(vocabulary, width), PositionalEmbedding(context, width), nn.Dropout(dropout),
+                       *[block() for _ in range(blocks)], nn.LayerNorm(width), nn.Linear(width, vocabulary))
+    return model
+
+
+def load_mpx_weights(model, tensors):
+    """Copies mpx's tensors (name -> tensor) into the model; every parameter must be present."""
+    by_mpx_name = dict(model.named_parameters())
+    missing = sorted(set(by_mpx_name) - set(tensors))
+    unexpected = sorted(set(tensors) - set(by_mpx_name))
+    if missing or unexpected:
+        raise ValueError(f"parameter names differ: missing {missing}, unexpected {unexpected}")
+    with torch.no_grad():
+        for name, parameter in by_mpx_name.items():
+            if tuple(parameter.shape) != tuple(tensors[name].shape):
+                raise ValueError(f"{name}: mpx has {tuple(tensors[name].shape)}, torch {tuple(parameter.shape)}")
+            parameter.copy_(tensors[name])
+
+
+def bench(argv):
+    """Median ms per training step (forward, cross-entropy, backward, AdamW) of the char-GPT on the
+    CPU in eager fp32 and under torch.autocast("cpu", bf16 / fp16), on random token ids; prints one
+    JSON object. The fp16 step scales its loss with a GradScaler, as an fp16 PyTorch user would."""
+    import argparse  # noqa: PLC0415
+    import json  # noqa: PLC0415
+    import statistics  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog="torch_char_gpt.py bench")
+    for name, default in (("batch", 16), ("context", 64), ("width", 128), ("heads", 4), ("blocks", 4),
+                          ("vocabulary", 96), ("steps", 10), ("threads", 0)):
+        parser.add_argument(f"--{name}", type=int, default=default)
+    args = parser.parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    generator = torch.Generator().manual_seed(11)
+    inputs = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
+    targets = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
+    results = {"torch": torch.__version__, "threads": torch.get_num_threads(), "step_ms": {}}
+    for precision, dtype in (("fp32", None), ("bf16_mixed", torch.bfloat16), ("fp16_mixed", torch.float16)):
+        torch.manual_seed(5)
+        model = char_gpt(args.vocabulary, args.context, args.width, args.heads, args.blocks)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+                logits = model(inputs)
+                loss = nn.functional.cross_entropy(logits.float().view(-1, args.vocabulary), targets.view(-1))
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+
+        for _ in range(2):
+            step()
+        samples = []
+        for _ in range(args.steps):
+            start = time.perf_counter()
+            step()
+            samples.append(1e3 * (time.perf_counter() - start))
+        results["step_ms"][precision] = statistics.median(samples)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    import sys  # noqa: PLC0415
+
+    if len(sys.argv) < 2 or sys.argv[1] != "bench":
+        sys.exit("usage: torch_char_gpt.py bench [--batch N --context N --width N --heads N --blocks N "
+                 "--vocabulary N --steps N --threads N]")
+    bench(sys.argv[2:])

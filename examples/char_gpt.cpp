@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// Trains a character-level GPT (4 pre-LN decoder blocks) on the text of Debian's `fortunes` package
+// in fp32, bf16_mixed, fp16_mixed (dynamic loss scaling) and bf16_pure (bf16 weights, stochastic
+// rounding), then compares them: validation loss and bits per character, tokens/s, activation
+// memory per token, skipped steps; and prints text each model writes. `--checkpoint` saves each run
+// and `--resume` continues it. The device is a template parameter, as in fashion_mnist.cpp; where
+// CMake finds CUDA this file is compiled a second time by nvcc for `train_all<mpx::Cuda>` alone.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/tuple.hpp>
+#include <boost/hana/type.hpp>
+
+#include <mpx/experiment/char_gpt.hpp>
+#include <mpx/experiment/progress.hpp>
+#include <mpx/mpx.hpp>
+#if MPX_CUDA_COMPILER
+#include <mpx/cuda.hpp>  // the CUDA backend, for train_all<mpx::Cuda>
+#elif MPX_HAS_CUDA
+#include <mpx/backend/cuda/context.hpp>  // mpx::cuda_device_count, for --device
+#endif
+
+// External linkage: the nvcc translation unit defines train_all<mpx::Cuda> for this one's main.
+namespace char_gpt {
+
+struct Settings {
+  std::string precision = "all";
+  std::int64_t steps = 400;
+  std::int64_t batch = 16;
+  std::int64_t context = 64;
+  std::int64_t width = 128;
+  std::int64_t heads = 4;
+  double lr = 2e-3;
+  double dropout = 0.0;
+  std::uint64_t seed = 1;
+  std::int64_t eval_windows = 64;  // validation windows of `context` characters
+  std::int64_t sample = 240;       // characters to generate after training
+  double temperature = 0.8;
+  std::string device = "auto";
+  std::string corpus;      // empty: the fortunes package
+  std::string checkpoint;  // empty: none; otherwise a prefix, one file per precision
+  bool resume = false;
+};
+
+struct Summary {
+  std::string precision;
+  double validation_loss = 0, tokens_per_second = 0, activation_bytes_per_token = 0;
+  std::int64_t skipped = 0;
+  float loss_scale = 1;
+  std::string sample;
+};
+
+// Mean loss per scored character over the first `eval_windows` validation windows (the same windows
+// in every run), in evaluation mode.
+template <class Model, class Loss>
+double validation_loss(Model& model, Loss& loss, const mpx::data::TextCorpus& corpus, const Settings& s) {
+  using Device = typename Model::device_type;
+  const mpx::nn::EvaluationMode evaluating(model);
+  mpx::data::SequentialTextWindows windows(corpus.validation_tokens(), {.batch_size = s.batch, .context = s.context});
+  mpx::Tensor<std::int32_t, mpx::Host> x, y;
+  mpx::Tensor<std::int32_t, Device> x_device, y_device;
+  double sum = 0;
+  std::int64_t rows = 0;
+  while (rows < s.eval_windows && windows.next(x, y)) {
+    const auto& logits = model.forward(mpx::to<Device>(x, x_device));
+    sum += static_cast<double>(loss.forward(logits, mpx::to<Device>(y, y_device))) * double(x.shape()[0]);
+    rows += x.shape()[0];
+  }
+  model.forget_inputs();
+  return sum / static_cast<double>(rows);
+}
+
+template <class P, class Device>
+Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
+  // [model]
+  using L = mpx::nn::layers<P, Device>;
+  const mpx::experiment::GptShape shape{.vocabulary = corpus.vocabulary_size(),
+                                        .context = s.context,
+                                        .width = s.width,
+                                        .heads = s.heads,
+                                        .dropout = s.dropout};
+  auto model = mpx::experiment::char_gpt<P, Device>(shape);
+  model.initialize(s.seed);
+  auto loss = L::softmax_cross_entropy();
+  mpx::optim::AdamW optimizer(model, {.lr = s.lr, .beta2 = 0.99, .weight_decay = 0.1});
+  mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = 1.0});
+  // [model]
+  mpx::data::TextWindows windows(corpus.train_tokens(),
+                                 {.batch_size = s.batch, .context = s.context, .seed = s.seed + 1});  // data's own seed
+
+  const std::string checkpoint = s.checkpoint.empty() ? "" : s.checkpoint + "." + std::string(P::name) + ".safetensors";
+  if (s.resume && !checkpoint.empty() && std::filesystem::exists(checkpoint)) {
+    const auto loaded = mpx::io::load_checkpoint(checkpoint, trainer);
+    mpx::io::restore_text_windows(windows, loaded.metadata);
+    std::printf("%s: resumed from %s at step %lld\n", P::name.data(), checkpoint.c_str(),
+                static_cast<long long>(trainer.steps()));
+  }
+
+  Summary summary{std::string(P::name)};
+  mpx::Tensor<std::int32_t, mpx::Host> x, y;
+  mpx::Tensor<std::int32_t, Device> x_device, y_device;
+  mpx::experiment::ProgressBar bar(std::string(P::name));
+  const auto start = std::chrono::steady_clock::now();
+  const std::int64_t first_step = trainer.steps();
+  for (std::int64_t step = first_step; step < s.steps; ++step) {
+    // Linear warm-up over 5% of the steps, then cosine decay to a tenth.
+    const double warm = std::min(1.0, double(step + 1) / std::max(1.0, 0.05 * double(s.steps)));
+    const double cosine = 0.55 + 0.45 * std::cos(std::numbers::pi * double(step) / double(s.steps));
+    optimizer.set_lr(s.lr * warm * cosine);
+    windows.next(x, y);
+    const mpx::StepResult r = trainer.step(mpx::to<Device>(x, x_device), mpx::to<Device>(y, y_device));
+    if (!r.stepped) ++summary.skipped;
+    char status[96];
+    std::snprintf(status, sizeof status, "loss %.3f  scale %g", r.loss, double(r.loss_scale));
+    bar.update(step + 1, s.steps, status);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::int64_t steps_run = s.steps - first_step;
+  summary.tokens_per_second = steps_run > 0 ? double(steps_run * s.batch * s.context) / seconds : 0.0;
+  summary.validation_loss = validation_loss(model, loss, corpus, s);
+  summary.activation_bytes_per_token =
+      double(trainer.first_step_memory().activations) / double(s.batch * s.context);
+  summary.loss_scale = trainer.scaler().scale();
+  char status[160];
+  std::snprintf(status, sizeof status, "validation loss %.3f (%.3f bits/char)  %.0f tokens/s",
+                summary.validation_loss, summary.validation_loss / std::numbers::ln2, summary.tokens_per_second);
+  bar.finish(s.steps, status);
+
+  if (!checkpoint.empty()) {
+    mpx::io::save_checkpoint(checkpoint, trainer, mpx::io::text_windows_state(windows));
+  }
+  // [sample]
+  const std::vector<std::int32_t> text =
+      mpx::experiment::sample(model, corpus.encode("The "), s.sample, s.context, s.temperature, s.seed);
+  summary.sample = corpus.decode(text);
+  // [sample]
+  return summary;
+}
+
+template <class Device>
+void train_all(const Settings& settings, const mpx::data::TextCorpus& corpus) {
+  std::vector<Summary> summaries;
+  const std::map<std::string, std::string> short_names{
+      {"fp32", "fp32"}, {"bf16_mixed", "bf16"}, {"fp16_mixed", "fp16"}, {"bf16_pure", "bf16_pure"}};
+  boost::hana::for_each(
+      boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed, mpx::bf16_pure>, [&](auto type) {
+        using P = typename decltype(type)::type;
+        if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name))) {
+          summaries.push_back(train<P, Device>(settings, corpus));
+        }
+      });
+  std::printf("\n%-11s %10s %9s %10s %11s %13s %8s %11s\n", "precision", "val loss", "bits/chr", "vs fp32",
+              "tokens/s", "act/token", "skipped", "loss scale");
+  for (const Summary& s : summaries) {
+    const double relative = 100 * (s.validation_loss / summaries.front().validation_loss - 1);
+    std::printf("%-11s %10.4f %9.4f %+9.2f%% %11.0f %11.0f B %8lld %11g\n", s.precision.c_str(),
+                s.validation_loss, s.validation_loss / std::numbers::ln2, relative, s.tokens_per_second,
+                s.activation_bytes_per_token, static_cast<long long>(s.skipped), double(s.loss_scale));
+  }
+  for (const Summary& s : summaries) std::printf("\n--- %s writes:\n%s\n", s.precision.c_str(), s.sample.c_str());
+}
+
+}  // namespace char_gpt
+
+#if MPX_CUDA_COMPILER
+// The GPU half of the program: the one instantiation the C++ translation unit leaves to nvcc.
+template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const mpx::data::TextCorpus&);
+#else
+#if MPX_HAS_CUDA
+extern template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const mpx::data::TextCorpus&);
+#endif  // MPX_HAS_CUDA
+
+namespace {
+
+using char_gpt::Settings;
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr,
+               "char_gpt: %s\nusage: char_gpt [--precision fp32|bf16|fp16|bf16_pure|all] [--steps N] [--batch N] "
+               "[--context N] [--width N] [--heads N] [--lr X] [--dropout X] [--seed N] [--eval-windows N] "
+               "[--sample N] [--temperature X] [--device cpu|cuda|auto] [--corpus PATH] [--checkpoint PREFIX] "
+               "[--resume]\n",
+               message.c_str());
+  std::exit(2);
+}
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string option = argv[i];
+    if (option == "--resume") {
+      s.resume = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage_error("option " + option + " needs a value");
+    const std::string value = argv[++i];
+    const auto number = [&](double low, double high) {
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(v >= low && v <= high)) {
+        usage_error(option + " " + value + ": expected a number in [" + std::to_string(low) + ", " +
+                    std::to_string(high) + "]");
+      }
+      return v;
+    };
+    if (option == "--precision")
+      s.precision = value;
+    else if (option == "--steps")
+      s.steps = std::int64_t(number(1, 1e7));
+    else if (option == "--batch")
+      s.batch = std::int64_t(number(1, 4096));
+    else if (option == "--context")
+      s.context = std::int64_t(number(1, 4096));
+    else if (option == "--width")
+      s.width = std::int64_t(number(1, 8192));
+    else if (option == "--heads")
+      s.heads = std::int64_t(number(1, 256));
+    else if (option == "--lr")
+      s.lr = number(1e-12, 10);
+    else if (option == "--dropout")
+      s.dropout = number(0, 0.99);
+    else if (option == "--seed")
+      s.seed = std::uint64_t(number(0, 9007199254740992.0));
+    else if (option == "--eval-windows")
+      s.eval_windows = std::int64_t(number(1, 1e6));
+    else if (option == "--sample")
+      s.sample = std::int64_t(number(0, 1e6));
+    else if (option == "--temperature")
+      s.temperature = number(1e-3, 100);
+    else if (option == "--device")
+      s.device = value;
+    else if (option == "--corpus")
+      s.corpus = value;
+    else if (option == "--checkpoint")
+      s.checkpoint = value;
+    else
+      usage_error("unknown option " + option);
+  }
+  if (s.precision != "all" && s.precision != "fp32" && s.precision != "bf16" && s.precision != "fp16" &&
+      s.precision != "bf16_pure") {
+    usage_error("--precision " + s.precision + ": expected fp32, bf16, fp16, bf16_pure or all");
+  }
+  if (s.width % s.heads != 0) usage_error("--width must be a multiple of --heads");
+  if (s.device != "cpu" && s.device != "cuda" && s.device != "auto")
+    usage_error("--device " + s.device + ": expected cpu, cuda or auto");
+  return s;
+}
+
+// Resolves --device once and calls train_on(mpx::Cuda{}) or train_on(mpx::Host{}).
+template <class F>
+void with_device(const std::string& device, F&& train_on) {
+#if MPX_HAS_CUDA
+  if (device == "cuda") mpx::require_cuda_device("char_gpt --device cuda");
+  if (device == "cuda" || (device == "auto" && mpx::cuda_device_count() > 0)) {
+    std::printf("device: cuda (%s)\n", mpx::cuda_context().properties().name);
+    return train_on(mpx::Cuda{});
+  }
+  const char* why_not_cuda = " (no CUDA device found)";
+#else
+  if (device == "cuda") {
+    throw mpx::error(
+        "--device cuda: this build has no CUDA (CMake found no CUDA toolkit when it was configured); "
+        "configure again with nvcc on PATH, or use --device cpu or auto");
+  }
+  const char* why_not_cuda = " (this build has no CUDA)";
+#endif  // MPX_HAS_CUDA
+  std::printf("device: cpu%s\n", device == "auto" ? why_not_cuda : "");
+  train_on(mpx::Host{});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings settings = parse(argc, argv);
+  try {
+    const auto corpus = settings.corpus.empty() ? mpx::data::TextCorpus() : mpx::data::TextCorpus(settings.corpus);
+    std::printf("corpus: %s, %lld characters (%lld training, %lld validation), %d distinct\n",
+                corpus.path().c_str(), static_cast<long long>(corpus.size()),
+                static_cast<long long>(corpus.train_tokens().size()),
+                static_cast<long long>(corpus.validation_tokens().size()), corpus.vocabulary_size());
+    with_device(settings.device, [&](auto device) { char_gpt::train_all<decltype(device)>(settings, corpus); });
+  } catch (const mpx::error& e) {
+    std::fprintf(stderr, "char_gpt: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+#endif  // MPX_CUDA_COMPILER

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Causal self-attention's own kernels on the GPU, with mpx::cpu's contracts and formulas
+/// (backend/cpu/attention.hpp, backend/attention_spec.hpp): the head permutes, and the causal
+/// softmax forward and backward with math in the accumulate type. The matmuls around them are
+/// strided-batched `cuda::gemm` calls.
+///
+/// The softmax kernels give one block to each row (a query of one head): two block reductions for
+/// the forward (max, then the sum of exponentials), one for the backward (sum of P dP), each in a
+/// fixed order, so results do not vary from run to run. They may differ from the CPU's in the last
+/// bits: the sums are ordered differently and the device's exp is not the host's.
+
+#include "mpx/config.hpp"
+#if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+#error \
+    "mpx/backend/cuda/attention.cuh holds CUDA kernels: compile this translation unit with nvcc (a .cu file) and link mpx::cuda"
+#endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+
+#include <cmath>
+#include <cstdint>
+
+#include "mpx/backend/attention_spec.hpp"
+#include "mpx/backend/cuda/launch.cuh"
+#include "mpx/backend/cuda/memory.hpp"
+#include "mpx/backend/cuda/reduce.cuh"
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::cuda {
+
+namespace detail {
+
+// One element per thread of the grid-stride loop: heads[row, j] <-> tokens[b, t, column + h d + j].
+// ToHeads selects the direction (split when true, merge when false).
+template <bool ToHeads, class T>
+__global__ void attention_permute_kernel(const T* in, T* out, std::int64_t count, std::int64_t num_heads,
+                                         std::int64_t sequence, std::int64_t head_dim, std::int64_t width,
+                                         std::int64_t column) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    const std::int64_t row = i / head_dim;  // (b, h, t)
+    const std::int64_t j = i % head_dim;
+    const std::int64_t t = row % sequence;
+    const std::int64_t h = (row / sequence) % num_heads;
+    const std::int64_t b = row / (sequence * num_heads);
+    const std::int64_t token = (b * sequence + t) * width + column + h * head_dim + j;
+    if constexpr (ToHeads) {
+      out[i] = in[token];
+    } else {
+      out[token] = in[i];
+    }
+  }
+}
+
+template <class Acc, class T>
+__global__ void causal_softmax_forward_kernel(const Acc* scores, T* probs, const std::int32_t* key_counts,
+                                              std::int64_t sequence) {
+  const std::int64_t row = blockIdx.x;
+  const Acc* s = scores + row * sequence;
+  T* p = probs + row * sequence;
+  const std::int64_t allowed =
+      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence);
+  Acc local = -static_cast<Acc>(INFINITY);
+  for (std::int64_t j = threadIdx.x; j < allowed; j += blockDim.x) local = fmax(local, s[j]);
+  const Acc max = block_reduce(local, Fmax{});
+  local = 0;
+  for (std::int64_t j = threadIdx.x; j < allowed; j += blockDim.x) local += std::exp(s[j] - max);
+  const Acc sum = block_reduce(local, Plus{});
+  for (std::int64_t j = threadIdx.x; j < sequence; j += blockDim.x) {
+    p[j] = j < allowed ? round_to<tag_of_t<T>>(std::exp(s[j] - max) / sum) : T(0);
+  }
+}
+
+template <class T, class Acc>
+__global__ void causal_softmax_backward_kernel(const T* probs, const Acc* dprobs, T* dscores,
+                                               const std::int32_t* key_counts, std::int64_t sequence) {
+  const std::int64_t row = blockIdx.x;
+  const T* p = probs + row * sequence;
+  const Acc* dp = dprobs + row * sequence;
+  T* ds = dscores + row * sequence;
+  const std::int64_t allowed =
+      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence);
+  Acc local = 0;
+  for (std::int64_t j = threadIdx.x; j < allowed; j += blockDim.x) local += static_cast<Acc>(p[j]) * dp[j];
+  const Acc dot = block_reduce(local, Plus{});
+  for (std::int64_t j = threadIdx.x; j < sequence; j += blockDim.x) {
+    ds[j] = j < allowed ? round_to<tag_of_t<T>>(static_cast<Acc>(p[j]) * (dp[j] - dot)) : T(0);
+  }
+}
+
+template <bool ToHeads, class T>
+void launch_attention_permute(const T* in, T* out, const Shape& heads, std::int64_t width,
+                              std::int64_t column) {
+  const std::int64_t count = heads.numel();
+  if (count == 0) return;
+  attention_permute_kernel<ToHeads><<<elementwise_blocks(count), elementwise_threads, 0, stream()>>>(
+      in, out, count, heads[1], heads[2], heads[3], width, column);
+  MPX_CUDA_CHECK_LAUNCH("attention_permute_kernel");
+}
+
+}  // namespace detail
+
+/// @brief heads[b, h, t, :] = tokens[b, t, column + h * head_dim + :]; see `cpu::attention_split_heads`.
+template <Element T>
+void attention_split_heads(const Tensor<T, Cuda>& tokens, std::int64_t column, Tensor<T, Cuda>& heads) {
+  validate_attention_heads("mpx::cuda::attention_split_heads", tokens, column, heads);
+  detail::launch_attention_permute<true>(tokens.data(), heads.data(), heads.shape(), tokens.shape()[2],
+                                         column);
+}
+
+/// @brief tokens[b, t, column + h * head_dim + :] = heads[b, h, t, :]; see `cpu::attention_merge_heads`.
+template <Element T>
+void attention_merge_heads(const Tensor<T, Cuda>& heads, std::int64_t column, Tensor<T, Cuda>& tokens) {
+  validate_attention_heads("mpx::cuda::attention_merge_heads", tokens, column, heads);
+  detail::launch_attention_permute<false>(heads.data(), tokens.data(), heads.shape(), tokens.shape()[2],
+                                          column);
+}
+
+/// @brief The causal softmax of each row of `scores` into `probs`; masked keys and rows with no
+/// allowed key give 0, never NaN. See `cpu::causal_softmax_forward`.
+template <Element Acc, Element T>
+void causal_softmax_forward(const Tensor<Acc, Cuda>& scores, Tensor<T, Cuda>& probs,
+                            const Tensor<std::int32_t, Cuda>* key_counts = nullptr) {
+  validate_causal_softmax("mpx::cuda::causal_softmax_forward", scores, "probs", probs, key_counts);
+  const std::int64_t rows = scores.shape().rows();
+  const std::int64_t sequence = scores.shape().cols();
+  if (rows == 0 || sequence == 0) return;
+  detail::causal_softmax_forward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
+                                          detail::stream()>>>(
+      scores.data(), probs.data(), key_counts != nullptr ? key_counts->data() : nullptr, sequence);
+  MPX_CUDA_CHECK_LAUNCH("causal_softmax_forward_kernel");
+}
+
+/// @brief dscores = P * (dP - sum_k P_k dP_k) over the allowed keys, 0 elsewhere. See
+/// `cpu::causal_softmax_backward`.
+template <Element T, Element Acc>
+void causal_softmax_backward(const Tensor<T, Cuda>& probs, const Tensor<Acc, Cuda>& dprobs,
+                             Tensor<T, Cuda>& dscores,
+                             const Tensor<std::int32_t, Cuda>* key_counts = nullptr) {
+  constexpr const char* where = "mpx::cuda::causal_softmax_backward";
+  validate_causal_softmax(where, dprobs, "probs", probs, key_counts);
+  require_shape(where, "dscores", dscores.shape(), probs.shape());
+  const std::int64_t rows = probs.shape().rows();
+  const std::int64_t sequence = probs.shape().cols();
+  if (rows == 0 || sequence == 0) return;
+  detail::causal_softmax_backward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
+                                           detail::stream()>>>(
+      probs.data(), dprobs.data(), dscores.data(), key_counts != nullptr ? key_counts->data() : nullptr,
+      sequence);
+  MPX_CUDA_CHECK_LAUNCH("causal_softmax_backward_kernel");
+}
+
+}  // namespace mpx::cuda

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `nn::CausalSelfAttention`: GPT-2's multi-head causal self-attention, with batched GEMMs in
+/// the compute type (fp32 accumulation) and the scores, mask and softmax in fp32.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/gemm_spec.hpp"
+#include "mpx/error.hpp"
+#include "mpx/nn/description.hpp"
+#include "mpx/nn/layer.hpp"
+#include "mpx/nn/linear.hpp"
+#include "mpx/policy/precision.hpp"
+
+namespace mpx::nn {
+
+/// @brief y = proj(concat_h softmax(Q_h K_h^T / sqrt(d) + causal mask) V_h) over x [batch, sequence,
+/// embed_dim], with [Q | K | V] = qkv(x): PyTorch/nanoGPT's `CausalSelfAttention` (`c_attn`, `c_proj`).
+///
+/// Parameters, under the names a PyTorch peer loads them by: "qkv.weight" [3C, C], "qkv.bias" [3C],
+/// "proj.weight" [C, C], "proj.bias" [C] (C = embed_dim; `nn.Linear`'s layout; no biases with
+/// `{.bias = false}`). Q, K, V are the three C-wide column groups of the qkv output and head h reads
+/// columns h d .. (h + 1) d of each (d = C / num_heads), as GPT-2's split + view(B, T, H, d).
+///
+/// Precision (autocast's rules): the projections and the two batched products S = Q K^T / sqrt(d)
+/// and O = P V run in the compute type with fp32 accumulation, 1 / sqrt(d) folded into the GEMM's
+/// alpha; S is produced in fp32, so q.k beyond fp16's range does not overflow; the causal mask and
+/// the softmax are fp32 math, P rounded once into the compute type (it is the P V operand). A row
+/// with no allowed key would give zeros, never NaN (every causal row has at least its own key).
+/// Backward: dP = dO V^T in fp32; dV = P^T dO; dS = P (dP - rowsum(dP P)) in fp32 with masked
+/// entries 0, rounded into the compute type; dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d) (alpha
+/// again); dQ, dK, dV merged into the qkv gradient, then the projections' own backward (fp32 weight
+/// gradients).
+///
+/// Memory, per token (one position of one sequence), with C = embed_dim, H heads, T = sequence,
+/// s = bytes of the compute type (4 fp32, 2 bf16/fp16), fp32 scores 4 bytes:
+/// - saved for backward: Q, K, V head-major (3 C s), P in the compute type (H T s), the merged heads'
+///   output, which is proj's input (C s); qkv keeps only a pointer to x. That is (4 C + H T) s
+///   bytes: 6144 B in fp32, 3072 B in bf16/fp16 at C = 256, H = 4, T = 128.
+/// - buffers the layer keeps between calls but backward does not read: the qkv output (3 C s), the
+///   fp32 scores (4 H T; reused for dP in backward), the heads' output before merging (C s; reused
+///   for dO), the output (C s).
+/// - backward's buffers: dS (H T s), dQ, dK, dV (3 C s), the qkv gradient (3 C s), the projections'
+///   input gradients (C s each).
+/// Nothing is recomputed. Evaluation mode is not distinguished: forward always keeps these buffers.
+///
+/// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
+template <PrecisionPolicy P, class Device = Host>
+class CausalSelfAttention {
+  using Compute = typename P::compute_type;
+  using T = compute_t<P>;
+  using Acc = accumulate_t<P>;
+  using Projection = Linear<P, Activation::None, Device>;
+
+ public:
+  /// @brief The layer's precision policy.
+  using precision = P;
+  /// @brief Device the layer runs on.
+  using device_type = Device;
+  /// @brief Element type of the input (the compute type).
+  using input_type = T;
+  /// @brief Element type of the output (the compute type).
+  using output_type = T;
+  /// @brief Layer name used in messages.
+  static constexpr std::string_view kind = "CausalSelfAttention";
+
+  /// @brief Construction options.
+  struct Options {
+    /// @brief Whether the qkv and output projections have biases.
+    bool bias = true;
+  };
+
+  /// @brief Attention over `embed_dim` features split into `num_heads` heads of embed_dim / num_heads.
+  /// @throws mpx::invalid_argument unless both are positive and num_heads divides embed_dim.
+  CausalSelfAttention(std::int64_t embed_dim, std::int64_t num_heads, Options options = {})
+      : embed_dim_(checked_embed_dim(embed_dim, num_heads)),
+        num_heads_(num_heads),
+        head_dim_(embed_dim / num_heads),
+        bias_(options.bias),
+        qkv_(embed_dim, 3 * embed_dim, {.bias = options.bias}),
+        proj_(embed_dim, embed_dim, {.bias = options.bias}) {
+    set_label(label_);
+    initialize(0, 0);
+  }
+
+  /// @brief Re-initialises both projections from (seed, stream) (Xavier-uniform weights, zero biases).
+  void initialize(std::uint64_t seed, std::uint64_t stream) {
+    qkv_.initialize(seed, nested_stream(stream, 0));
+    proj_.initialize(seed, nested_stream(stream, 1));
+  }
+
+  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
+  /// cannot be an input (see `reject_temporary_input`).
+  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
+    reject_temporary_input<CausalSelfAttention>();
+    return merged_;
+  }
+
+  /// @brief Attention over x [batch, sequence, embed_dim]; returns [batch, sequence, embed_dim].
+  const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
+    if (x.rank() != 3 || x.shape()[2] != embed_dim_ || x.shape()[0] == 0 || x.shape()[1] == 0) {
+      throw shape_error(mpx::detail::concat(label_, ": expected input of shape [batch, sequence, ",
+                                            embed_dim_, "] with batch and sequence at least 1, received ",
+                                            x.shape()));
+    }
+    const std::int64_t batch = x.shape()[0];
+    const std::int64_t sequence = x.shape()[1];
+    const Shape heads{batch, num_heads_, sequence, head_dim_};
+    const Shape scores{batch, num_heads_, sequence, sequence};
+    const auto& qkv = qkv_.forward(x);
+    for (Tensor<T, Device>* buffer : {&q_, &k_, &v_, &heads_out_}) ensure_shape(*buffer, heads);
+    Backend<Device>::attention_split_heads(qkv, 0, q_);
+    Backend<Device>::attention_split_heads(qkv, embed_dim_, k_);
+    Backend<Device>::attention_split_heads(qkv, 2 * embed_dim_, v_);
+    ensure_shape(scores_, scores);
+    ensure_shape(probs_, scores);
+    const std::int64_t matrices = batch * num_heads_;
+    Backend<Device>::template gemm<Compute>(
+        q_, k_, scores_,
+        GemmConfig{.transpose_b = Transpose::Yes, .alpha = scale(), .batch_count = matrices});
+    Backend<Device>::causal_softmax_forward(scores_, probs_);
+    Backend<Device>::template gemm<Compute>(probs_, v_, heads_out_, GemmConfig{.batch_count = matrices});
+    ensure_shape(merged_, x.shape());
+    Backend<Device>::attention_merge_heads(heads_out_, 0, merged_);
+    input_ = &x;
+    return proj_.forward(merged_);
+  }
+
+  /// @brief Accumulates the four parameter gradients from dy and, if asked, returns dx (valid until
+  /// the next backward).
+  const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
+    if (input_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
+    require_shape(label_.c_str(), "upstream gradient", dy.shape(), merged_.shape());
+    const std::int64_t matrices = q_.shape()[0] * num_heads_;
+    const Tensor<T, Device>& d_merged = *proj_.backward(dy, true);
+    Tensor<T, Device>& d_out = heads_out_;  // the heads' output is not needed again: dO goes there
+    Backend<Device>::attention_split_heads(d_merged, 0, d_out);
+    Tensor<Acc, Device>& d_probs = scores_;  // likewise the scores: dP goes there
+    Backend<Device>::template gemm<Compute>(
+        d_out, v_, d_probs, GemmConfig{.transpose_b = Transpose::Yes, .batch_count = matrices});
+    for (Tensor<T, Device>* buffer : {&dq_, &dk_, &dv_}) ensure_shape(*buffer, q_.shape());
+    Backend<Device>::template gemm<Compute>(
+        probs_, d_out, dv_, GemmConfig{.transpose_a = Transpose::Yes, .batch_count = matrices});
+    ensure_shape(d_scores_, probs_.shape());
+    Backend<Device>::causal_softmax_backward(probs_, d_probs, d_scores_);
+    Backend<Device>::template gemm<Compute>(d_scores_, k_, dq_,
+                                            GemmConfig{.alpha = scale(), .batch_count = matrices});
+    Backend<Device>::template gemm<Compute>(
+        d_scores_, q_, dk_,
+        GemmConfig{.transpose_a = Transpose::Yes, .alpha = scale(), .batch_count = matrices});
+    ensure_shape(d_qkv_, merged_.shape().with_last(3 * embed_dim_));
+    Backend<Device>::attention_merge_heads(dq_, 0, d_qkv_);
+    Backend<Device>::attention_merge_heads(dk_, embed_dim_, d_qkv_);
+    Backend<Device>::attention_merge_heads(dv_, 2 * embed_dim_, d_qkv_);
+    return qkv_.backward(d_qkv_, input_grad);
+  }
+
+  /// @brief Calls f(name, parameter) for "qkv.weight", "qkv.bias", "proj.weight", "proj.bias".
+  template <class F>
+  void for_each_parameter(F&& f) {
+    const auto prefixed = [&f](std::string_view prefix) {
+      return [&f, prefix](std::string_view local, auto& parameter) {
+        std::string name(prefix);
+        name.append(local);
+        f(std::string_view(name), parameter);
+      };
+    };
+    qkv_.for_each_parameter(prefixed("qkv."));
+    proj_.for_each_parameter(prefixed("proj."));
+  }
+
+  /// @brief The name used in error messages ("layers.1.block.1 (CausalSelfAttention)"); the
+  /// projections are named after it ("layers.1.block.1.qkv (Linear)").
+  void set_label(std::string label) {
+    label_ = std::move(label);
+    const std::string path(label_path(label_));
+    qkv_.set_label(path + ".qkv (Linear)");
+    proj_.set_label(path + ".proj (Linear)");
+  }
+  /// @brief Drops the saved input pointer; backward then throws until the next forward.
+  void forget_input() noexcept {
+    input_ = nullptr;
+    qkv_.forget_input();
+  }
+
+  /// @brief The settings another tool needs to rebuild the layer: embed_dim, num_heads (as
+  /// `torch.nn.MultiheadAttention` names them) and bias.
+  [[nodiscard]] LayerDescription describe() const {
+    return {{"embed_dim", embed_dim_}, {"num_heads", num_heads_}, {"bias", bias_}};
+  }
+
+  /// @brief Width of the input and output (C).
+  [[nodiscard]] std::int64_t embed_dim() const noexcept { return embed_dim_; }
+  /// @brief Number of heads (H).
+  [[nodiscard]] std::int64_t num_heads() const noexcept { return num_heads_; }
+  /// @brief Width of one head (C / H).
+  [[nodiscard]] std::int64_t head_dim() const noexcept { return head_dim_; }
+  /// @brief The fused q, k, v projection, C -> 3C.
+  [[nodiscard]] Projection& qkv() noexcept { return qkv_; }
+  /// @brief The output projection, C -> C.
+  [[nodiscard]] Projection& proj() noexcept { return proj_; }
+
+ private:
+  static std::int64_t checked_embed_dim(std::int64_t embed_dim, std::int64_t num_heads) {
+    if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0) {
+      throw invalid_argument(mpx::detail::concat(
+          "mpx::nn::CausalSelfAttention: embed_dim = ", embed_dim, " and num_heads = ", num_heads,
+          " are invalid; both must be positive and num_heads must divide embed_dim"));
+    }
+    return embed_dim;
+  }
+  // 1/sqrt(d), the GEMMs' alpha (a float, as GemmConfig holds it).
+  [[nodiscard]] float scale() const noexcept {
+    return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  }
+
+  std::int64_t embed_dim_;
+  std::int64_t num_heads_;
+  std::int64_t head_dim_;
+  bool bias_;
+  std::string label_ = "mpx::nn::CausalSelfAttention";
+  Projection qkv_;
+  Projection proj_;
+  SavedPointer<Tensor<T, Device>> input_;  // set by forward; a moved layer needs a new one
+  Tensor<T, Device> q_, k_, v_;            // [batch, heads, sequence, head_dim], saved for backward
+  Tensor<T, Device> heads_out_;            // O = P V, head-major; dO in backward
+  Tensor<Acc, Device> scores_;             // S in fp32; dP in backward
+  Tensor<T, Device> probs_;                // P in the compute type, saved for backward
+  Tensor<T, Device> merged_;               // O merged to [batch, sequence, C]: proj's input
+  Tensor<T, Device> d_scores_;
+  Tensor<T, Device> dq_, dk_, dv_;
+  Tensor<T, Device> d_qkv_;
+};
+
+}  // namespace mpx::nn

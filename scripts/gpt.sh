@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: 2026 The mpx authors
+# The transformer job: trains the character-level GPT of examples/char_gpt.cpp on the text of Debian's
+# `fortunes` package in fp32, bf16_mixed, fp16_mixed and bf16_pure, prints the comparison table
+# (validation loss, bits per character, tokens/s, activation memory per token, skipped steps) and a
+# sample of text from each model. On the GPU when the build has CUDA and the machine a GPU.
+# Extra arguments go to the example, e.g. `scripts/gpt.sh --precision bf16 --steps 2000`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+cmake --preset default
+cmake --build --preset default --parallel "$(nproc)" --target example_char_gpt
+./build/default/examples/char_gpt "$@"

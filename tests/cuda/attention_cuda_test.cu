@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// Causal self-attention on the GPU against the CPU backend: the strided-batched GEMM, the head
+// permutes, the causal softmax forward and backward (fully masked rows included) and the whole
+// layer's forward and backward. main() is in numeric_cuda_test.cu and skips (exit 77) without a
+// device.
+//
+// Bounds (e = the accumulate type's epsilon, 2^-23 for fp32; each side errs by at most (n + 16) e
+// per unit of magnitude, n the longest sum, so twice that between them, plus one ulp of the stored
+// type): the batched GEMM per element 2 (k + 16) e sum_k |alpha a b| (+ |beta c|); the softmax
+// 2 (T + 16) e p_j, and its backward 2 (T + 16) e (p_j |dp_j| + p_j sum_k p_k |dp_k|); the permutes
+// are copies, bit for bit. The whole layer chains roundings into the compute type whose neighbours
+// either side may pick (its sums run in another order), so it is held to 16 u of the tensor's
+// largest value (u = the compute type's unit roundoff) and 1e-4 of it in fp32: a bound in the
+// spirit of tests/unit/nn_attention_test.cpp's derived one, which stays below 30 u there.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <mpx/backend/cpu/attention.hpp>
+#include <mpx/backend/cuda/attention.cuh>
+#include <mpx/cuda.hpp>
+#include <mpx/nn/causal_self_attention.hpp>
+
+#include "../support/mismatch_log.hpp"
+#include "support.hpp"
+
+namespace {
+
+using mpx::Shape;
+using mpx::Tensor;
+using mpx_test::random_host;
+using mpx_test::same_bits_or_both_nan;
+using mpx_test::to_double;
+
+template <class T>
+constexpr double eps_of() {
+  return mpx::numeric_traits<mpx::tag_of_t<T>>::epsilon;
+}
+template <class T>
+double storage_slack(double reference) {
+  return eps_of<T>() * std::abs(reference) + mpx::numeric_traits<mpx::tag_of_t<T>>::min_normal * eps_of<T>();
+}
+
+template <class A, class B, class Bound>
+void require_close(const Tensor<A>& gpu, const Tensor<B>& cpu, const std::string& what, Bound bound) {
+  REQUIRE(gpu.shape() == cpu.shape());
+  mpx_test::MismatchLog log(what);
+  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
+    const double actual = to_double(gpu[i]);
+    const double expected = to_double(cpu[i]);
+    const double b = bound(i, expected);
+    log.check(std::isfinite(actual) && std::abs(actual - expected) <= b, [&] {
+      return "[" + std::to_string(i) + "] gpu " + std::to_string(actual) + " cpu " +
+             std::to_string(expected) + " bound " + std::to_string(b);
+    });
+  }
+  INFO(log.summary());
+  CHECK(log.failures() == 0);
+}
+
+template <class T>
+void require_same_bits(const Tensor<T>& gpu, const Tensor<T>& cpu, const std::string& what) {
+  REQUIRE(gpu.shape() == cpu.shape());
+  mpx_test::MismatchLog log(what);
+  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
+    log.check(same_bits_or_both_nan(gpu[i], cpu[i]), [&] { return "[" + std::to_string(i) + "]"; });
+  }
+  INFO(log.summary());
+  CHECK(log.failures() == 0);
+}
+
+// Largest |value| of a host tensor.
+template <class T>
+double largest(const Tensor<T>& t) {
+  double m = 0;
+  for (std::int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::abs(to_double(t[i])));
+  return m;
+}
+
+template <class Compute, class D>
+void check_batched_gemm(std::mt19937& rng) {
+  using S = mpx::storage_t<Compute>;
+  using Acc = mpx::math_t<Compute>;
+  struct Case {
+    std::int64_t batch, m, n, k;
+    bool ta, tb;
+    float beta;
+  };
+  const Case cases[] = {{8, 7, 7, 8, false, true, 0.0f},     {8, 7, 12, 7, false, false, 0.0f},
+                        {6, 12, 7, 7, true, false, 0.0f},    {5, 9, 13, 11, true, true, 0.5f},
+                        {12, 64, 64, 32, false, true, 0.0f}, {3, 128, 64, 128, false, false, 1.0f}};
+  for (const Case& c : cases) {
+    const std::string what = std::string(mpx::numeric_traits<Compute>::name) + " batched gemm, batch " +
+                             std::to_string(c.batch) + " m " + std::to_string(c.m) + " n " +
+                             std::to_string(c.n) + " k " + std::to_string(c.k);
+    const Shape a_one = c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k};
+    const Shape b_one = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
+    const auto a = random_host<S>(Shape{c.batch * a_one[0], a_one[1]}, rng);
+    const auto b = random_host<S>(Shape{c.batch * b_one[0], b_one[1]}, rng);
+    const auto c_in = random_host<D>(Shape{c.batch * c.m, c.n}, rng);
+    const mpx::GemmConfig config{.transpose_a = c.ta ? mpx::Transpose::Yes : mpx::Transpose::No,
+                                 .transpose_b = c.tb ? mpx::Transpose::Yes : mpx::Transpose::No,
+                                 .alpha = 0.375f,
+                                 .beta = c.beta,
+                                 .batch_count = c.batch};
+    Tensor<D> cpu = c_in.clone();
+    mpx::cpu::gemm<Compute>(a, b, cpu, config);
+    auto gpu_d = mpx::to_device(c_in);
+    mpx::cuda::gemm<Compute>(mpx::to_device(a), mpx::to_device(b), gpu_d, config);
+    const Tensor<D> gpu = mpx::to_host(gpu_d);
+    const double e = eps_of<Acc>();
+    require_close(gpu, cpu, what, [&](std::int64_t index, double expected) {
+      const std::int64_t matrix = index / (c.m * c.n);
+      const std::int64_t row = (index / c.n) % c.m;
+      const std::int64_t col = index % c.n;
+      double magnitude = std::abs(c.beta * to_double(c_in[index]));
+      for (std::int64_t p = 0; p < c.k; ++p) {
+        const std::int64_t ai = matrix * a_one.numel() + (c.ta ? p * c.m + row : row * c.k + p);
+        const std::int64_t bi = matrix * b_one.numel() + (c.tb ? col * c.k + p : p * c.n + col);
+        magnitude += 0.375 * std::abs(to_double(a[ai]) * to_double(b[bi]));
+      }
+      return 2.0 * static_cast<double>(c.k + 16) * e * magnitude + storage_slack<D>(expected);
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda strided-batched gemm matches the cpu's batched gemm", "[cuda][attention][gemm]") {
+  std::mt19937 rng(5100);
+  check_batched_gemm<mpx::BFloat16, float>(rng);
+  check_batched_gemm<mpx::BFloat16, Eigen::bfloat16>(rng);
+  check_batched_gemm<mpx::Half, Eigen::half>(rng);
+  check_batched_gemm<mpx::Half, float>(rng);
+  check_batched_gemm<mpx::Float, float>(rng);
+  check_batched_gemm<mpx::Double, double>(rng);
+}
+
+TEST_CASE("cuda head permutes give the cpu's bits", "[cuda][attention]") {
+  std::mt19937 rng(5200);
+  constexpr std::int64_t B = 3, S = 7, C = 24, H = 2, d = 12;
+  const auto qkv = random_host<Eigen::bfloat16>(Shape{B, S, 3 * C}, rng);
+  const auto qkv_gpu = mpx::to_device(qkv);
+  Tensor<Eigen::bfloat16> merged_cpu(Shape{B, S, 3 * C});
+  auto merged_gpu = mpx::to_device(merged_cpu);
+  for (const std::int64_t column : {std::int64_t{0}, C, 2 * C}) {
+    Tensor<Eigen::bfloat16> heads_cpu(Shape{B, H, S, d});
+    Tensor<Eigen::bfloat16, mpx::Cuda> heads_gpu(Shape{B, H, S, d});
+    mpx::cpu::attention_split_heads(qkv, column, heads_cpu);
+    mpx::cuda::attention_split_heads(qkv_gpu, column, heads_gpu);
+    require_same_bits(mpx::to_host(heads_gpu), heads_cpu, "split at column " + std::to_string(column));
+    mpx::cpu::attention_merge_heads(heads_cpu, column, merged_cpu);
+    mpx::cuda::attention_merge_heads(heads_gpu, column, merged_gpu);
+  }
+  require_same_bits(mpx::to_host(merged_gpu), merged_cpu, "merge");
+  require_same_bits(merged_cpu, qkv, "merge after split restores the tokens");
+}
+
+TEMPLATE_TEST_CASE("cuda causal softmax forward and backward match the cpu, fully masked rows included",
+                   "[cuda][attention]", float, Eigen::bfloat16, Eigen::half) {
+  using T = TestType;
+  std::mt19937 rng(5300);
+  for (const std::int64_t S : {std::int64_t{1}, std::int64_t{7}, std::int64_t{300}}) {
+    const std::int64_t rows = 4 * S;  // 4 matrices
+    const auto scores = random_host<float>(Shape{4, S, S}, rng, -20.0, 20.0);
+    const auto dprobs = random_host<float>(Shape{4, S, S}, rng);
+    Tensor<std::int32_t> counts(Shape{rows});
+    std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(S));
+    for (std::int64_t r = 0; r < rows; ++r) counts[r] = r % 5 == 1 ? 0 : pick(rng);  // some fully masked
+    const auto counts_gpu = mpx::to_device(counts);
+    for (const bool with_counts : {false, true}) {
+      const std::string what =
+          "S = " + std::to_string(S) + (with_counts ? " with key counts" : " causal only");
+      Tensor<T> probs_cpu(Shape{4, S, S});
+      Tensor<T, mpx::Cuda> probs_gpu(Shape{4, S, S});
+      mpx::cpu::causal_softmax_forward(scores, probs_cpu, with_counts ? &counts : nullptr);
+      mpx::cuda::causal_softmax_forward(mpx::to_device(scores), probs_gpu,
+                                        with_counts ? &counts_gpu : nullptr);
+      const double e = eps_of<float>();
+      require_close(mpx::to_host(probs_gpu), probs_cpu, "softmax forward " + what,
+                    [&](std::int64_t, double p) {
+                      return 2.0 * static_cast<double>(S + 16) * e * std::abs(p) + storage_slack<T>(p);
+                    });
+      // The backward from the same (CPU) probabilities on both sides.
+      Tensor<T> ds_cpu(Shape{4, S, S});
+      Tensor<T, mpx::Cuda> ds_gpu(Shape{4, S, S});
+      mpx::cpu::causal_softmax_backward(probs_cpu, dprobs, ds_cpu, with_counts ? &counts : nullptr);
+      mpx::cuda::causal_softmax_backward(mpx::to_device(probs_cpu), mpx::to_device(dprobs), ds_gpu,
+                                         with_counts ? &counts_gpu : nullptr);
+      require_close(
+          mpx::to_host(ds_gpu), ds_cpu, "softmax backward " + what, [&](std::int64_t index, double ds) {
+            const std::int64_t row = index / S;
+            double mean = 0;
+            for (std::int64_t j = 0; j < S; ++j) {
+              mean += std::abs(to_double(probs_cpu[row * S + j]) * static_cast<double>(dprobs[row * S + j]));
+            }
+            const double p = std::abs(to_double(probs_cpu[index]));
+            const double magnitude = p * std::abs(static_cast<double>(dprobs[index])) + p * mean;
+            return 2.0 * static_cast<double>(S + 16) * e * magnitude + storage_slack<T>(ds);
+          });
+      if (with_counts) {  // rows without an allowed key are exactly zero on the GPU
+        const auto probs = mpx::to_host(probs_gpu);
+        for (std::int64_t r = 1; r < rows; r += 5) {
+          for (std::int64_t j = 0; j < S; ++j) REQUIRE(to_double(probs[r * S + j]) == 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("cuda CausalSelfAttention forward and backward follow the cpu layer", "[cuda][attention]",
+                   mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
+  using P = TestType;
+  using T = mpx::compute_t<P>;
+  constexpr std::int64_t B = 3, S = 33, C = 48, H = 4;
+  const double u = std::is_same_v<T, float> ? 1e-4 / 16 : eps_of<T>() / 2;
+  mpx::nn::CausalSelfAttention<P, mpx::Host> cpu(C, H);
+  mpx::nn::CausalSelfAttention<P, mpx::Cuda> gpu(C, H);
+  cpu.initialize(7, 3);  // the same Philox draws on both devices give the same weights
+  gpu.initialize(7, 3);
+  std::mt19937 rng(5400);
+  const auto x = random_host<T>(Shape{B, S, C}, rng);
+  const auto dy = random_host<T>(Shape{B, S, C}, rng);
+  const auto x_gpu = mpx::to_device(x);
+  const auto dy_gpu = mpx::to_device(dy);
+  const Tensor<T> y_cpu = cpu.forward(x).clone();
+  const Tensor<T> y_gpu = mpx::to_host(gpu.forward(x_gpu));
+  const double y_scale = largest(y_cpu);
+  require_close(y_gpu, y_cpu, "forward", [&](std::int64_t, double) { return 16 * u * y_scale; });
+  const Tensor<T> dx_cpu = cpu.backward(dy, true)->clone();
+  const Tensor<T> dx_gpu = mpx::to_host(*gpu.backward(dy_gpu, true));
+  const double dx_scale = largest(dx_cpu);
+  require_close(dx_gpu, dx_cpu, "dx", [&](std::int64_t, double) { return 16 * u * dx_scale; });
+  std::vector<Tensor<float>> cpu_grads;
+  cpu.for_each_parameter([&](std::string_view, auto& p) { cpu_grads.push_back(p.grad().clone()); });
+  std::size_t index = 0;
+  gpu.for_each_parameter([&](std::string_view name, auto& p) {
+    const Tensor<float> grad = mpx::to_host(p.grad());
+    const double scale = largest(cpu_grads[index]);
+    require_close(grad, cpu_grads[index], std::string(name),
+                  [&](std::int64_t, double) { return 16 * u * scale; });
+    ++index;
+  });
+  CHECK(index == 4);
+}
