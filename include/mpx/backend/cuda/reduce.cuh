@@ -76,7 +76,7 @@ inline constexpr int final_reduce_threads = 256;
 
 /// `*sum += double(total / divisor)`, total being `values[0 .. count)` summed in `Math` in a fixed
 /// order by one block of final_reduce_threads threads. With `divisor == 0`, adds 0 when
-/// `empty_mean_is_zero` (MSE's convention) and NaN (0 / 0) otherwise (cross-entropy's, as on the CPU).
+/// `empty_mean_is_zero` (MSE's convention) and NaN (0 / 0) otherwise.
 template <class Math>
 __global__ void add_mean_kernel(const Math* values, std::int64_t count, std::int64_t divisor,
                                 bool empty_mean_is_zero, double* sum) {
