@@ -46,7 +46,7 @@ namespace detail {
 template <PrecisionPolicy P, class Device, std::size_t... Block>
 auto char_gpt(const GptShape& s, std::index_sequence<Block...>) {
   using L = nn::layers<P, Device>;
-  return nn::Sequential{L::embedding(s.vocabulary, s.width), L::positional_embedding(s.context, s.width),
+  return nn::Sequential{L::embedding(s.vocabulary, s.width, {.init_std = 0.02}), L::positional_embedding(s.context, s.width),
                         L::dropout(s.dropout), (static_cast<void>(Block), gpt_block<P, Device>(s))...,
                         L::layer_norm(s.width), L::linear(s.width, s.vocabulary)};
 }
