@@ -171,7 +171,8 @@ GptResult measure_gpt(int timed_steps) {
   const double uniform = std::log(double(k_gpt.vocabulary));
   if (!(std::abs(result.first_loss - uniform) <= 0.1 * uniform)) {
     std::fprintf(stderr, "train_cpu: char_gpt %s first-step loss %.6f is not near ln(%lld) = %.6f\n",
-                 result.precision.c_str(), result.first_loss, static_cast<long long>(k_gpt.vocabulary), uniform);
+                 result.precision.c_str(), result.first_loss, static_cast<long long>(k_gpt.vocabulary),
+                 uniform);
     std::exit(EXIT_FAILURE);
   }
   trainer.step(ids, targets);  // warm caches
@@ -190,12 +191,11 @@ GptResult measure_gpt(int timed_steps) {
 
 // PyTorch's medians for the same workload, from the peer in a child process: {precision: ms}.
 std::vector<std::pair<std::string, double>> torch_gpt_ms(const std::string& python, int steps) {
-  const std::string command = python + " " + MPX_BENCH_PEERS_DIR + "/torch_char_gpt.py bench --batch " +
-                              std::to_string(k_gpt_batch) + " --context " + std::to_string(k_gpt.context) +
-                              " --width " + std::to_string(k_gpt.width) + " --heads " +
-                              std::to_string(k_gpt.heads) + " --vocabulary " + std::to_string(k_gpt.vocabulary) +
-                              " --steps " + std::to_string(steps) + " --threads " +
-                              std::to_string(mpx::bench::openmp_threads());
+  const std::string command =
+      python + " " + MPX_BENCH_PEERS_DIR + "/torch_char_gpt.py bench --batch " + std::to_string(k_gpt_batch) +
+      " --context " + std::to_string(k_gpt.context) + " --width " + std::to_string(k_gpt.width) +
+      " --heads " + std::to_string(k_gpt.heads) + " --vocabulary " + std::to_string(k_gpt.vocabulary) +
+      " --steps " + std::to_string(steps) + " --threads " + std::to_string(mpx::bench::openmp_threads());
   std::FILE* pipe = popen(command.c_str(), "r");
   std::string output;
   if (pipe != nullptr) {
@@ -209,7 +209,8 @@ std::vector<std::pair<std::string, double>> torch_gpt_ms(const std::string& pyth
     const auto at = output.find(key);
     if (at != std::string::npos) ms.emplace_back(precision, std::atof(output.c_str() + at + key.size()));
   }
-  if (ms.size() != 3) std::fprintf(stderr, "train_cpu: the PyTorch peer (%s) gave no result\n", command.c_str());
+  if (ms.size() != 3)
+    std::fprintf(stderr, "train_cpu: the PyTorch peer (%s) gave no result\n", command.c_str());
   return ms;
 }
 
@@ -223,7 +224,8 @@ std::string gpt_json(const std::vector<GptResult>& results) {
                   "\"tokens_per_second\": %.1f, \"ratio_to_fp32\": %.4f, \"torch_step_ms\": %.4f, "
                   "\"ratio_to_torch\": %.4f, \"activation_bytes_per_token\": %.1f, \"first_loss\": %.6f}%s\n",
                   r.precision.c_str(), r.step_ms, r.tokens_per_second, r.ratio_to_fp32, r.torch_ms,
-                  r.ratio_to_torch, r.activation_bytes_per_token, r.first_loss, i + 1 < results.size() ? "," : "");
+                  r.ratio_to_torch, r.activation_bytes_per_token, r.first_loss,
+                  i + 1 < results.size() ? "," : "");
     out += line;
   }
   return out;
@@ -315,8 +317,8 @@ int main(int argc, char** argv) {
     const auto torch_ms = torch_python.empty() ? std::vector<std::pair<std::string, double>>{}
                                                : torch_gpt_ms(torch_python, gpt_steps);
     if (torch_python.empty()) std::printf("(no --torch PYTHON: PyTorch peer not run)\n");
-    std::printf("%-11s %9s %10s %8s %12s %9s %14s\n", "precision", "ms/step", "tokens/s", "vs fp32", "torch ms/step",
-                "vs torch", "act bytes/token");
+    std::printf("%-11s %9s %10s %8s %12s %9s %14s\n", "precision", "ms/step", "tokens/s", "vs fp32",
+                "torch ms/step", "vs torch", "act bytes/token");
     boost::hana::for_each(boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed>, [&](auto type) {
       using P = typename decltype(type)::type;
       GptResult r = measure_gpt<P>(gpt_steps);
@@ -328,12 +330,14 @@ int main(int argc, char** argv) {
         }
       }
       std::printf("%-11s %9.2f %10.0f %7.2fx %12.2f %8.2fx %14.0f\n", r.precision.c_str(), r.step_ms,
-                  r.tokens_per_second, r.ratio_to_fp32, r.torch_ms, r.ratio_to_torch, r.activation_bytes_per_token);
+                  r.tokens_per_second, r.ratio_to_fp32, r.torch_ms, r.ratio_to_torch,
+                  r.activation_bytes_per_token);
       std::fflush(stdout);
       gpt.push_back(r);
     });
     for (std::size_t i = 1; i < gpt.size(); ++i) {
-      std::printf("  char_gpt %s activations per token: %.1f%% below fp32 (bar: >= 45%%)\n", gpt[i].precision.c_str(),
+      std::printf("  char_gpt %s activations per token: %.1f%% below fp32 (bar: >= 45%%)\n",
+                  gpt[i].precision.c_str(),
                   100.0 * (1.0 - gpt[i].activation_bytes_per_token / gpt[0].activation_bytes_per_token));
     }
   }

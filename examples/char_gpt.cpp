@@ -67,7 +67,8 @@ template <class Model, class Loss>
 double validation_loss(Model& model, Loss& loss, const mpx::data::TextCorpus& corpus, const Settings& s) {
   using Device = typename Model::device_type;
   const mpx::nn::EvaluationMode evaluating(model);
-  mpx::data::SequentialTextWindows windows(corpus.validation_tokens(), {.batch_size = s.batch, .context = s.context});
+  mpx::data::SequentialTextWindows windows(corpus.validation_tokens(),
+                                           {.batch_size = s.batch, .context = s.context});
   mpx::Tensor<std::int32_t, mpx::Host> x, y;
   mpx::Tensor<std::int32_t, Device> x_device, y_device;
   double sum = 0;
@@ -96,13 +97,16 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
   mpx::optim::AdamW optimizer(model, {.lr = s.lr, .beta2 = 0.99, .weight_decay = 0.1});
   mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = 1.0});
   // [model]
-  mpx::data::TextWindows windows(corpus.train_tokens(),
-                                 {.batch_size = s.batch, .context = s.context, .seed = s.seed + 1});  // data's own seed
+  mpx::data::TextWindows windows(
+      corpus.train_tokens(),
+      {.batch_size = s.batch, .context = s.context, .seed = s.seed + 1});  // data's own seed
 
-  const std::string checkpoint = s.checkpoint.empty() ? "" : s.checkpoint + "." + std::string(P::name) + ".safetensors";
+  const std::string checkpoint =
+      s.checkpoint.empty() ? "" : s.checkpoint + "." + std::string(P::name) + ".safetensors";
   if constexpr (!std::is_same_v<Device, mpx::Host>) {
     if (!checkpoint.empty()) {
-      throw mpx::invalid_argument("--checkpoint: mpx saves checkpoints of CPU trainers only so far; use --device cpu");
+      throw mpx::invalid_argument(
+          "--checkpoint: mpx saves checkpoints of CPU trainers only so far; use --device cpu");
     }
   } else if (s.resume && !checkpoint.empty() && std::filesystem::exists(checkpoint)) {
     const auto loaded = mpx::io::load_checkpoint(checkpoint, trainer);
@@ -139,11 +143,13 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
   summary.loss_scale = trainer.scaler().scale();
   char status[160];
   std::snprintf(status, sizeof status, "validation loss %.3f (%.3f bits/char)  %.0f tokens/s",
-                summary.validation_loss, summary.validation_loss / std::numbers::ln2, summary.tokens_per_second);
+                summary.validation_loss, summary.validation_loss / std::numbers::ln2,
+                summary.tokens_per_second);
   bar.finish(s.steps, status);
 
   if constexpr (std::is_same_v<Device, mpx::Host>) {
-    if (!checkpoint.empty()) mpx::io::save_checkpoint(checkpoint, trainer, mpx::io::text_windows_state(windows));
+    if (!checkpoint.empty())
+      mpx::io::save_checkpoint(checkpoint, trainer, mpx::io::text_windows_state(windows));
   }
   // [sample]
   const std::vector<std::int32_t> text =
@@ -173,7 +179,8 @@ void train_all(const Settings& settings, const mpx::data::TextCorpus& corpus) {
                 s.validation_loss, s.validation_loss / std::numbers::ln2, relative, s.tokens_per_second,
                 s.activation_bytes_per_token, static_cast<long long>(s.skipped), double(s.loss_scale));
   }
-  for (const Summary& s : summaries) std::printf("\n--- %s writes:\n%s\n", s.precision.c_str(), s.sample.c_str());
+  for (const Summary& s : summaries)
+    std::printf("\n--- %s writes:\n%s\n", s.precision.c_str(), s.sample.c_str());
 }
 
 }  // namespace char_gpt
@@ -191,12 +198,13 @@ namespace {
 using char_gpt::Settings;
 
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr,
-               "char_gpt: %s\nusage: char_gpt [--precision fp32|bf16|fp16|bf16_pure|all] [--steps N] [--batch N] "
-               "[--context N] [--width N] [--heads N] [--lr X] [--dropout X] [--seed N] [--eval-windows N] "
-               "[--sample N] [--temperature X] [--device cpu|cuda|auto] [--corpus PATH] [--checkpoint PREFIX] "
-               "[--resume]\n",
-               message.c_str());
+  std::fprintf(
+      stderr,
+      "char_gpt: %s\nusage: char_gpt [--precision fp32|bf16|fp16|bf16_pure|all] [--steps N] [--batch N] "
+      "[--context N] [--width N] [--heads N] [--lr X] [--dropout X] [--seed N] [--eval-windows N] "
+      "[--sample N] [--temperature X] [--device cpu|cuda|auto] [--corpus PATH] [--checkpoint PREFIX] "
+      "[--resume]\n",
+      message.c_str());
   std::exit(2);
 }
 
@@ -289,12 +297,14 @@ void with_device(const std::string& device, F&& train_on) {
 int main(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
   try {
-    const auto corpus = settings.corpus.empty() ? mpx::data::TextCorpus() : mpx::data::TextCorpus(settings.corpus);
+    const auto corpus =
+        settings.corpus.empty() ? mpx::data::TextCorpus() : mpx::data::TextCorpus(settings.corpus);
     std::printf("corpus: %s, %lld characters (%lld training, %lld validation), %d distinct\n",
                 corpus.path().c_str(), static_cast<long long>(corpus.size()),
                 static_cast<long long>(corpus.train_tokens().size()),
                 static_cast<long long>(corpus.validation_tokens().size()), corpus.vocabulary_size());
-    with_device(settings.device, [&](auto device) { char_gpt::train_all<decltype(device)>(settings, corpus); });
+    with_device(settings.device,
+                [&](auto device) { char_gpt::train_all<decltype(device)>(settings, corpus); });
   } catch (const mpx::error& e) {
     std::fprintf(stderr, "char_gpt: %s\n", e.what());
     return 1;

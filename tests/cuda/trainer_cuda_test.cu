@@ -329,7 +329,7 @@ TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", 
           3e-2 * std::max(1.0, host_result.grad_norm));
     clipped += host_result.clipped ? 1 : 0;
   }
-  CHECK(clipped > 0);  // the bound is low enough that clipping happens
+  CHECK(clipped > 0);           // the bound is low enough that clipping happens
   CHECK(near_threshold <= 10);  // and the data keeps most steps clear of the threshold
   CHECK(gpu_optimizer.steps() == cpu_optimizer.steps());
 }

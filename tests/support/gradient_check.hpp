@@ -43,7 +43,8 @@ mpx::Tensor<T> uniform_tensor(const mpx::Shape& shape, std::mt19937_64& rng, dou
 }
 
 /// |value| uniform on [low, high), sign random: keeps values away from 0 (ReLU's kink).
-inline mpx::Tensor<double> away_from_zero(const mpx::Shape& shape, std::mt19937_64& rng, double low, double high) {
+inline mpx::Tensor<double> away_from_zero(const mpx::Shape& shape, std::mt19937_64& rng, double low,
+                                          double high) {
   std::uniform_real_distribution<double> magnitude(low, high);
   std::bernoulli_distribution negative(0.5);
   mpx::Tensor<double> tensor(shape);
@@ -87,8 +88,9 @@ double central_difference(V& value, double step, Objective&& objective) {
 
 /// Checks analytic[i] against the central difference of `objective` in values[i], for every i.
 template <class V, class Objective>
-void check_against_differences(const std::string& what, mpx::Tensor<V>& values, const mpx::Tensor<double>& analytic,
-                               double objective_terms, Objective&& objective) {
+void check_against_differences(const std::string& what, mpx::Tensor<V>& values,
+                               const mpx::Tensor<double>& analytic, double objective_terms,
+                               Objective&& objective) {
   REQUIRE(analytic.shape() == values.shape());
   for (std::int64_t i = 0; i < values.numel(); ++i) {
     const double step = 1e-6 * std::max(1.0, std::abs(widen(values[i])));

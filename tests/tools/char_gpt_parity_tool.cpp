@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
     std::vector<int> id_of(256, -1);
     std::int64_t vocabulary = 0;
     for (int byte = 0; byte < 256; ++byte) {
-      if (text.find(static_cast<char>(byte)) != std::string::npos) id_of[byte] = static_cast<int>(vocabulary++);
+      if (text.find(static_cast<char>(byte)) != std::string::npos)
+        id_of[byte] = static_cast<int>(vocabulary++);
     }
     const mpx::experiment::GptShape shape{.vocabulary = vocabulary, .context = 16, .width = 48, .heads = 4};
     const std::int64_t batch = 4;
@@ -57,12 +58,14 @@ int main(int argc, char** argv) {
     mpx::Trainer trainer(model, loss, optimizer);
 
     std::mt19937_64 rng(7);
-    std::uniform_int_distribution<std::size_t> start(0, text.size() - static_cast<std::size_t>(shape.context) - 1);
+    std::uniform_int_distribution<std::size_t> start(
+        0, text.size() - static_cast<std::size_t>(shape.context) - 1);
     std::ofstream out(dir / "run.json");
     out.precision(17);
-    out << "{\"vocabulary\": " << vocabulary << ", \"context\": " << shape.context << ", \"width\": " << shape.width
-        << ", \"heads\": " << shape.heads << ", \"blocks\": 2, \"batch\": " << batch << ", \"lr\": " << adamw.lr
-        << ", \"betas\": [" << adamw.beta1 << ", " << adamw.beta2 << "], \"eps\": " << adamw.epsilon
+    out << "{\"vocabulary\": " << vocabulary << ", \"context\": " << shape.context
+        << ", \"width\": " << shape.width << ", \"heads\": " << shape.heads
+        << ", \"blocks\": 2, \"batch\": " << batch << ", \"lr\": " << adamw.lr << ", \"betas\": ["
+        << adamw.beta1 << ", " << adamw.beta2 << "], \"eps\": " << adamw.epsilon
         << ", \"weight_decay\": " << adamw.weight_decay << ", \"steps\": [";
     mpx::Tensor<std::int32_t> x(mpx::Shape{batch, shape.context}), y(mpx::Shape{batch, shape.context});
     for (int step = 0; step < steps; ++step) {

@@ -24,7 +24,8 @@ template <class Model, class Loss>
 double validation_loss(Model& model, Loss& loss, const mpx::data::TextCorpus& corpus, std::int64_t context,
                        std::int64_t rows) {
   const mpx::nn::EvaluationMode evaluating(model);
-  mpx::data::SequentialTextWindows windows(corpus.validation_tokens(), {.batch_size = rows, .context = context});
+  mpx::data::SequentialTextWindows windows(corpus.validation_tokens(),
+                                           {.batch_size = rows, .context = context});
   mpx::Tensor<std::int32_t> x, y;
   REQUIRE(windows.next(x, y));
   const double value = loss.forward(model.forward(x), y);

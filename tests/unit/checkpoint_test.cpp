@@ -463,8 +463,8 @@ TEST_CASE("Text windows resume from checkpoint metadata at the same batch; anoth
 
   mpx::data::TextWindows other_seed(tokens, {.batch_size = 3, .context = 8, .seed = 22});
   CHECK_THROWS_WITH(mpx::io::restore_text_windows(other_seed, state),
-                    Catch::Contains("mpx::io::restore_text_windows") && Catch::Contains("\"data.seed\" = 21") &&
-                        Catch::Contains("22"));
+                    Catch::Contains("mpx::io::restore_text_windows") &&
+                        Catch::Contains("\"data.seed\" = 21") && Catch::Contains("22"));
   mpx::io::Metadata missing = state;
   missing.erase("data.position");
   CHECK_THROWS_WITH(mpx::io::restore_text_windows(resumed, missing), Catch::Contains("data.position"));

@@ -89,12 +89,12 @@ TEST_CASE("Linear, LayerNorm and GELU on [batch, sequence, features] equal the s
   });
 }
 
-TEST_CASE("Residual of a nested Sequential: gradients match finite differences in fp64", "[nn][gradient][residual]") {
+TEST_CASE("Residual of a nested Sequential: gradients match finite differences in fp64",
+          "[nn][gradient][residual]") {
   for (const std::int64_t sequence : {1, 7}) {
     CAPTURE(sequence);
     std::mt19937_64 rng(40 + static_cast<std::uint64_t>(sequence));
-    nn::Sequential model{mlp_block<mpx::fp64>(6), mlp_block<mpx::fp64>(6),
-                         nn::Linear<mpx::fp64>(6, 4)};
+    nn::Sequential model{mlp_block<mpx::fp64>(6), mlp_block<mpx::fp64>(6), nn::Linear<mpx::fp64>(6, 4)};
     model.initialize(11);
     randomize_parameters(model, rng);  // unit gamma and zero biases would hide paths
     Tensor<double> x = uniform_tensor(Shape{3, sequence, 6}, rng, -1.0, 1.0);
@@ -141,10 +141,12 @@ TEST_CASE("Nested models name parameters by path, label layers by path and descr
                       Catch::Contains("layers.1.block.layers.0 (LayerNorm)") && Catch::Contains("[2, 6, 5]"));
 
   const std::string json = mpx::io::model_json(model);
-  CHECK_THAT(json, Catch::Contains(R"({"kind":"Residual","precision":"bf16_mixed","block":[{"kind":"Sequential",)"
-                                   R"("precision":"bf16_mixed","layers":[{"kind":"LayerNorm")"));
-  CHECK_THAT(json, Catch::EndsWith(R"({"kind":"Linear","precision":"bf16_mixed","in_features":6,"out_features":2,)"
-                                   R"("bias":true,"activation":"None"}]})"));
+  CHECK_THAT(json,
+             Catch::Contains(R"({"kind":"Residual","precision":"bf16_mixed","block":[{"kind":"Sequential",)"
+                             R"("precision":"bf16_mixed","layers":[{"kind":"LayerNorm")"));
+  CHECK_THAT(json,
+             Catch::EndsWith(R"({"kind":"Linear","precision":"bf16_mixed","in_features":6,"out_features":2,)"
+                             R"("bias":true,"activation":"None"}]})"));
 
   // Nested layers draw from their own streams: no two weights of the same shape start equal.
   model.initialize(5);
@@ -166,9 +168,7 @@ TEST_CASE("Training and evaluation modes reach nested layers; EvaluationMode res
   }
   CHECK(model.layer<1>().training());
   nn::set_training(model, false);
-  {
-    const nn::EvaluationMode evaluating(model);
-  }
+  { const nn::EvaluationMode evaluating(model); }
   CHECK_FALSE(model.layer<1>().training());  // it was in evaluation mode before the scope
 }
 

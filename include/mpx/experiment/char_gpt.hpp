@@ -32,6 +32,7 @@ struct GptShape {
 };
 
 /// @brief One decoder block: x + attention(LN(x)), then x + MLP(LN(x)) with a 4x GELU hidden layer.
+// [block]
 template <PrecisionPolicy P, class Device = Host>
 auto gpt_block(const GptShape& s) {
   using L = nn::layers<P, Device>;
@@ -41,14 +42,18 @@ auto gpt_block(const GptShape& s) {
       nn::Residual{nn::Sequential{L::layer_norm(s.width), L::linear(s.width, 4 * s.width, nn::gelu),
                                   L::linear(4 * s.width, s.width), L::dropout(s.dropout)}}};
 }
+// [block]
 
 namespace detail {
 template <PrecisionPolicy P, class Device, std::size_t... Block>
 auto char_gpt(const GptShape& s, std::index_sequence<Block...>) {
   using L = nn::layers<P, Device>;
-  return nn::Sequential{L::embedding(s.vocabulary, s.width, {.init_std = 0.02}), L::positional_embedding(s.context, s.width),
-                        L::dropout(s.dropout), (static_cast<void>(Block), gpt_block<P, Device>(s))...,
-                        L::layer_norm(s.width), L::linear(s.width, s.vocabulary)};
+  return nn::Sequential{L::embedding(s.vocabulary, s.width, {.init_std = 0.02}),
+                        L::positional_embedding(s.context, s.width),
+                        L::dropout(s.dropout),
+                        (static_cast<void>(Block), gpt_block<P, Device>(s))...,
+                        L::layer_norm(s.width),
+                        L::linear(s.width, s.vocabulary)};
 }
 }  // namespace detail
 
@@ -63,9 +68,9 @@ auto char_gpt(const GptShape& s, std::index_sequence<Block...>) {
 template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 4>
 auto char_gpt(const GptShape& s) {
   if (s.vocabulary <= 0 || s.context <= 0 || s.width <= 0 || s.heads <= 0) {
-    throw invalid_argument(mpx::detail::concat("mpx::experiment::char_gpt: sizes must be positive, got vocabulary ",
-                                               s.vocabulary, ", context ", s.context, ", width ", s.width,
-                                               ", heads ", s.heads));
+    throw invalid_argument(
+        mpx::detail::concat("mpx::experiment::char_gpt: sizes must be positive, got vocabulary ",
+                            s.vocabulary, ", context ", s.context, ", width ", s.width, ", heads ", s.heads));
   }
   return detail::char_gpt<P, Device>(s, std::make_index_sequence<Blocks>{});
 }
@@ -83,10 +88,10 @@ std::vector<std::int32_t> sample(Model& model, std::vector<std::int32_t> prompt,
                                  std::int64_t context, double temperature, std::uint64_t seed) {
   using Device = typename Model::device_type;
   if (prompt.empty() || !(temperature > 0.0) || context <= 0) {
-    throw invalid_argument(mpx::detail::concat("mpx::experiment::sample: needs a prompt, temperature > 0 and "
-                                               "context > 0; got a prompt of ",
-                                               prompt.size(), " tokens, temperature ", temperature,
-                                               ", context ", context));
+    throw invalid_argument(
+        mpx::detail::concat("mpx::experiment::sample: needs a prompt, temperature > 0 and "
+                            "context > 0; got a prompt of ",
+                            prompt.size(), " tokens, temperature ", temperature, ", context ", context));
   }
   const nn::EvaluationMode evaluating(model);
   std::mt19937_64 rng(seed);

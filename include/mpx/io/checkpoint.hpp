@@ -609,7 +609,8 @@ namespace detail {
 inline void check_data_seed(const char* where, std::uint64_t saved_seed, std::uint64_t seed,
                             std::vector<std::string>& problems) {
   if (problems.empty() && saved_seed != seed) {
-    problems.push_back(mpx::detail::concat("metadata \"data.seed\" = ", saved_seed, " but the data's seed is ", seed));
+    problems.push_back(
+        mpx::detail::concat("metadata \"data.seed\" = ", saved_seed, " but the data's seed is ", seed));
   }
   if (!problems.empty()) {
     std::string message = mpx::detail::concat(where, ":");

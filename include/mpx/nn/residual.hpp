@@ -70,7 +70,9 @@ class Residual {
   explicit Residual(Block block) : block_(std::move(block)) { set_label(label_); }
 
   /// @brief Initialises the block from (seed, `nested_stream(stream, 0)`).
-  void initialize(std::uint64_t seed, std::uint64_t stream) { block_.initialize(seed, nested_stream(stream, 0)); }
+  void initialize(std::uint64_t seed, std::uint64_t stream) {
+    block_.initialize(seed, nested_stream(stream, 0));
+  }
 
   /// @brief Does not compile: the block keeps a pointer to its input for backward, so a temporary
   /// cannot be an input (see `reject_temporary_input`).
@@ -131,7 +133,9 @@ class Residual {
   }
 
   /// @brief {"block": the block's description}, so that a description nests as the model does.
-  [[nodiscard]] LayerDescription describe() const { return {{"block", NestedLayers{{describe_layer(block_)}}}}; }
+  [[nodiscard]] LayerDescription describe() const {
+    return {{"block", NestedLayers{{describe_layer(block_)}}}};
+  }
 
   /// @brief The wrapped block.
   [[nodiscard]] Block& block() noexcept { return block_; }

@@ -88,7 +88,8 @@ class Shape {
   /// input's (`[batch, sequence, in]` -> `[batch, sequence, out]`).
   [[nodiscard]] Shape with_last(std::int64_t extent) const {
     if (rank_ == 0) throw shape_error("mpx::Shape::with_last: the shape is empty (rank 0)");
-    if (extent < 0) throw shape_error(detail::concat("mpx::Shape::with_last: extent ", extent, " is negative"));
+    if (extent < 0)
+      throw shape_error(detail::concat("mpx::Shape::with_last: extent ", extent, " is negative"));
     Shape shape = *this;
     shape.extents_[static_cast<std::size_t>(rank_ - 1)] = extent;
     return shape;

@@ -145,7 +145,8 @@ class Trainer {
 
   /// @brief One step on an fp32 batch for a model whose input is another type (see `queue_step`).
   StepResult step(const Tensor<float, Device>& inputs,
-                  target_type targets) requires(FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
+                  target_type targets) requires(FloatingElement<input_element> &&
+                                                !std::is_same_v<input_element, float>) {
     queue_step(inputs, targets);
     return read_result();
   }
@@ -166,7 +167,8 @@ class Trainer {
   /// @brief Queues one step on an fp32 batch for a model whose input is another type: the batch is
   /// rounded (to nearest even) into a buffer the trainer keeps, which counts as activation memory.
   void queue_step(const Tensor<float, Device>& inputs,
-                  target_type targets) requires(FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
+                  target_type targets) requires(FloatingElement<input_element> &&
+                                                !std::is_same_v<input_element, float>) {
     round_input(inputs);
     queue_step(input_, targets);
   }
@@ -242,7 +244,8 @@ class Trainer {
   /// @brief Records a step on an fp32 batch for a model whose input is another type: the rounding
   /// into the model's input type is part of the recording.
   void capture_step(const Tensor<float, Device>& inputs,
-                    target_type targets) requires(FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
+                    target_type targets) requires(FloatingElement<input_element> &&
+                                                  !std::is_same_v<input_element, float>) {
     // The recording rounds into `input_`, which only an eager step on fp32 input of this shape
     // allocated: a last step on input already in the model's type leaves it missing.
     if (eager_input_shape_ != inputs.shape() || input_.shape() != inputs.shape() ||
@@ -438,7 +441,7 @@ class Trainer {
   TrainingState<Device, Grad> state_;
   std::vector<Tensor<Grad, Device>*> gradients_;  // the list handed to the gradient pass
   std::int64_t micro_batches_in_last_step_ = 1;
-  Shape eager_input_shape_;  // of the last step queued eagerly (rank 0: none yet)
+  Shape eager_input_shape_;             // of the last step queued eagerly (rank 0: none yet)
   std::uint64_t eager_generation_ = 0;  // nn::buffer_generation<Device>() after that step
   StepGraph<Device, typename Optimizer::Options> graph_;
 };
