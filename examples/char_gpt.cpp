@@ -36,7 +36,7 @@ namespace char_gpt {
 
 struct Settings {
   std::string precision = "all";
-  std::int64_t steps = 400;
+  std::int64_t steps = 300;
   std::int64_t batch = 16;
   std::int64_t context = 64;
   std::int64_t width = 128;
