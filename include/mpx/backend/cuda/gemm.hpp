@@ -339,6 +339,7 @@ struct GemmPathCounts {
   std::int64_t refused = 0;       ///< of the unfused: cublasLtMatmul refused the fused algorithm
                                   ///< (now, or earlier for the same plan, which remembers it)
 
+  /// @brief Every count equal.
   bool operator==(const GemmPathCounts&) const = default;
 };
 
