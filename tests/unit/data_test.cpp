@@ -32,6 +32,8 @@
 #include <mpx/error.hpp>
 #include <mpx/numeric/random.hpp>
 
+#include "../support/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -41,26 +43,10 @@ using mpx::data::Dataset;
 using mpx::data::LastBatch;
 using Bytes = std::vector<std::uint8_t>;
 
-/// A fresh directory under the system temp directory, removed with its contents at scope exit.
-class TempDir {
+// A scratch directory of this test file's own.
+class TempDir : public mpx::test::TempDir {
  public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("mpx_data_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+  TempDir() : mpx::test::TempDir("mpx_data_test") {}
 };
 
 /// An IDX file from its parts: magic (0, 0, type, rank), big-endian dimensions, then `data`.

@@ -27,6 +27,8 @@
 
 #include "../support/error_matchers.hpp"
 
+#include "../support/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,26 +40,10 @@ using mpx::data::TextWindows;
 using mpx::test::MessageContains;
 using Tokens = Tensor<std::int32_t, Host>;
 
-/// A fresh directory under the system temp directory, removed with its contents at scope exit.
-class TempDir {
+// A scratch directory of this test file's own.
+class TempDir : public mpx::test::TempDir {
  public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("mpx_text_data_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+  TempDir() : mpx::test::TempDir("mpx_text_data_test") {}
 };
 
 void write_file(const fs::path& path, const std::string& bytes) {
