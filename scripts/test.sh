@@ -6,9 +6,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-MPX_INSTALL_TORCH=1 scripts/install-deps.sh  # torch too: the parity tests run against it
+scripts/install-deps.sh
+# PyTorch, for the parity tests against it: from a cold pip cache its wheels are several GB, so they
+# download while the build compiles, and the tests wait for them only before running.
+mkdir -p build/tools
+MPX_INSTALL_TORCH=1 setsid scripts/install-deps.sh > build/tools/torch-install.log 2>&1 &
+torch_install=$!  # its own process group, so that a failed build stops pip too:
+trap 'kill -- -"$torch_install" 2> /dev/null || true' EXIT
 cmake --preset default
 cmake --build --preset default --parallel "$(nproc)"
+wait "$torch_install" || echo "mpx: installing torch failed; the parity tests against PyTorch will be skipped"
+trap - EXIT
+cat build/tools/torch-install.log
 ctest --preset default
 
 # Sanitizers: the unit, static and interop tests built with -fsanitize=address,undefined

@@ -48,7 +48,10 @@ namespace mpx::nn {
 ///   for dO), the output (C s).
 /// - backward's buffers: dS (H T s), dQ, dK, dV (3 C s), the qkv gradient (3 C s), the projections'
 ///   input gradients (C s each).
-/// Nothing is recomputed. Evaluation mode is not distinguished: forward always keeps these buffers.
+/// Nothing is recomputed. In evaluation mode (nn/training_mode.hpp) forward saves nothing: Q, K, V,
+/// the scores, P and the heads' output are freed when forward returns, so what an evaluation
+/// keeps per token is the qkv output (3 C s), the merged heads (C s) and the output (C s), and the
+/// transient peak is one layer's (4 C s + 4 H T + H T s), whatever the depth of the model.
 ///
 /// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, class Device = Host>
@@ -109,33 +112,23 @@ class CausalSelfAttention {
                                             embed_dim_, "] with batch and sequence at least 1, received ",
                                             x.shape()));
     }
-    const std::int64_t batch = x.shape()[0];
-    const std::int64_t sequence = x.shape()[1];
-    const Shape heads{batch, num_heads_, sequence, head_dim_};
-    const Shape scores{batch, num_heads_, sequence, sequence};
     const auto& qkv = qkv_.forward(x);
-    for (Tensor<T, Device>* buffer : {&q_, &k_, &v_, &heads_out_}) ensure_shape(*buffer, heads);
-    Backend<Device>::attention_split_heads(qkv, 0, q_);
-    Backend<Device>::attention_split_heads(qkv, embed_dim_, k_);
-    Backend<Device>::attention_split_heads(qkv, 2 * embed_dim_, v_);
-    ensure_shape(scores_, scores);
-    ensure_shape(probs_, scores);
-    const std::int64_t matrices = batch * num_heads_;
-    Backend<Device>::template gemm<Compute>(
-        q_, k_, scores_,
-        GemmConfig{.transpose_b = Transpose::Yes, .alpha = scale(), .batch_count = matrices});
-    Backend<Device>::causal_softmax_forward(scores_, probs_);
-    Backend<Device>::template gemm<Compute>(probs_, v_, heads_out_, GemmConfig{.batch_count = matrices});
-    ensure_shape(merged_, x.shape());
-    Backend<Device>::attention_merge_heads(heads_out_, 0, merged_);
-    input_ = &x;
+    if (training_) {
+      attend(qkv, {q_, k_, v_, scores_, probs_, heads_out_});
+      input_ = &x;
+    } else {
+      Tensor<T, Device> q, k, v, probs, heads_out;  // freed on return: evaluation saves nothing
+      Tensor<Acc, Device> scores;
+      attend(qkv, {q, k, v, scores, probs, heads_out});
+      input_ = nullptr;
+    }
     return proj_.forward(merged_);
   }
 
   /// @brief Accumulates the four parameter gradients from dy and, if asked, returns dx (valid until
   /// the next backward).
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    if (input_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
+    if (input_.empty()) throw_backward_without_saved_state(label_, training_);
     require_shape(label_.c_str(), "upstream gradient", dy.shape(), merged_.shape());
     const std::int64_t matrices = q_.shape()[0] * num_heads_;
     const Tensor<T, Device>& d_merged = *proj_.backward(dy, true);
@@ -189,6 +182,17 @@ class CausalSelfAttention {
     qkv_.forget_input();
   }
 
+  /// @brief Training (`true`, the default) or evaluation mode, for the layer and its projections:
+  /// in evaluation, forward frees its intermediates on return and backward throws until a
+  /// training-mode forward has run (see nn/training_mode.hpp).
+  void set_training(bool training) noexcept {
+    training_ = training;
+    qkv_.set_training(training);
+    proj_.set_training(training);
+  }
+  /// @brief Whether the layer is in training mode.
+  [[nodiscard]] bool training() const noexcept { return training_; }
+
   /// @brief The settings another tool needs to rebuild the layer: embed_dim, num_heads (as
   /// `torch.nn.MultiheadAttention` names them) and bias.
   [[nodiscard]] LayerDescription describe() const {
@@ -215,6 +219,42 @@ class CausalSelfAttention {
     }
     return embed_dim;
   }
+  // Where one forward puts its intermediates: the layer's buffers in training (backward reads
+  // them), a forward's locals in evaluation.
+  struct Intermediates {
+    Tensor<T, Device>& q;
+    Tensor<T, Device>& k;
+    Tensor<T, Device>& v;
+    Tensor<Acc, Device>& scores;
+    Tensor<T, Device>& probs;
+    Tensor<T, Device>& heads_out;
+  };
+
+  // softmax(Q K^T / sqrt(d) + causal mask) V from the qkv projection [batch, sequence, 3C], merged
+  // into merged_ [batch, sequence, C].
+  void attend(const Tensor<T, Device>& qkv, Intermediates buffers) {
+    const std::int64_t batch = qkv.shape()[0];
+    const std::int64_t sequence = qkv.shape()[1];
+    const Shape heads{batch, num_heads_, sequence, head_dim_};
+    const Shape scores{batch, num_heads_, sequence, sequence};
+    for (Tensor<T, Device>* buffer : {&buffers.q, &buffers.k, &buffers.v, &buffers.heads_out})
+      ensure_shape(*buffer, heads);
+    Backend<Device>::attention_split_heads(qkv, 0, buffers.q);
+    Backend<Device>::attention_split_heads(qkv, embed_dim_, buffers.k);
+    Backend<Device>::attention_split_heads(qkv, 2 * embed_dim_, buffers.v);
+    ensure_shape(buffers.scores, scores);
+    ensure_shape(buffers.probs, scores);
+    const std::int64_t matrices = batch * num_heads_;
+    Backend<Device>::template gemm<Compute>(
+        buffers.q, buffers.k, buffers.scores,
+        GemmConfig{.transpose_b = Transpose::Yes, .alpha = scale(), .batch_count = matrices});
+    Backend<Device>::causal_softmax_forward(buffers.scores, buffers.probs);
+    Backend<Device>::template gemm<Compute>(buffers.probs, buffers.v, buffers.heads_out,
+                                            GemmConfig{.batch_count = matrices});
+    ensure_shape(merged_, qkv.shape().with_last(embed_dim_));
+    Backend<Device>::attention_merge_heads(buffers.heads_out, 0, merged_);
+  }
+
   // 1/sqrt(d), the GEMMs' alpha (a float, as GemmConfig holds it).
   [[nodiscard]] float scale() const noexcept {
     return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
@@ -225,6 +265,7 @@ class CausalSelfAttention {
   std::int64_t head_dim_;
   bool bias_;
   std::string label_ = "mpx::nn::CausalSelfAttention";
+  bool training_ = true;
   Projection qkv_;
   Projection proj_;
   SavedPointer<Tensor<T, Device>> input_;  // set by forward; a moved layer needs a new one

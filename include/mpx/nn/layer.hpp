@@ -169,6 +169,18 @@ class SavedPointer {
   const T* pointer_ = nullptr;
 };
 
+/// @brief Throws `mpx::error` for a backward that has no saved state to read: either no forward
+/// ran, or the last one ran in evaluation mode, which saves nothing for backward (training_mode.hpp).
+/// @param label the layer's name in messages; @param training whether the layer is in training mode.
+[[noreturn]] inline void throw_backward_without_saved_state(std::string_view label, bool training) {
+  if (training) throw error(mpx::detail::concat(label, ": backward called before forward"));
+  throw error(mpx::detail::concat(
+      label,
+      ": backward called after an evaluation-mode forward, which saves nothing for backward; "
+      "put the model back into training mode (nn::set_training(model, true), or leave the "
+      "nn::EvaluationMode scope) and run forward again"));
+}
+
 /// @brief A compile error saying why an input cannot be a temporary and what to write instead.
 ///
 /// Called by the `forward(Tensor&&)` overload of layers that save a pointer to their input for

@@ -86,7 +86,8 @@ class Linear {
     return output_;
   }
 
-  /// @brief y = act(x W^T + b) in the compute type, fp32 accumulation; saves what backward needs.
+  /// @brief y = act(x W^T + b) in the compute type, fp32 accumulation; in training mode, saves what backward
+  /// needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     require_features(label_, x, in_features_);
     const Shape out_shape = x.shape().with_last(out_features_);
@@ -96,23 +97,26 @@ class Linear {
     Epilogue epilogue = bias_ ? Epilogue::Bias : Epilogue::Default;
     if constexpr (A == Activation::ReLU) epilogue = Epilogue::ReluBias;
     if constexpr (A == Activation::GELU) {
-      epilogue = Epilogue::GeluAuxBias;
-      ensure_shape(pre_activation_, out_shape);
-      operands.aux = &pre_activation_;
+      // Backward evaluates gelu' at the pre-activation, so training keeps it (the epilogue's aux
+      // output); evaluation needs only D, whose bits are the same either way.
+      epilogue = Epilogue::GeluBias;
+      if (training_) {
+        epilogue = Epilogue::GeluAuxBias;
+        ensure_shape(pre_activation_, out_shape);
+        operands.aux = &pre_activation_;
+      }
     }
     if (epilogue == Epilogue::Default) operands.bias = nullptr;
     Backend<Device>::template gemm<Compute>(x, weight_.compute(), output_,
                                             GemmConfig{.transpose_b = Transpose::Yes, .epilogue = epilogue},
                                             operands);
-    input_ = &x;
+    input_ = training_ ? &x : nullptr;
     return output_;
   }
 
   /// @brief Accumulates dW and db from dy and, if asked, returns dx (valid until the next backward).
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    if (input_.empty()) {
-      throw error(mpx::detail::concat(label_, ": backward called before forward"));
-    }
+    if (input_.empty()) throw_backward_without_saved_state(label_, training_);
     require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
     const Tensor<T, Device>* dz = &dy;
     if constexpr (A == Activation::ReLU) {
@@ -159,6 +163,13 @@ class Linear {
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
 
+  /// @brief Training (`true`, the default) or evaluation mode (see nn/training_mode.hpp): in
+  /// evaluation, forward keeps neither its input pointer nor GELU's pre-activation, and backward
+  /// throws until a training-mode forward has run.
+  void set_training(bool training) noexcept { training_ = training; }
+  /// @brief Whether the layer is in training mode.
+  [[nodiscard]] bool training() const noexcept { return training_; }
+
   /// @brief The settings another tool needs to rebuild the layer, under `torch.nn.Linear`'s names:
   /// in_features, out_features, bias, and the fused activation ("None", "ReLU" or "GELU").
   [[nodiscard]] LayerDescription describe() const {
@@ -188,6 +199,7 @@ class Linear {
   std::int64_t out_features_;
   Options options_;
   std::string label_ = "mpx::nn::Linear";
+  bool training_ = true;
   Param weight_;
   std::optional<Param> bias_;
   SavedPointer<Tensor<T, Device>> input_;  // the previous layer's output buffer, kept alive by it
