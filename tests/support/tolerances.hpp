@@ -14,8 +14,9 @@
 ///    bound (Higham, Accuracy and Stability, Thm 3.1) for a dot product of length K in precision u is
 ///      |computed - exact| <= gamma_K * sum_k |a_k b_k|,   gamma_K = K u / (1 - K u).
 /// 3. Scaling and the epilogue: alpha *, + beta C, + bias, one multiply by the activation's
-///    derivative and the ~10 operations of gelu_tanh (tanhf: <= 2 ulp in glibc and CUDA). Counting
-///    them as 16 more roundings gives (K + 16) terms.
+///    derivative and the ~10 operations of gelu_tanh (its float tanh, numeric/tanh.hpp, is within
+///    7 ulp; cuBLASLt's own GELU is undocumented). Counting them as 16 more roundings gives (K + 16)
+///    terms.
 /// 4. Rounding into D's type: at most half an ulp of D's format, i.e. u_out * |value|, and in the
 ///    subnormal range at most half the subnormal step min_normal * eps_out.
 ///

@@ -25,6 +25,7 @@
 #include "mpx/config.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/tags.hpp"
+#include "mpx/numeric/tanh.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/device.hpp"
 #include "mpx/tensor/shape.hpp"
@@ -219,13 +220,14 @@ GemmShape validate_gemm(const char* where, const Shape& a, const Shape& b, const
   return g;
 }
 
-/// @brief GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as cuBLASLt's epilogue.
+/// @brief GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as cuBLASLt's epilogue;
+/// tanh is `activation_tanh` (numeric/tanh.hpp: a rational approximation in float).
 template <class T>
 MPX_HOST_DEVICE inline T gelu_tanh(T x) {
   constexpr T k_sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
   constexpr T k_cubic = static_cast<T>(0.044715);
   return static_cast<T>(0.5) * x *
-         (static_cast<T>(1) + std::tanh(k_sqrt_2_over_pi * (x + k_cubic * x * x * x)));
+         (static_cast<T>(1) + activation_tanh(k_sqrt_2_over_pi * (x + k_cubic * x * x * x)));
 }
 
 /// @brief d gelu_tanh(x) / dx.
@@ -234,7 +236,7 @@ MPX_HOST_DEVICE inline T gelu_tanh_derivative(T x) {
   constexpr T k_sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
   constexpr T k_cubic = static_cast<T>(0.044715);
   const T inner = k_sqrt_2_over_pi * (x + k_cubic * x * x * x);
-  const T t = std::tanh(inner);
+  const T t = activation_tanh(inner);
   const T d_inner = k_sqrt_2_over_pi * (static_cast<T>(1) + static_cast<T>(3) * k_cubic * x * x);
   return static_cast<T>(0.5) * (static_cast<T>(1) + t) +
          static_cast<T>(0.5) * x * (static_cast<T>(1) - t * t) * d_inner;

@@ -21,10 +21,8 @@
 #include <type_traits>
 
 #include <Eigen/Core>
-#if defined(EIGEN_HAS_FP16_C)
-#include <immintrin.h>
-#endif
 
+#include "mpx/backend/cpu/convert.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/error.hpp"
@@ -42,133 +40,6 @@ using GemmOperands = mpx::GemmOperands<TD, Acc, Host>;
 
 namespace detail {
 
-// Elementwise conversions between storage and accumulate types. They produce exactly the bits of the
-// scalar conversions (static_cast fp16/bf16 <-> fp32, round_tf32, round_to<Tag>), but are written to
-// vectorise and run on all OpenMP threads for large arrays: done one element at a time, at 1024^3
-// they cost fp16 about 40% of the fp32 GEMM's time. For fp16 they follow whichever path Eigen's
-// scalar conversion takes: the F16C instructions where Eigen defines EIGEN_HAS_FP16_C, otherwise
-// Eigen's software algorithm without branches. (Eigen 3.4.0 leaves EIGEN_HAS_FP16_C undefined under
-// GCC: its test `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380` fails because it defines
-// EIGEN_COMP_CLANG as 0.)
-
-// `#pragma omp simd` where OpenMP is on: GCC's -O2 cost model does not vectorise these loops alone.
-#ifdef _OPENMP
-#define MPX_DETAIL_OMP_SIMD _Pragma("omp simd")
-#else
-#define MPX_DETAIL_OMP_SIMD
-#endif
-
-// round_tf32 without branches, bit for bit: finite values get +0x1000 (ties away), NaN is made quiet,
-// infinities stay, and then the low 13 bits are cleared.
-inline float round_tf32_branchless(float x) {
-  const std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
-  const bool special = (bits & 0x7f800000u) == 0x7f800000u;
-  const std::uint32_t quieted = (bits & 0x007fffffu) != 0 ? (bits | 0x00400000u) : bits;
-  return Eigen::numext::bit_cast<float>((special ? quieted : bits + 0x00001000u) & 0xffffe000u);
-}
-
-// Eigen's scalar float -> bfloat16 (float_to_bfloat16_rtne<false>) without branches, bit for bit:
-// round to nearest even, NaN -> 0x7fc0 with x's sign.
-inline std::uint16_t bfloat16_bits_of(float x) {
-  const std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
-  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  return static_cast<std::uint16_t>(nan ? ((bits >> 16) & 0x8000u) | 0x7fc0u : rounded);
-}
-
-#if !defined(EIGEN_HAS_FP16_C) && !defined(EIGEN_HAS_ARM64_FP16_SCALAR_ARITHMETIC)
-#define MPX_DETAIL_SOFTWARE_FP16 1
-// Eigen's software half_to_float (Half.h) without branches, bit for bit.
-inline float half_bits_to_float(std::uint16_t h) {
-  const std::uint32_t shifted_exp = 0x7c00u << 13;
-  std::uint32_t o = (std::uint32_t{h} & 0x7fffu) << 13;
-  const std::uint32_t exp = shifted_exp & o;
-  o += std::uint32_t{127 - 15} << 23;
-  const std::uint32_t inf_nan = o + (std::uint32_t{128 - 16} << 23);
-  const float magic = Eigen::numext::bit_cast<float>(std::uint32_t{113} << 23);
-  const std::uint32_t denormal = Eigen::numext::bit_cast<std::uint32_t>(
-      Eigen::numext::bit_cast<float>(o + (std::uint32_t{1} << 23)) - magic);
-  const std::uint32_t magnitude = exp == shifted_exp ? inf_nan : (exp == 0 ? denormal : o);
-  return Eigen::numext::bit_cast<float>(magnitude | ((std::uint32_t{h} & 0x8000u) << 16));
-}
-
-// Eigen's software float_to_half_rtne (Half.h) without branches, bit for bit.
-inline std::uint16_t float_to_half_bits(float x) {
-  const std::uint32_t f32_infinity = std::uint32_t{255} << 23;
-  const std::uint32_t f16_max = std::uint32_t{127 + 16} << 23;
-  const std::uint32_t denorm_magic = std::uint32_t{(127 - 15) + (23 - 10) + 1} << 23;
-  std::uint32_t u = Eigen::numext::bit_cast<std::uint32_t>(x);
-  const std::uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  const std::uint32_t inf_nan = u > f32_infinity ? 0x7e00u : 0x7c00u;
-  const std::uint32_t subnormal =
-      Eigen::numext::bit_cast<std::uint32_t>(Eigen::numext::bit_cast<float>(u) +
-                                             Eigen::numext::bit_cast<float>(denorm_magic)) -
-      denorm_magic;
-  const std::uint32_t normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
-  const std::uint32_t magnitude =
-      u >= f16_max ? inf_nan : (u < (std::uint32_t{113} << 23) ? subnormal : normal);
-  return static_cast<std::uint16_t>((magnitude & 0xffffu) | (sign >> 16));
-}
-#endif
-
-// out[i] = in[i] in the compute type, widened to Acc, for i in [begin, end).
-template <NumericTag Compute, class S, class Acc>
-void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
-  std::int64_t i = begin;
-  if constexpr (std::is_same_v<Compute, TF32>) {
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t j = begin; j < end; ++j) out[j] = round_tf32_branchless(in[j]);
-    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
-  } else if constexpr (std::is_same_v<S, Eigen::bfloat16> && std::is_same_v<Acc, float>) {
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t j = begin; j < end; ++j) {
-      const std::uint32_t bits = Eigen::numext::bit_cast<std::uint16_t>(in[j]);
-      out[j] = Eigen::numext::bit_cast<float>(bits << 16);
-    }
-    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
-  } else if constexpr (std::is_same_v<S, Eigen::half> && std::is_same_v<Acc, float>) {
-#if defined(EIGEN_HAS_FP16_C)
-    for (; i + 8 <= end; i += 8) {
-      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-    }
-#elif defined(MPX_DETAIL_SOFTWARE_FP16)
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t j = begin; j < end; ++j)
-      out[j] = half_bits_to_float(Eigen::numext::bit_cast<std::uint16_t>(in[j]));
-    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
-#endif
-  }
-  for (; i < end; ++i) out[i] = static_cast<Acc>(in[i]);
-}
-
-// out[i] = round_to<tag of TD>(in[i]) for i in [begin, end).
-template <class Acc, class TD>
-void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
-  std::int64_t i = begin;
-  if constexpr (std::is_same_v<TD, Eigen::bfloat16> && std::is_same_v<Acc, float>) {
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t j = begin; j < end; ++j)
-      out[j] = Eigen::numext::bit_cast<Eigen::bfloat16>(bfloat16_bits_of(in[j]));
-    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
-  } else if constexpr (std::is_same_v<TD, Eigen::half> && std::is_same_v<Acc, float>) {
-#if defined(EIGEN_HAS_FP16_C)
-    // Eigen's scalar float_to_half_rtne is then _cvtss_sh(x, 0): the same instruction, nearest even.
-    for (; i + 8 <= end; i += 8) {
-      _mm_storeu_si128(
-          reinterpret_cast<__m128i*>(out + i),
-          _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-#elif defined(MPX_DETAIL_SOFTWARE_FP16)
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t j = begin; j < end; ++j)
-      out[j] = Eigen::numext::bit_cast<Eigen::half>(float_to_half_bits(in[j]));
-    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
-#endif
-  }
-  for (; i < end; ++i) out[i] = round_to<tag_of_t<TD>>(in[i]);
-}
-
 template <NumericTag Compute, class S, class Acc>
 void widen_operand(const S* in, Acc* out, std::int64_t count) {
   parallel_for_chunks(count, parallel_grain, [in, out](std::int64_t begin, std::int64_t end) {
@@ -181,9 +52,6 @@ void round_output(const Acc* in, TD* out, std::int64_t count) {
   parallel_for_chunks(count, parallel_grain,
                       [in, out](std::int64_t begin, std::int64_t end) { round_range(in, out, begin, end); });
 }
-
-#undef MPX_DETAIL_OMP_SIMD
-#undef MPX_DETAIL_SOFTWARE_FP16
 
 // Scratch memory of one call (converted operands; t when D is narrower than Acc), kept per thread
 // for the next call. Fresh multi-megabyte blocks come from mmap and are page-faulted in on every call
@@ -392,25 +260,49 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     });
   };
 
-  // Epilogue on one element: returns the value to store in D.
+  // The epilogue over one row of t, in place. The switch sits outside the loops so that each loop
+  // vectorises (GELU's tanh is plain arithmetic in float: numeric/tanh.hpp).
   const TD* bias = operands.bias != nullptr ? operands.bias->data() : nullptr;
   TD* aux = operands.aux != nullptr ? operands.aux->data() : nullptr;
-  auto apply = [&](Acc value, std::int64_t row, std::int64_t col) -> Acc {
-    const std::int64_t index = row * g.n + col;
+  auto apply_row = [&](Acc* v, std::int64_t row) {
+    const std::int64_t n = g.n;
+    TD* row_aux = aux != nullptr ? aux + row * n : nullptr;
     switch (epilogue) {
-      case Epilogue::Bias: return value + static_cast<Acc>(bias[col]);
-      case Epilogue::ReluBias: return relu(value + static_cast<Acc>(bias[col]));
-      case Epilogue::GeluBias: return gelu_tanh(value + static_cast<Acc>(bias[col]));
-      case Epilogue::GeluAuxBias: {
-        const Acc pre = value + static_cast<Acc>(bias[col]);
-        aux[index] = round_to<tag_of_t<TD>>(pre);
-        return gelu_tanh(pre);
-      }
+      case Epilogue::Bias:
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) v[col] = v[col] + static_cast<Acc>(bias[col]);
+        break;
+      case Epilogue::ReluBias:
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) v[col] = relu(v[col] + static_cast<Acc>(bias[col]));
+        break;
+      case Epilogue::GeluBias:
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) v[col] = gelu_tanh(v[col] + static_cast<Acc>(bias[col]));
+        break;
+      case Epilogue::GeluAuxBias:
+        for (std::int64_t col = 0; col < n; ++col) {
+          v[col] = v[col] + static_cast<Acc>(bias[col]);
+          row_aux[col] = round_to<tag_of_t<TD>>(v[col]);
+        }
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) v[col] = gelu_tanh(v[col]);
+        break;
       case Epilogue::DRelu:
-      case Epilogue::DReluBGrad: return value * relu_derivative(static_cast<Acc>(aux[index]));
+      case Epilogue::DReluBGrad:
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) {
+          v[col] = v[col] * relu_derivative(static_cast<Acc>(row_aux[col]));
+        }
+        break;
       case Epilogue::DGelu:
-      case Epilogue::DGeluBGrad: return value * gelu_tanh_derivative(static_cast<Acc>(aux[index]));
-      default: return value;
+      case Epilogue::DGeluBGrad:
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) {
+          v[col] = v[col] * gelu_tanh_derivative(static_cast<Acc>(row_aux[col]));
+        }
+        break;
+      default: break;
     }
   };
 
@@ -426,22 +318,16 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   auto finish = [&](Acc* values) {
     if (column_bias_grad) {
       for (std::int64_t row = 0; row < g.m; ++row) {
-        for (std::int64_t col = 0; col < g.n; ++col) {
-          Acc& value = values[row * g.n + col];
-          value = apply(value, row, col);
-          bias_grad[col] += value;
-        }
+        Acc* v = values + row * g.n;
+        apply_row(v, row);
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < g.n; ++col) bias_grad[col] += v[col];
       }
     } else if (elementwise) {
       const std::int64_t rows_per_chunk =
           std::max<std::int64_t>(1, parallel_grain / std::max<std::int64_t>(1, g.n));
       parallel_for_chunks(g.m, rows_per_chunk, [&](std::int64_t first_row, std::int64_t end_row) {
-        for (std::int64_t row = first_row; row < end_row; ++row) {
-          for (std::int64_t col = 0; col < g.n; ++col) {
-            Acc& value = values[row * g.n + col];
-            value = apply(value, row, col);
-          }
-        }
+        for (std::int64_t row = first_row; row < end_row; ++row) apply_row(values + row * g.n, row);
       });
     }
     if constexpr (!d_is_acc) detail::round_output(values, d.data(), d_rows * g.n);
