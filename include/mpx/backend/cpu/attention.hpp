@@ -22,13 +22,6 @@
 
 namespace mpx::cpu {
 
-namespace detail {
-// Rows of `length` elements per parallel chunk: about parallel_grain elements.
-inline std::int64_t rows_per_chunk(std::int64_t length) {
-  return std::max<std::int64_t>(1, parallel_grain / std::max<std::int64_t>(1, length));
-}
-}  // namespace detail
-
 /// @brief heads[b, h, t, :] = tokens[b, t, column + h * head_dim + :]: one of the q, k, v column
 /// groups of a QKV projection's output [batch, sequence, 3C] into head-major [batch, heads, sequence,
 /// head_dim] (GPT-2's split + view(B, T, H, d) + transpose(1, 2)), or an upstream gradient of width C.
@@ -43,7 +36,7 @@ void attention_split_heads(const Tensor<T, Host>& tokens, std::int64_t column, T
   const T* in = tokens.data();
   T* out = heads.data();
   const std::int64_t rows = heads.shape().rows();  // (b, h, t)
-  parallel_for_chunks(rows, detail::rows_per_chunk(head_dim), [&](std::int64_t begin, std::int64_t end) {
+  parallel_for_chunks(rows, rows_per_chunk(head_dim), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t row = begin; row < end; ++row) {
       const std::int64_t t = row % sequence;
       const std::int64_t h = (row / sequence) % num_heads;
@@ -68,7 +61,7 @@ void attention_merge_heads(const Tensor<T, Host>& heads, std::int64_t column, Te
   const T* in = heads.data();
   T* out = tokens.data();
   const std::int64_t rows = heads.shape().rows();
-  parallel_for_chunks(rows, detail::rows_per_chunk(head_dim), [&](std::int64_t begin, std::int64_t end) {
+  parallel_for_chunks(rows, rows_per_chunk(head_dim), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t row = begin; row < end; ++row) {
       const std::int64_t t = row % sequence;
       const std::int64_t h = (row / sequence) % num_heads;
@@ -96,7 +89,7 @@ void causal_softmax_forward(const Tensor<Acc, Host>& scores, Tensor<T, Host>& pr
   const std::int64_t rows = scores.shape().rows();
   const std::int64_t sequence = scores.shape().cols();
   if (sequence == 0) return;
-  parallel_for_chunks(rows, detail::rows_per_chunk(sequence), [&](std::int64_t begin, std::int64_t end) {
+  parallel_for_chunks(rows, rows_per_chunk(sequence), [&](std::int64_t begin, std::int64_t end) {
     std::vector<Acc> exps(static_cast<std::size_t>(sequence));
     for (std::int64_t row = begin; row < end; ++row) {
       const Acc* s = scores.data() + row * sequence;
@@ -134,7 +127,7 @@ void causal_softmax_backward(const Tensor<T, Host>& probs, const Tensor<Acc, Hos
   const std::int64_t rows = probs.shape().rows();
   const std::int64_t sequence = probs.shape().cols();
   if (sequence == 0) return;
-  parallel_for_chunks(rows, detail::rows_per_chunk(sequence), [&](std::int64_t begin, std::int64_t end) {
+  parallel_for_chunks(rows, rows_per_chunk(sequence), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t row = begin; row < end; ++row) {
       const T* p = probs.data() + row * sequence;
       const Acc* dp = dprobs.data() + row * sequence;

@@ -11,6 +11,7 @@
 #include "mpx/backend/cpu/activation.hpp"
 #include "mpx/backend/cpu/attention.hpp"
 #include "mpx/backend/cpu/dropout.hpp"
+#include "mpx/backend/cpu/elementwise.hpp"
 #include "mpx/backend/cpu/embedding.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
@@ -106,14 +107,7 @@ struct Backend<Host> {
   static void add(const Tensor<T, Host>& a, const Tensor<T, Host>& b, Tensor<T, Host>& sum) {
     require_shape("mpx::Backend<Host>::add", "b", b.shape(), a.shape());
     require_shape("mpx::Backend<Host>::add", "sum", sum.shape(), a.shape());
-    using Math = math_t<tag_of_t<T>>;
-    const T* x = a.data();
-    const T* y = b.data();
-    T* out = sum.data();
-    cpu::parallel_for_chunks(a.numel(), cpu::parallel_grain, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i)
-        out[i] = round_to<tag_of_t<T>>(static_cast<Math>(x[i]) + static_cast<Math>(y[i]));
-    });
+    cpu::detail::map_pairs(a, b, sum, [](auto x, auto y) { return x + y; });
   }
 
   /// @brief Fills with values uniform on [low, high): element i from random_bits(seed, stream, i).

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include <Eigen/Core>
 #if defined(EIGEN_HAS_FP16_C)
@@ -17,6 +18,7 @@
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/numeric/tags.hpp"
+#include "mpx/tensor/tensor.hpp"
 
 namespace mpx::cpu::detail {
 
@@ -141,5 +143,13 @@ void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
 }
 
 #undef MPX_DETAIL_SOFTWARE_FP16
+
+// The elements of `tensor` converted to Acc (short vectors: a layer's gamma and beta).
+template <class Acc, class T>
+std::vector<Acc> widened(const Tensor<T, Host>& tensor) {
+  std::vector<Acc> values(static_cast<std::size_t>(tensor.numel()));
+  widen_range<tag_of_t<T>>(tensor.data(), values.data(), 0, tensor.numel());
+  return values;
+}
 
 }  // namespace mpx::cpu::detail

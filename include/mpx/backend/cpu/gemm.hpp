@@ -324,9 +324,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
         for (std::int64_t col = 0; col < g.n; ++col) bias_grad[col] += v[col];
       }
     } else if (elementwise) {
-      const std::int64_t rows_per_chunk =
-          std::max<std::int64_t>(1, parallel_grain / std::max<std::int64_t>(1, g.n));
-      parallel_for_chunks(g.m, rows_per_chunk, [&](std::int64_t first_row, std::int64_t end_row) {
+      parallel_for_chunks(g.m, rows_per_chunk(g.n), [&](std::int64_t first_row, std::int64_t end_row) {
         for (std::int64_t row = first_row; row < end_row; ++row) apply_row(values + row * g.n, row);
       });
     }

@@ -7,7 +7,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
+#include "mpx/backend/cpu/convert.hpp"
+#include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/layer_norm_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -29,26 +32,31 @@ void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& ga
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
   validate_layer_norm_forward(where, x, gamma, beta, y, mean, rstd);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const T* in = x.data() + r * features;
-    Acc sum = 0;
-    for (std::int64_t f = 0; f < features; ++f) sum += static_cast<Acc>(in[f]);
-    const Acc mu = sum / static_cast<Acc>(features);
-    Acc squares = 0;  // two-pass variance: no cancellation for rows with a large mean
-    for (std::int64_t f = 0; f < features; ++f) {
-      const Acc d = static_cast<Acc>(in[f]) - mu;
-      squares += d * d;
+  const std::vector<Acc> g = detail::widened<Acc>(gamma);
+  const std::vector<Acc> b = detail::widened<Acc>(beta);
+  // Rows run in parallel; within a row the sums run in feature order, as in one thread.
+  parallel_for_chunks(rows, rows_per_chunk(features), [&](std::int64_t first, std::int64_t end) {
+    std::vector<Acc> values(static_cast<std::size_t>(features));
+    Acc* v = values.data();
+    for (std::int64_t r = first; r < end; ++r) {
+      detail::widen_range<tag_of_t<T>>(x.data() + r * features, v, 0, features);
+      Acc sum = 0;
+      for (std::int64_t f = 0; f < features; ++f) sum += v[f];
+      const Acc mu = sum / static_cast<Acc>(features);
+      Acc squares = 0;  // two-pass variance: no cancellation for rows with a large mean
+      for (std::int64_t f = 0; f < features; ++f) {
+        const Acc d = v[f] - mu;
+        squares += d * d;
+      }
+      const Acc inv_std =
+          static_cast<Acc>(1) / std::sqrt(squares / static_cast<Acc>(features) + static_cast<Acc>(epsilon));
+      mean[r] = mu;
+      rstd[r] = inv_std;
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t f = 0; f < features; ++f) v[f] = (v[f] - mu) * inv_std * g[f] + b[f];
+      detail::round_range(v, y.data() + r * features, 0, features);
     }
-    const Acc inv_std =
-        static_cast<Acc>(1) / std::sqrt(squares / static_cast<Acc>(features) + static_cast<Acc>(epsilon));
-    mean[r] = mu;
-    rstd[r] = inv_std;
-    T* out = y.data() + r * features;
-    for (std::int64_t f = 0; f < features; ++f) {
-      const Acc normalized = (static_cast<Acc>(in[f]) - mu) * inv_std;
-      out[f] = round_to<tag_of_t<T>>(normalized * static_cast<Acc>(gamma[f]) + static_cast<Acc>(beta[f]));
-    }
-  }
+  });
 }
 
 /// @brief dx from dy, and dgamma, dbeta accumulated (+=) so that micro-batches add up.
@@ -61,29 +69,56 @@ void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
   const std::int64_t rows = x.shape().rows();
   const std::int64_t features = x.shape().cols();
   validate_layer_norm_backward(where, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const T* in = x.data() + r * features;
-    const T* g = dy.data() + r * features;
-    const Acc mu = mean[r];
-    const Acc inv_std = rstd[r];
-    // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * gamma.
-    Acc mean_dxhat = 0;
-    Acc mean_dxhat_xhat = 0;
-    for (std::int64_t f = 0; f < features; ++f) {
-      const Acc xhat = (static_cast<Acc>(in[f]) - mu) * inv_std;
-      const Acc dxhat = static_cast<Acc>(g[f]) * static_cast<Acc>(gamma[f]);
-      mean_dxhat += dxhat;
-      mean_dxhat_xhat += dxhat * xhat;
-      dgamma[f] += static_cast<Acc>(g[f]) * xhat;
-      dbeta[f] += static_cast<Acc>(g[f]);
+  const std::vector<Acc> gamma_values = detail::widened<Acc>(gamma);
+  const Acc* w = gamma_values.data();
+  // x's and dy's row, widened, and x-hat.
+  struct Row {
+    std::vector<Acc> x, g, xhat;
+    explicit Row(std::int64_t features)
+        : x(static_cast<std::size_t>(features)), g(x.size()), xhat(x.size()) {}
+    void load(const Tensor<T, Host>& in, const Tensor<T, Host>& grad, std::int64_t r, Acc mu, Acc inv_std) {
+      const auto n = static_cast<std::int64_t>(x.size());
+      detail::widen_range<tag_of_t<T>>(in.data() + r * n, x.data(), 0, n);
+      detail::widen_range<tag_of_t<T>>(grad.data() + r * n, g.data(), 0, n);
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t f = 0; f < n; ++f) xhat[f] = (x[f] - mu) * inv_std;
     }
-    mean_dxhat /= static_cast<Acc>(features);
-    mean_dxhat_xhat /= static_cast<Acc>(features);
-    T* out = dx.data() + r * features;
+  };
+  // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * gamma: rows in
+  // parallel, each row's sums in feature order.
+  parallel_for_chunks(rows, rows_per_chunk(features), [&](std::int64_t first, std::int64_t end) {
+    Row row(features);
+    Acc* v = row.x.data();  // x is not needed once x-hat is known: dx is built there
+    for (std::int64_t r = first; r < end; ++r) {
+      const Acc inv_std = rstd[r];
+      row.load(x, dy, r, mean[r], inv_std);
+      Acc mean_dxhat = 0;
+      Acc mean_dxhat_xhat = 0;
+      for (std::int64_t f = 0; f < features; ++f) {
+        const Acc dxhat = row.g[f] * w[f];
+        mean_dxhat += dxhat;
+        mean_dxhat_xhat += dxhat * row.xhat[f];
+      }
+      mean_dxhat /= static_cast<Acc>(features);
+      mean_dxhat_xhat /= static_cast<Acc>(features);
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t f = 0; f < features; ++f) {
+        v[f] = inv_std * (row.g[f] * w[f] - mean_dxhat - row.xhat[f] * mean_dxhat_xhat);
+      }
+      detail::round_range(v, dx.data() + r * features, 0, features);
+    }
+  });
+  // dgamma += sum over rows of dy * xhat, dbeta += sum of dy: row by row, so the sums' order does
+  // not depend on the number of threads; each row's update is vector code over the features.
+  Row row(features);
+  Acc* dg = dgamma.data();
+  Acc* db = dbeta.data();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    row.load(x, dy, r, mean[r], rstd[r]);
+    MPX_DETAIL_OMP_SIMD
     for (std::int64_t f = 0; f < features; ++f) {
-      const Acc xhat = (static_cast<Acc>(in[f]) - mu) * inv_std;
-      const Acc dxhat = static_cast<Acc>(g[f]) * static_cast<Acc>(gamma[f]);
-      out[f] = round_to<tag_of_t<T>>(inv_std * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+      dg[f] += row.g[f] * row.xhat[f];
+      db[f] += row.g[f];
     }
   }
 }

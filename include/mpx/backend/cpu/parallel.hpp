@@ -23,6 +23,11 @@ namespace mpx::cpu {
 /// @brief Elements per chunk: enough that handing a chunk to a thread costs little beside the work.
 inline constexpr std::int64_t parallel_grain = std::int64_t{1} << 15;
 
+/// @brief Rows of `length` elements per parallel chunk: about `parallel_grain` elements.
+inline std::int64_t rows_per_chunk(std::int64_t length) {
+  return std::max<std::int64_t>(1, parallel_grain / std::max<std::int64_t>(1, length));
+}
+
 /// @brief Runs body(begin, end) over [0, count) in chunks of `grain`, in parallel when there are
 /// several. Bodies must touch disjoint elements.
 template <class Body>
