@@ -40,6 +40,40 @@ using GemmOperands = mpx::GemmOperands<TD, Acc, Host>;
 
 namespace detail {
 
+// Products below this many multiply-adds (m n k) do not go through Eigen's parallel GEMM: its
+// threads busy-wait on each other for every packed block, and on shared cores, where the scheduler
+// takes a thread away now and then, a char-GPT step (GEMMs of 50-70 M multiply-adds) ran 5-7x slower
+// on two threads than on one. They run as fixed blocks of rows on this library's threads instead.
+inline constexpr std::int64_t own_threads_gemm_work = std::int64_t{1} << 28;
+// Rows of a small product per task. Fixed, so that the bits do not depend on the thread count (nor
+// do they depend on the blocks at all: Eigen's blocking along k, which orders each sum, depends on
+// k and the cache sizes only).
+inline constexpr std::int64_t gemm_rows_per_task = 256;
+
+// C[m, n] += alpha op(A) op(B) with Eigen's blocked kernel on the calling thread, as Eigen's product
+// runs when it does not start threads of its own. C is row-major; op(A) and op(B) are row-major
+// with strides lda and ldb, or, when transposed, the column-major views of row-major A and B.
+template <class Scalar>
+void gemm_on_this_thread(bool ta, bool tb, Eigen::Index m, Eigen::Index n, Eigen::Index k, const Scalar* a,
+                         Eigen::Index lda, const Scalar* b, Eigen::Index ldb, Scalar* c, Eigen::Index ldc,
+                         Scalar alpha) {
+  Eigen::internal::gemm_blocking_space<Eigen::RowMajor, Scalar, Scalar, Eigen::Dynamic, Eigen::Dynamic,
+                                       Eigen::Dynamic>
+      blocking(m, n, k, 1, true);
+  const auto run = [&]<int LhsOrder, int RhsOrder>() {
+    Eigen::internal::general_matrix_matrix_product<Eigen::Index, Scalar, LhsOrder, false, Scalar, RhsOrder,
+                                                   false, Eigen::RowMajor, 1>::run(m, n, k, a, lda, b, ldb, c,
+                                                                                   1, ldc, alpha, blocking,
+                                                                                   nullptr);
+  };
+  constexpr int row = Eigen::RowMajor;
+  constexpr int col = Eigen::ColMajor;
+  if (!ta && !tb) run.template operator()<row, row>();
+  if (!ta && tb) run.template operator()<row, col>();
+  if (ta && !tb) run.template operator()<col, row>();
+  if (ta && tb) run.template operator()<col, col>();
+}
+
 template <NumericTag Compute, class S, class Acc>
 void widen_operand(const S* in, Acc* out, std::int64_t count) {
   parallel_for_chunks(count, parallel_grain, [in, out](std::int64_t begin, std::int64_t end) {
@@ -235,29 +269,43 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       scratch = beta * c.matrix().template cast<Acc>();
     }
   }
+  const bool ta = config.transpose_a == Transpose::Yes;
+  const bool tb = config.transpose_b == Transpose::Yes;
   const auto product = [&](auto&& target, const auto& x, const auto& y) {
-    const bool ta = config.transpose_a == Transpose::Yes;
-    const bool tb = config.transpose_b == Transpose::Yes;
     if (!ta && !tb) target.noalias() += alpha * x * y;
     if (!ta && tb) target.noalias() += alpha * x * y.transpose();
     if (ta && !tb) target.noalias() += alpha * x.transpose() * y;
     if (ta && tb) target.noalias() += alpha * x.transpose() * y.transpose();
   };
+  // Rows [first, end) of one matrix of the batch, on the calling thread.
+  const auto rows_on_this_thread = [&](Acc* target, std::int64_t matrix, std::int64_t first,
+                                       std::int64_t end) {
+    const std::int64_t a_size = am.size() / g.batch;
+    const std::int64_t b_size = bm.size() / g.batch;
+    const Acc* a_matrix = am.data() + matrix * a_size;
+    // Row i of op(A) starts at a + i * lda in row-major A, at a + i in transposed A.
+    const Acc* a_rows = a_matrix + (ta ? first : first * am.outerStride());
+    detail::gemm_on_this_thread(ta, tb, end - first, g.n, g.k, a_rows, am.outerStride(),
+                                bm.data() + matrix * b_size, bm.outerStride(),
+                                target + (matrix * g.m + first) * g.n, g.n, alpha);
+  };
   auto multiply = [&](auto&& target) {
     if (g.k == 0) return;
-    if (g.batch == 1) {
-      product(target, am, bm);
+    if (g.batch == 1 && g.m * g.n * g.k >= detail::own_threads_gemm_work) {
+      product(target, am, bm);  // large: Eigen's parallel GEMM
       return;
     }
-    // One matrix per task; inside the parallel region Eigen runs each product on its own thread.
-    const std::int64_t a_rows = am.rows() / g.batch;
-    const std::int64_t b_rows = bm.rows() / g.batch;
-    parallel_for_chunks(g.batch, 1, [&](std::int64_t first, std::int64_t end) {
-      for (std::int64_t i = first; i < end; ++i) {
-        product(target.middleRows(i * g.m, g.m), am.middleRows(i * a_rows, a_rows),
-                bm.middleRows(i * b_rows, b_rows));
-      }
-    });
+    // Small products, and the matrices of a batch: fixed blocks of rows (whole matrices of a
+    // batch) on this library's threads, each with Eigen's kernel on one thread.
+    if (g.batch == 1) {
+      parallel_for_chunks(g.m, detail::gemm_rows_per_task, [&](std::int64_t first, std::int64_t end) {
+        rows_on_this_thread(target.data(), 0, first, end);
+      });
+    } else {
+      parallel_for_chunks(g.batch, 1, [&](std::int64_t first, std::int64_t end) {
+        for (std::int64_t i = first; i < end; ++i) rows_on_this_thread(target.data(), i, 0, g.m);
+      });
+    }
   };
 
   // The epilogue over one row of t, in place. The switch sits outside the loops so that each loop
