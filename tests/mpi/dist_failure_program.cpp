@@ -17,17 +17,20 @@
 
 int main(int argc, char** argv) {
   const std::string_view mode = argc > 1 ? argv[1] : "none";
+  // [data-parallel]
   return mpx::dist::run(argc, argv, [&](mpx::dist::Communicator& comm) {
-    const mpx::data::Dataset data = mpx_dist_test::make_dataset(512, 5u);
-    auto model = mpx_dist_test::make_model<mpx::fp32>(7);
+    const mpx::data::Dataset data = mpx_dist_test::make_dataset(512, 5u);  // the same on every rank
+    auto model = mpx_dist_test::make_model<mpx::fp32>(7);                  // from the same seed
     mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
     mpx::optim::SGD optimizer(model, {.lr = 0.05});
-    mpx::dist::MpiGradientSync sync(comm, model);
+    mpx::dist::MpiGradientSync sync(comm, model);  // checks that every rank holds the same model
     mpx::Trainer trainer(model, loss, optimizer, sync);
+    // Rank r takes samples [16 r, 16 r + 16) of each global batch of 16 x world size.
     mpx::data::Batcher batcher(data, {.batch_size = 16,
                                       .seed = 1,
                                       .last_batch = mpx::data::LastBatch::Drop,
                                       .shard = {comm.rank(), comm.size()}});
+    // [data-parallel]
     const int victim = comm.size() - 1;
     mpx::Tensor<float> x;
     mpx::Tensor<std::int32_t> y;
