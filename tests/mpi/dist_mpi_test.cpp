@@ -4,8 +4,11 @@
 // rank runs every test case in the same order (their collectives must match), and every check is
 // taken on values all ranks share, so the ranks pass or fail together; main() returns the worst
 // rank's result.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -272,6 +275,108 @@ TEST_CASE("A world of one process trains as a trainer without a sync does, bit f
   }
   CHECK(losses == alone.losses);
   CHECK(state_hash(model) == alone.hash);
+}
+
+namespace {
+/// One data-parallel run over `comm` that can start from a checkpoint and save one: the state of a
+/// rank's training that a checkpoint must carry (weights, optimizer, scaler, step, batcher position).
+struct Resumable {
+  const mpx::data::Dataset& data;
+  decltype(make_model<mpx::fp16_mixed>(7)) model = make_model<mpx::fp16_mixed>(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::AdamW<decltype(model)> optimizer{model, {.lr = 1e-2}};
+  mpx::dist::MpiGradientSync<float> sync;
+  mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{model, loss, optimizer, sync};
+  mpx::data::Batcher batcher;
+
+  Resumable(const mpx::dist::Communicator& comm, const mpx::data::Dataset& dataset)
+      : data(dataset),
+        sync(comm, model, {.bucket_bytes = 2048}),
+        batcher(dataset, {.batch_size = local_batch,
+                          .seed = 3,
+                          .last_batch = mpx::data::LastBatch::Drop,
+                          .shard = {comm.rank(), comm.size()}}) {}
+
+  std::vector<double> train(int steps) {
+    std::vector<double> losses;
+    mpx::Tensor<float> x;
+    mpx::Tensor<std::int32_t> y;
+    for (int s = 0; s < steps; ++s) {
+      if (!batcher.next(x, y)) batcher.start_epoch(batcher.epoch() + 1), batcher.next(x, y);
+      losses.push_back(trainer.step(x, y).loss);
+    }
+    return losses;
+  }
+  void load(const std::filesystem::path& path) {
+    const mpx::io::LoadedCheckpoint loaded = mpx::io::load_checkpoint(path, trainer);
+    mpx::io::restore_batcher(batcher, loaded.metadata);
+  }
+};
+}  // namespace
+
+TEST_CASE("A checkpoint written by 2 ranks resumes exactly on 2, and continues on 1 and on 3", "[mpi]") {
+  mpx::dist::Communicator world;
+  // The writers: ranks 0 and 1 (the whole world in a 2-rank run).
+  MPI_Comm pair_comm = MPI_COMM_NULL;
+  world.check(MPI_Comm_split(world.native(), world.rank() < 2 ? 0 : MPI_UNDEFINED, world.rank(), &pair_comm),
+              "MPI_Comm_split");
+  // One file every rank can read: rank 0's temp directory, named after rank 0's process id.
+  const std::uint64_t id = world.all_gather(static_cast<std::uint64_t>(::getpid()))[0];
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("mpx_dist_checkpoint_" + std::to_string(id) + ".safetensors");
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  std::uint64_t continued_hash = 0;
+  std::vector<double> continued;
+  if (pair_comm != MPI_COMM_NULL) {
+    {
+      mpx::dist::Communicator pair(pair_comm);
+      Resumable run(pair, data);
+      (void)run.train(5);
+      // Rank 0 writes (atomically: temp file, fsync, rename); the others wait until it is there.
+      if (pair.rank() == 0) mpx::io::save_checkpoint(path, run.trainer, mpx::io::batcher_state(run.batcher));
+      pair.barrier();
+      continued = run.train(5);
+      continued_hash = state_hash(run.model);
+      CHECK(run.batcher.position() == 10 * 2 * local_batch);  // global: both ranks' samples
+    }
+    {
+      // Resume with the same world size: exactly the run that did not stop.
+      mpx::dist::Communicator pair(pair_comm);
+      Resumable resumed(pair, data);
+      resumed.load(path);
+      CHECK(resumed.batcher.position() == 5 * 2 * local_batch);
+      CHECK(resumed.train(5) == continued);
+      CHECK(state_hash(resumed.model) == continued_hash);
+    }
+    MPI_Comm_free(&pair_comm);
+  }
+  world.barrier();
+  {
+    // The whole world (3 ranks in a 3-rank run): every rank resumes from the same file and goes on in
+    // step, with a global batch of 3 x 32 from the same global position.
+    Resumable resumed(world, data);
+    resumed.load(path);
+    CHECK(resumed.trainer.steps() == 5);
+    CHECK(resumed.batcher.position() == 5 * 2 * local_batch);
+    const std::vector<double> losses = resumed.train(5);
+    CHECK(resumed.batcher.position() == 5 * 2 * local_batch + 5 * world.size() * local_batch);
+    CHECK(same_on_every_rank(world, state_hash(resumed.model)));
+    CHECK(same_on_every_rank(world, hash_losses(losses)));
+    CHECK(std::isfinite(losses.back()));
+    if (!continued.empty()) CHECK(losses.back() < 1.5 * continued.front());
+  }
+  if (world.rank() == 0) {
+    // One process alone (a world of one), from the same file.
+    mpx::dist::Communicator self(MPI_COMM_SELF);
+    Resumable alone(self, data);
+    alone.load(path);
+    const std::vector<double> losses = alone.train(5);
+    CHECK(alone.batcher.position() == 5 * 2 * local_batch + 5 * local_batch);
+    CHECK(std::isfinite(losses.back()));
+    CHECK(losses.back() < 1.5 * continued.front());
+  }
+  world.barrier();
+  if (world.rank() == 0) std::filesystem::remove(path);
 }
 
 int main(int argc, char** argv) {
