@@ -255,6 +255,24 @@ TEST_CASE("Ranks holding different models are refused at construction, naming th
       Contains("the ranks hold different models") && Contains("rank 1 has 6 parameter tensors"));
 }
 
+TEST_CASE("A sync refuses the gradients of a model it was not built for", "[mpi]") {
+  mpx::dist::Communicator comm;
+  auto model = make_model<mpx::fp32>(7);
+  auto other = make_model<mpx::fp32>(7);  // the same layers, but other tensors
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::SGD optimizer(other, {.lr = 0.1});
+  mpx::dist::MpiGradientSync sync(comm, model);
+  mpx::Trainer trainer(other, loss, optimizer, sync);
+  const mpx::data::Dataset data = make_dataset(64, 5u);
+  mpx::data::Batcher batcher(
+      data, {.batch_size = 8, .last_batch = mpx::data::LastBatch::Drop, .shard = {comm.rank(), comm.size()}});
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  REQUIRE(batcher.next(x, y));
+  // Every rank throws at its first reported layer, before any collective starts.
+  REQUIRE_THROWS_WITH(trainer.step(x, y), Contains("this sync was built for"));
+}
+
 TEST_CASE("A world of one process trains as a trainer without a sync does, bit for bit", "[mpi]") {
   // MPI_COMM_SELF: each rank is a world of one (average over one = the gradient itself).
   mpx::dist::Communicator self(MPI_COMM_SELF);
