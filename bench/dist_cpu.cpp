@@ -8,10 +8,11 @@
 //   OMP_NUM_THREADS=1 mpirun -np 2 dist_cpu --json bench/results/dist_cpu_2x1.json
 //   OMP_NUM_THREADS=2 mpirun -np 1 dist_cpu --json bench/results/dist_cpu_1x2.json
 //
-// Per precision (fp32, bf16_mixed) it times steps with overlap on and off, alternating, and reports
-// medians: the step time, the time `finish` waited for communication after backward (with overlap:
-// what was not hidden; without: all of it), and hidden share = 1 - waited(overlap) / waited(no
-// overlap). Before timing it checks that the weights are bit-identical on every rank.
+// Per precision (fp32, bf16_mixed) it times steps with overlap off, on, and on with a progress
+// thread, alternating, and reports medians: the step time, the time `finish` waited for
+// communication after backward (with overlap: what was not hidden; without: all of it), and hidden
+// share = 1 - waited(overlap) / waited(no overlap). Before timing it checks that the weights are
+// bit-identical on every rank.
 //
 // Usage: dist_cpu [--json PATH] [--steps N] [--global-batch B]
 #include <cstdint>
@@ -33,8 +34,9 @@ namespace {
 
 struct Result {
   std::string precision;
-  double step_ms = 0, step_ms_no_overlap = 0, wait_ms = 0, wait_ms_no_overlap = 0, hidden_share = 0;
-  double steps_per_second = 0;
+  double step_ms = 0, step_ms_no_overlap = 0, step_ms_thread = 0;
+  double wait_ms = 0, wait_ms_no_overlap = 0, wait_ms_thread = 0, hidden_share = 0, hidden_share_thread = 0;
+  double steps_per_second = 0, steps_per_second_thread = 0;
 };
 
 template <class Model>
@@ -55,8 +57,10 @@ Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, i
   mpx::optim::SGD optimizer(model, {.lr = 0.01, .momentum = 0.9});
   mpx::dist::MpiGradientSync overlapped(comm, model, {.overlap = true});
   mpx::dist::MpiGradientSync serial(comm, model, {.overlap = false});
+  mpx::dist::MpiGradientSync threaded(comm, model, {.overlap = true, .progress_thread = true});
   mpx::Trainer with_overlap(model, loss, optimizer, overlapped);
   mpx::Trainer without_overlap(model, loss, optimizer, serial);
+  mpx::Trainer with_thread(model, loss, optimizer, threaded);
   // Random inputs (never zero), different on each rank, fixed by the seed.
   std::mt19937 random(17u + static_cast<unsigned>(comm.rank()));
   std::uniform_real_distribution<float> uniform(0.05f, 1.0f);
@@ -70,7 +74,7 @@ Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, i
   for (std::uint64_t theirs : comm.all_gather(hash)) {
     if (theirs != hash) throw mpx::error("dist_cpu: the weights differ between ranks after warm-up");
   }
-  std::vector<double> step_on, step_off, wait_on, wait_off;
+  std::vector<double> step_on, step_off, step_thread, wait_on, wait_off, wait_thread;
   for (int s = 0; s < steps; ++s) {
     comm.barrier();
     auto start = mpx::bench::Clock::now();
@@ -82,6 +86,11 @@ Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, i
     (void)without_overlap.step(x, y);
     step_off.push_back(mpx::bench::elapsed_ms(start));
     wait_off.push_back(1e3 * serial.last_wait_seconds());
+    comm.barrier();
+    start = mpx::bench::Clock::now();
+    (void)with_thread.step(x, y);
+    step_thread.push_back(mpx::bench::elapsed_ms(start));
+    wait_thread.push_back(1e3 * threaded.last_wait_seconds());
   }
   Result r;
   r.precision = std::string(P::name);
@@ -89,8 +98,12 @@ Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, i
   r.step_ms_no_overlap = mpx::bench::median(step_off);
   r.wait_ms = mpx::bench::median(wait_on);
   r.wait_ms_no_overlap = mpx::bench::median(wait_off);
+  r.step_ms_thread = mpx::bench::median(step_thread);
+  r.wait_ms_thread = mpx::bench::median(wait_thread);
   r.hidden_share = r.wait_ms_no_overlap > 0 ? 1.0 - r.wait_ms / r.wait_ms_no_overlap : 0.0;
+  r.hidden_share_thread = r.wait_ms_no_overlap > 0 ? 1.0 - r.wait_ms_thread / r.wait_ms_no_overlap : 0.0;
   r.steps_per_second = 1e3 / r.step_ms;
+  r.steps_per_second_thread = 1e3 / r.step_ms_thread;
   return r;
 }
 
@@ -117,8 +130,9 @@ int main(int argc, char** argv) {
     std::printf("%s\n%d rank(s) x %d thread(s), global batch %lld, medians of %d steps\n",
                 mpx::bench::machine_line().c_str(), comm.size(), mpx::bench::openmp_threads(),
                 static_cast<long long>(global_batch), steps);
-    std::printf("%-12s %10s %10s %12s %14s %8s\n", "precision", "steps/s", "step ms", "waited ms",
-                "no-overlap ms", "hidden");
+    std::printf("%-12s %8s %8s %10s %13s %7s | with a progress thread: %8s %10s %7s\n", "precision",
+                "steps/s", "step ms", "waited ms", "no-overlap ms", "hidden", "steps/s", "waited ms",
+                "hidden");
     std::string json = "{\n  \"benchmark\": \"dist_cpu\",\n  \"machine\": " + mpx::bench::machine_json() +
                        ",\n  \"ranks\": " + std::to_string(comm.size()) +
                        ",\n  \"threads_per_rank\": " + std::to_string(mpx::bench::openmp_threads()) +
@@ -126,13 +140,17 @@ int main(int argc, char** argv) {
                        ",\n  \"model\": \"mlp 784-1024-1024-10\",\n  \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      std::printf("%-12s %10.2f %10.2f %12.3f %14.3f %7.0f%%\n", r.precision.c_str(), r.steps_per_second,
-                  r.step_ms, r.wait_ms, r.wait_ms_no_overlap, 100.0 * r.hidden_share);
+      std::printf("%-12s %8.2f %8.2f %10.3f %13.3f %6.0f%% | %32.2f %10.3f %6.0f%%\n", r.precision.c_str(),
+                  r.steps_per_second, r.step_ms, r.wait_ms, r.wait_ms_no_overlap, 100.0 * r.hidden_share,
+                  r.steps_per_second_thread, r.wait_ms_thread, 100.0 * r.hidden_share_thread);
       json += mpx::detail::concat(
           i == 0 ? "\n" : ",\n", "    {\"precision\": \"", r.precision,
           "\", \"steps_per_second\": ", r.steps_per_second, ", \"step_ms\": ", r.step_ms,
           ", \"step_ms_no_overlap\": ", r.step_ms_no_overlap, ", \"waited_ms\": ", r.wait_ms,
-          ", \"waited_ms_no_overlap\": ", r.wait_ms_no_overlap, ", \"hidden_share\": ", r.hidden_share, "}");
+          ", \"waited_ms_no_overlap\": ", r.wait_ms_no_overlap, ", \"hidden_share\": ", r.hidden_share,
+          ", \"progress_thread\": {\"steps_per_second\": ", r.steps_per_second_thread,
+          ", \"step_ms\": ", r.step_ms_thread, ", \"waited_ms\": ", r.wait_ms_thread,
+          ", \"hidden_share\": ", r.hidden_share_thread, "}}");
     }
     json += "\n  ]\n}\n";
     if (!json_path.empty()) mpx::bench::write_json(json_path, json);

@@ -84,15 +84,23 @@ std::uint64_t hash_losses(const std::vector<double>& losses) {
 TEMPLATE_TEST_CASE("Weights, optimizer state and reported losses stay bit-identical on every rank", "[mpi]",
                    mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
   mpx::dist::Communicator comm;
-  for (const auto reduction : {mpx::dist::Reduction::fixed_order, mpx::dist::Reduction::mpi_allreduce}) {
-    CAPTURE(static_cast<int>(reduction), comm.size());
-    // Small buckets: the three layers' gradients go in several buckets, launched during backward.
-    const Run run = train<TestType>(comm, {.bucket_bytes = 2048, .reduction = reduction});
+  // Small buckets: the three layers' gradients go in several buckets, launched during backward; with
+  // each reduction, and with a progress thread advancing them.
+  const mpx::dist::SyncOptions configurations[] = {
+      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::fixed_order},
+      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::mpi_allreduce},
+      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::fixed_order, .progress_thread = true}};
+  std::vector<std::uint64_t> hashes;
+  for (const mpx::dist::SyncOptions& options : configurations) {
+    CAPTURE(static_cast<int>(options.reduction), options.progress_thread, comm.size());
+    const Run run = train<TestType>(comm, options);
+    hashes.push_back(run.hash);
     CHECK(same_on_every_rank(comm, run.hash));
     CHECK(same_on_every_rank(comm, hash_losses(run.losses)));
     // Training happened: the global loss fell.
     CHECK(run.losses.back() < 0.8 * run.losses.front());
   }
+  CHECK(hashes[2] == hashes[0]);  // the progress thread changes when, not what, is summed
 }
 
 TEST_CASE("N ranks x batch 32 is one process's batch of N x 32, accumulated or whole", "[mpi]") {

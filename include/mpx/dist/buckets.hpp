@@ -42,6 +42,11 @@ struct SyncOptions {
   /// @brief Launch each bucket as soon as backward has finished its gradients; false: launch them
   /// all after backward (for measuring what overlap hides).
   bool overlap = true;
+  /// @brief MPI only: a helper thread keeps the launched reductions moving while backward computes.
+  /// Open MPI advances a non-blocking collective only inside MPI calls, so without it a bucket
+  /// progresses only when backward reports a layer. Needs MPI at MPI_THREAD_SERIALIZED or more
+  /// (what `dist::Environment` asks for); costs some of a core while a step communicates.
+  bool progress_thread = false;
 
   /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `bucket_bytes` < 2^31.
   void validate() const {

@@ -32,8 +32,9 @@ inline void check_mpi(int code, const char* call, int rank) {
                                       "): ", std::string(text, static_cast<std::size_t>(length))));
 }
 
-/// @brief Initialises MPI (thread level MPI_THREAD_FUNNELED: only the thread that made the
-/// environment calls MPI; Eigen's OpenMP threads never do) and finalises it when destroyed. When the
+/// @brief Initialises MPI (thread level MPI_THREAD_SERIALIZED: one thread at a time calls MPI;
+/// Eigen's OpenMP threads never do, and a gradient sync's progress thread takes turns with the
+/// training thread) and finalises it when destroyed. When the
 /// program has already called MPI_Init itself, the environment neither initialises nor finalises:
 /// MPI stays the program's.
 class Environment {
@@ -52,7 +53,7 @@ class Environment {
     MPI_Initialized(&initialized);
     if (initialized != 0) return;
     int provided = 0;
-    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", -1);
+    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread", -1);
     owns_ = true;
   }
   Environment(const Environment&) = delete;

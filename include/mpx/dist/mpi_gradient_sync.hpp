@@ -12,11 +12,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -117,12 +120,31 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     for (std::size_t b = 0; b < buckets_.size(); ++b)
       for (std::size_t t : buckets_[b].plan.tensors) bucket_of_[t] = b;
     reported_.assign(gradients_.size(), 0);
+    if (options_.progress_thread) {
+      int level = MPI_THREAD_SINGLE;
+      comm_.check(MPI_Query_thread(&level), "MPI_Query_thread");
+      if (level < MPI_THREAD_SERIALIZED) {
+        throw invalid_argument(mpx::detail::concat(
+            "mpx::dist::MpiGradientSync: progress_thread needs MPI initialised at MPI_THREAD_SERIALIZED or "
+            "more (mpx::dist::Environment does so); this process has thread level ",
+            level));
+      }
+      progress_thread_ = std::thread([this] { keep_progressing(); });
+    }
   }
 
   /// @brief Frees the buckets, unless a reduction is still in flight (a step threw half-way): the
   /// job cannot go on then (its ranks no longer agree on the order of collectives), and waiting
   /// could hang, so the buffers MPI may still write are left allocated until the process ends.
   ~MpiGradientSync() override {
+    if (progress_thread_.joinable()) {
+      {
+        const std::lock_guard lock(mpi_mutex_);
+        stop_ = true;
+      }
+      wake_.notify_one();
+      progress_thread_.join();
+    }
     const bool in_flight = std::any_of(buckets_.begin(), buckets_.end(), [](const BucketState& bucket) {
       return bucket.request != MPI_REQUEST_NULL;
     });
@@ -157,7 +179,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     }
     if (!options_.overlap) return;
     while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) launch(next_launch_++);
-    progress();
+    if (!options_.progress_thread) progress();
   }
 
   /// @brief Starts the buckets not started yet, reduces the step's flags, waits for everything and
@@ -172,6 +194,12 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
                               "after the model is in place (it must not move afterwards)"));
     }
     while (next_launch_ < buckets_.size()) launch(next_launch_++);
+    // From here the training thread makes the MPI calls; the progress thread waits for the next step.
+    std::unique_lock lock(mpi_mutex_, std::defer_lock);
+    if (options_.progress_thread) {
+      lock.lock();
+      communicating_ = false;
+    }
     // The step's own flags: each rank's loss sum and its non-finite-input flag. Gathered, then combined
     // in rank order, so the loss every rank reports is the same global mean.
     const double local[2] = {scalars->loss_sum, static_cast<double>(scalars->inputs_nonfinite)};
@@ -228,6 +256,8 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   }
 
   void launch(std::size_t b) {
+    std::unique_lock lock(mpi_mutex_, std::defer_lock);
+    if (options_.progress_thread) lock.lock();
     BucketState& bucket = buckets_[b];
     const auto n = static_cast<std::size_t>(bucket.plan.elements);
     const bool gather = options_.reduction == Reduction::fixed_order;
@@ -254,6 +284,31 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       comm_.check(MPI_Iallreduce(MPI_IN_PLACE, bucket.receive.data(), count, detail::mpi_type<Grad>(),
                                  MPI_SUM, comm_.native(), &bucket.request),
                   "MPI_Iallreduce (gradient bucket)");
+    }
+    if (options_.progress_thread) {
+      communicating_ = true;
+      lock.unlock();
+      wake_.notify_one();
+    }
+  }
+
+  // The progress thread: while a step's reductions are in flight, tests them every few tens of
+  // microseconds (each test lets Open MPI advance them), taking turns with the training thread's MPI
+  // calls through `mpi_mutex_`. Between steps it sleeps and makes no MPI call. An error a test
+  // reports is left for `finish`'s wait on the same request to report.
+  void keep_progressing() {
+    std::unique_lock lock(mpi_mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stop_ || communicating_; });
+      if (stop_) return;
+      for (BucketState& bucket : buckets_) {
+        if (bucket.request == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        (void)MPI_Test(&bucket.request, &done, MPI_STATUS_IGNORE);
+      }
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
     }
   }
 
@@ -300,6 +355,11 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   std::vector<double> flags_;
   std::size_t next_launch_ = 0;
   double last_wait_seconds_ = 0.0;
+  std::mutex mpi_mutex_;          // with a progress thread: one thread at a time in MPI
+  std::condition_variable wake_;  // a step started communicating, or the sync is going away
+  bool communicating_ = false;    // reductions in flight for the progress thread to advance
+  bool stop_ = false;             // the progress thread must end
+  std::thread progress_thread_;   // started last, so everything it reads exists
 };
 
 /// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.
