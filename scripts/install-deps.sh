@@ -15,6 +15,7 @@ packages=(
   fortunes                             # the text corpus of the character-level GPT (docs/data.md)
   pkg-config doxygen python3-venv      # package tests (pkg-config consumer, the tools' venv) and API docs
   clang libclang-rt-dev                # libFuzzer targets (tests/fuzz)
+  libopenmpi-dev openmpi-bin           # data parallel over MPI (include/mpx/dist, tests/mpi)
   "$@"                                 # what the calling script needs besides
 )
 

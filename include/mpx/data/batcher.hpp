@@ -71,12 +71,40 @@ class Batcher {
     /// @brief What happens to a final batch smaller than `batch_size`.
     LastBatch last_batch = LastBatch::Keep;
 
+    /// @brief This process's part of each batch in data-parallel training (docs/distributed.md).
+    struct Shard {
+      std::int64_t index = 0;  ///< this process's rank
+      std::int64_t count = 1;  ///< the number of processes (the world size)
+    };
+    /// @brief With `count` > 1, the batcher deals global batches of `batch_size * count` samples
+    /// of the epoch's order (the same order on every process, from the same seed) and returns
+    /// samples [index * batch_size, (index + 1) * batch_size) of each: the processes' batches are
+    /// disjoint, and together they are the batch one process would draw with `batch_size * count`.
+    /// `position()` counts global samples, so a checkpoint resumes on any number of processes.
+    /// Needs `LastBatch::Drop`: the remainder of an epoch (fewer than `batch_size * count` samples)
+    /// is skipped on every process, and the next epoch's shuffle covers it.
+    Shard shard{};
+
     /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `batch_size` <= 2^32
-    /// (a batch is never larger than a dataset can be).
+    /// (a batch is never larger than a dataset can be), 0 <= `shard.index` < `shard.count`,
+    /// `batch_size * shard.count` <= 2^32, and a sharded batcher drops the last partial batch.
     void validate() const {
       if (batch_size < 1 || batch_size > (std::int64_t{1} << 32)) {
         throw invalid_argument(mpx::detail::concat("mpx::data::Batcher::Options: batch_size = ", batch_size,
                                                    " is invalid; expected an integer in [1, 2^32]"));
+      }
+      if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count ||
+          batch_size * shard.count > (std::int64_t{1} << 32)) {
+        throw invalid_argument(
+            mpx::detail::concat("mpx::data::Batcher::Options: shard = {index ", shard.index, ", count ",
+                                shard.count, "} with batch_size ", batch_size,
+                                " is invalid; expected 0 <= index < count and batch_size * count <= 2^32"));
+      }
+      if (shard.count > 1 && last_batch != LastBatch::Drop) {
+        throw invalid_argument(mpx::detail::concat(
+            "mpx::data::Batcher::Options: shard.count = ", shard.count,
+            " needs last_batch = LastBatch::Drop: a partial last batch cannot be split evenly, and every "
+            "process must take the same number of steps"));
       }
     }
   };
@@ -121,9 +149,14 @@ class Batcher {
   /// without a separate fp32 copy. `mpx::to<Device>` moves the batch to the model's device.
   template <FloatingElement T>
   bool next(Tensor<T, Host>& images, Tensor<std::int32_t, Host>& labels) {
+    const std::int64_t global_batch = options_.batch_size * options_.shard.count;
     const std::int64_t remaining = dataset_->size() - position_;
-    const std::int64_t count = std::min(remaining, options_.batch_size);
-    if (count <= 0 || (count < options_.batch_size && options_.last_batch == LastBatch::Drop)) return false;
+    const std::int64_t global_count = std::min(remaining, global_batch);
+    if (global_count <= 0 || (global_count < global_batch && options_.last_batch == LastBatch::Drop))
+      return false;
+    // A sharded batcher always has a full global batch here (it drops the rest): its slice is whole.
+    const std::int64_t count = options_.shard.count == 1 ? global_count : options_.batch_size;
+    const std::int64_t first = position_ + options_.shard.index * options_.batch_size;
 
     const std::int64_t features = dataset_->features();
     const Shape shape{count, features};
@@ -134,7 +167,7 @@ class Batcher {
     const std::vector<std::int32_t>& source_labels = dataset_->labels();
     const auto row_bytes = static_cast<std::size_t>(features) * sizeof(float);
     for (std::int64_t b = 0; b < count; ++b) {
-      const std::int64_t sample = order_[static_cast<std::size_t>(position_ + b)];
+      const std::int64_t sample = order_[static_cast<std::size_t>(first + b)];
       if constexpr (std::is_same_v<T, float>) {
         if (row_bytes != 0) std::memcpy(images.data() + b * features, source + sample * features, row_bytes);
       } else {
@@ -144,20 +177,21 @@ class Batcher {
       }
       labels[b] = source_labels[static_cast<std::size_t>(sample)];
     }
-    position_ += count;
+    position_ += global_count;
     return true;
   }
 
-  /// @brief Batches `next` returns per epoch: ceil(N / batch) with `LastBatch::Keep`, floor with `Drop`.
+  /// @brief Batches `next` returns per epoch: ceil(N / batch) with `LastBatch::Keep`, floor with `Drop`
+  /// (batch: the global batch, `batch_size * shard.count`).
   [[nodiscard]] std::int64_t batches_per_epoch() const noexcept {
     const std::int64_t n = dataset_->size();
-    return options_.last_batch == LastBatch::Drop ? n / options_.batch_size
-                                                  : (n + options_.batch_size - 1) / options_.batch_size;
+    const std::int64_t batch = options_.batch_size * options_.shard.count;
+    return options_.last_batch == LastBatch::Drop ? n / batch : (n + batch - 1) / batch;
   }
 
   /// @brief The epoch set by the last `start_epoch` (0 after construction).
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
-  /// @brief Samples of the current epoch dealt so far.
+  /// @brief Samples of the current epoch dealt so far (to all shards together).
   [[nodiscard]] std::int64_t position() const noexcept { return position_; }
 
   /// @brief Continues from sample `position` of `epoch`, as a batcher that had dealt that far would

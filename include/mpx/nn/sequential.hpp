@@ -34,6 +34,12 @@ namespace detail {
 /// Marks a link between two layers of the same element type: nothing to convert.
 struct NoCast {};
 
+/// The layer callback of a plain backward: does nothing, and compiles away.
+struct NoLayerReport {
+  template <class Layer>
+  void operator()(const Layer&) const noexcept {}
+};
+
 // Each check is a class template so that, when it fails, the compiler's "in instantiation of"
 // note spells out the layer's position and type (and both devices): static_assert messages cannot.
 template <std::size_t Index, class L>
@@ -259,7 +265,16 @@ class Sequential {
   /// @return dL/dx for the model's input when `input_grad` is true, else null.
   const Tensor<input_type, device_type>* backward(const Tensor<output_type, device_type>& dy,
                                                   bool input_grad = false) {
-    return backward_from<size - 1>(dy, input_grad);
+    return backward_from<size - 1>(dy, input_grad, detail::NoLayerReport{});
+  }
+
+  /// @brief `backward`, calling `layer_done(layer)` right after each layer's backward, last layer
+  /// first: that layer's parameter gradients are then final for this backward, so data parallelism
+  /// can start reducing them while the layers below run (see train/gradient_sync.hpp).
+  template <class LayerDone>
+  const Tensor<input_type, device_type>* backward(const Tensor<output_type, device_type>& dy, bool input_grad,
+                                                  const LayerDone& layer_done) {
+    return backward_from<size - 1>(dy, input_grad, layer_done);
   }
 
   /// @brief Calls f(name, parameter) for every parameter, in a stable order ("layers.0.weight", ...);
@@ -328,17 +343,19 @@ class Sequential {
     }
   }
 
-  template <std::size_t I, class Grad>
-  const Tensor<input_type, device_type>* backward_from(const Grad& dy, bool input_grad) {
+  template <std::size_t I, class Grad, class LayerDone>
+  const Tensor<input_type, device_type>* backward_from(const Grad& dy, bool input_grad,
+                                                       const LayerDone& layer_done) {
     const auto* dx = boost::hana::at_c<I>(layers_).backward(dy, I > 0 || input_grad);
+    layer_done(boost::hana::at_c<I>(layers_));
     if constexpr (I == 0) {
       return dx;
     } else {
       auto& cast = boost::hana::at_c<I - 1>(links_);
       if constexpr (std::is_same_v<std::remove_cvref_t<decltype(cast)>, detail::NoCast>) {
-        return backward_from<I - 1>(*dx, input_grad);
+        return backward_from<I - 1>(*dx, input_grad, layer_done);
       } else {
-        return backward_from<I - 1>(*cast.backward(*dx, true), input_grad);
+        return backward_from<I - 1>(*cast.backward(*dx, true), input_grad, layer_done);
       }
     }
   }

@@ -35,6 +35,7 @@
 #include "mpx/nn/step_key.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/tensor/memory_stats.hpp"
+#include "mpx/train/gradient_sync.hpp"
 #include "mpx/train/loss_scaler.hpp"
 #include "mpx/train/loss_seed.hpp"
 #include "mpx/train/step_graph.hpp"
@@ -135,6 +136,15 @@ class Trainer {
       throw invalid_argument(detail::concat("mpx::Trainer: max_grad_norm = ", *options_.max_grad_norm,
                                             " is invalid; expected a finite value > 0"));
     }
+  }
+
+  /// @brief Trains `model` as one of several data-parallel processes: `gradient_sync` (mpx::dist)
+  /// averages the gradients and the step's flags across them before the gradients are inspected, so
+  /// every process takes the same step. Held by reference: it must outlive the trainer.
+  Trainer(Model& model, Loss& loss, Optimizer& optimizer, GradientSync<Device, Grad>& gradient_sync,
+          Options options = {})
+      : Trainer(model, loss, optimizer, options) {
+    gradient_sync_ = &gradient_sync;
   }
 
   /// @brief One step on one batch in the model's input type: `queue_step` then `read_result`.
@@ -369,19 +379,48 @@ class Trainer {
     model_.zero_grad();
     // The backward's seed is loss_scale / micro-batches, read where the step's scalars live.
     const LossSeed seed = state_.loss_seed(static_cast<float>(micro_batches.size()));
+    GradientSync<Device, Grad>* const sync = gradient_sync_;
     std::int64_t micro_batch = 0;
     for (const Batch& batch : micro_batches) {
       nn::bind_step(model_, nn::StepKey{state_.step_count(), micro_batch++});
       const auto& outputs = model_.forward(batch.inputs);
       loss_.accumulate_forward_backward(outputs, batch.targets, seed, state_.loss_sum());
-      model_.backward(loss_.gradient());
+      if (sync != nullptr && micro_batch == static_cast<std::int64_t>(micro_batches.size())) {
+        sync->begin_backward();
+        backward_reporting_layers(*sync);
+      } else {
+        model_.backward(loss_.gradient());
+      }
     }
     gradients_.clear();
     model_.for_each_parameter([&](std::string_view, auto& p) { gradients_.push_back(&p.grad()); });
+    if (sync != nullptr) sync->finish(std::span(gradients_), state_.scalars());
     state_.template unscale_and_inspect<Scaling::scales_loss>(std::span(gradients_));
     state_.finish_gradients(options_.max_grad_norm.value_or(0.0));
     optimizer_.step(state_.update_control());
     state_.template end_step<Scaling>(scaler_.options());
+  }
+
+  // Tells `sync` each layer's gradients as soon as that layer's backward has run (a model that
+  // reports its layers, as nn::Sequential does), so their reduction overlaps the rest of backward;
+  // other models run backward as usual and `sync->finish` reduces everything afterwards.
+  struct ReportLayerGradients {
+    GradientSync<Device, Grad>* sync;
+    std::vector<Tensor<Grad, Device>*>* list;
+    template <class Layer>
+    void operator()(Layer& layer) const {
+      list->clear();
+      layer.for_each_parameter([this](std::string_view, auto& p) { list->push_back(&p.grad()); });
+      if (!list->empty()) sync->gradients_final(std::span(*list));
+    }
+  };
+  void backward_reporting_layers(GradientSync<Device, Grad>& sync) {
+    const ReportLayerGradients report{&sync, &layer_gradients_};
+    if constexpr (requires { model_.backward(loss_.gradient(), false, report); }) {
+      model_.backward(loss_.gradient(), false, report);
+    } else {
+      model_.backward(loss_.gradient());
+    }
   }
 
   // The fields of the step's scalars the host owns, as the host has them now.
@@ -439,7 +478,9 @@ class Trainer {
   StepMemory first_step_memory_;
   StepResult last_;
   TrainingState<Device, Grad> state_;
-  std::vector<Tensor<Grad, Device>*> gradients_;  // the list handed to the gradient pass
+  std::vector<Tensor<Grad, Device>*> gradients_;         // the list handed to the gradient pass
+  GradientSync<Device, Grad>* gradient_sync_ = nullptr;  // data parallelism; null: this process alone
+  std::vector<Tensor<Grad, Device>*> layer_gradients_;   // one layer's, for gradient_sync_
   std::int64_t micro_batches_in_last_step_ = 1;
   Shape eager_input_shape_;             // of the last step queued eagerly (rank 0: none yet)
   std::uint64_t eager_generation_ = 0;  // nn::buffer_generation<Device>() after that step

@@ -124,10 +124,16 @@ class CudaContext {
   std::size_t workspace_bytes_ = 0;
 };
 
-/// @brief The process-wide default context (device 0, default workspace), created on first use.
-/// Throws `mpx::error` on first use when no device is present.
+/// @brief The process-wide default context (default workspace), created on first use on the
+/// device current then (device 0 unless the program called `cudaSetDevice` first, as a data-parallel
+/// rank does to take its own GPU). Throws `mpx::error` on first use when no device is present.
 inline CudaContext& cuda_context() {
-  static CudaContext context;
+  static CudaContext context([] {
+    CudaContextOptions options;
+    if (cudaGetDevice(&options.device) != cudaSuccess)
+      options.device = 0;  // no device: the constructor says so
+    return options;
+  }());
   return context;
 }
 

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief `dist::NcclGradientSync`: data-parallel training on GPUs (one rank per GPU), the GPU form
+/// of `dist::MpiGradientSync` behind the same `GradientSync` interface. MPI launches the ranks,
+/// checks that they hold the same model and broadcasts NCCL's unique id; NCCL reduces the gradients
+/// on a communication stream of its own, each bucket ordered after the backward kernels that
+/// finished it by an event, so that reduction overlaps the rest of backward; the training stream
+/// waits for all of it before the gradients are inspected. Nothing here waits on the host.
+///
+/// Every rank gets the same bits: NCCL's ring and tree all-reduces sum each element along one chain
+/// and then broadcast that one result (ring: reduce-scatter, then all-gather; tree: reduce up, then
+/// broadcast down), so no rank computes its own copy of a sum.
+
+#include "mpx/config.hpp"
+#if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+#error \
+    "mpx/dist/nccl_gradient_sync.cuh holds CUDA code: compile this translation unit with nvcc (a .cu file) and link mpx::nccl"
+#endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
+
+#include <mpi.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "mpx/backend/cuda/check.hpp"
+#include "mpx/backend/cuda/launch.cuh"
+#include "mpx/backend/cuda/nccl.cuh"
+#include "mpx/dist/buckets.hpp"
+#include "mpx/dist/communicator.hpp"
+#include "mpx/dist/model_signature.hpp"
+#include "mpx/dist/mpi_gradient_sync.hpp"
+#include "mpx/policy/precision.hpp"
+#include "mpx/tensor/device.hpp"
+#include "mpx/tensor/tensor.hpp"
+#include "mpx/train/gradient_sync.hpp"
+#include "mpx/train/step_scalars.hpp"
+
+namespace mpx::dist {
+
+namespace detail {
+/// The loss sum over ranks becomes their mean, where the step's scalars live.
+struct LossSumMean {
+  double world = 1.0;
+  MPX_HOST_DEVICE void operator()(StepScalars* s) const { s->loss_sum = s->loss_sum / world; }
+};
+}  // namespace detail
+
+/// @brief Averages `mpx::Trainer`'s gradients across ranks on their GPUs with NCCL; see the file
+/// comment. Construct it on every rank after the model (collective), with the device selected:
+/// @code
+/// mpx::dist::NcclGradientSync sync(comm, model);
+/// mpx::Trainer trainer(model, loss, optimizer, sync);
+/// @endcode
+/// `SyncOptions::reduction` does not apply (NCCL always reduces with ncclAllReduce).
+/// @tparam Grad the gradients' element type (fp32, or fp64 under fp64).
+template <class Grad>
+class NcclGradientSync final : public GradientSync<Cuda, Grad> {
+ public:
+  /// @brief The gradient tensors the trainer hands over.
+  using GradientList = typename GradientSync<Cuda, Grad>::GradientList;
+
+  /// @brief Checks that every rank holds the same model, joins the NCCL communicator (rank 0's
+  /// unique id, broadcast over `comm`) and plans the buckets.
+  template <class Model>
+  NcclGradientSync(const Communicator& comm, Model& model, const SyncOptions& options = {})
+      : comm_(comm), options_(options), nccl_(share_unique_id(comm), comm.rank(), comm.size()) {
+    options_.validate();
+    detail::require_same_model(comm_, model_signature(model), "mpx::dist::NcclGradientSync");
+    std::vector<std::int64_t> sizes;
+    model.for_each_parameter([&](std::string_view, auto& parameter) {
+      auto& gradient = parameter.grad();
+      static_assert(std::is_same_v<std::remove_cvref_t<decltype(gradient)>, Tensor<Grad, Cuda>>,
+                    "mpx::dist::NcclGradientSync<Grad>: Grad must be the model's gradient type");
+      index_.emplace(&gradient, gradients_.size());
+      gradients_.push_back(&gradient);
+      sizes.push_back(gradient.numel());
+    });
+    plans_ =
+        plan_buckets(sizes, std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}));
+    bucket_of_.resize(gradients_.size());
+    for (std::size_t b = 0; b < plans_.size(); ++b)
+      for (std::size_t t : plans_[b].tensors) bucket_of_[t] = b;
+    pending_.resize(plans_.size());
+    reported_.assign(gradients_.size(), 0);
+    MPX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    MPX_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    MPX_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  }
+  /// @brief Releases the stream and events (after the work queued on them).
+  ~NcclGradientSync() override {
+    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    if (ready_ != nullptr) (void)cudaEventDestroy(ready_);
+    if (done_ != nullptr) (void)cudaEventDestroy(done_);
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+
+  /// @brief Forgets the last step's reports.
+  void begin_backward() override {
+    for (std::size_t b = 0; b < plans_.size(); ++b) pending_[b] = plans_[b].tensors.size();
+    std::fill(reported_.begin(), reported_.end(), 0);
+    next_launch_ = 0;
+  }
+
+  /// @brief Marks `gradients` final and queues, in bucket order, the reduction of every bucket whose
+  /// gradients are all final, ordered after the kernels queued so far on the training stream.
+  void gradients_final(GradientList gradients) override {
+    for (Tensor<Grad, Cuda>* gradient : gradients) {
+      const auto found = index_.find(gradient);
+      if (found == index_.end()) {
+        throw error(
+            "mpx::dist::NcclGradientSync: a gradient reported final is not one of the model's this "
+            "sync was built for");
+      }
+      if (reported_[found->second] != 0) {
+        throw error(mpx::detail::concat("mpx::dist::NcclGradientSync: gradient ", found->second,
+                                        " was reported final twice in one backward"));
+      }
+      reported_[found->second] = 1;
+      --pending_[bucket_of_[found->second]];
+    }
+    if (!options_.overlap) return;
+    if (next_launch_ < plans_.size() && pending_[next_launch_] == 0) {
+      follow_training_stream();
+      while (next_launch_ < plans_.size() && pending_[next_launch_] == 0) launch(next_launch_++);
+    }
+  }
+
+  /// @brief Queues the remaining buckets and the step's flags, then makes the training stream wait
+  /// for all of it and divides the sums by the world size there.
+  void finish(GradientList gradients, StepScalars* scalars) override {
+    if (gradients.size() != gradients_.size() ||
+        !std::equal(gradients.begin(), gradients.end(), gradients_.begin())) {
+      throw error(mpx::detail::concat("mpx::dist::NcclGradientSync: the trainer's ", gradients.size(),
+                                      " gradients are not the ", gradients_.size(),
+                                      " this sync was built for; build the sync from the model the trainer "
+                                      "trains, after the model is in place"));
+    }
+    follow_training_stream();
+    while (next_launch_ < plans_.size()) launch(next_launch_++);
+    const int rank = comm_.rank();
+    cuda::check_nccl(ncclGroupStart(), "ncclGroupStart", rank);
+    cuda::check_nccl(ncclAllReduce(&scalars->loss_sum, &scalars->loss_sum, 1, ncclFloat64, ncclSum,
+                                   nccl_.native(), stream_),
+                     "ncclAllReduce (loss sum)", rank);
+    cuda::check_nccl(ncclAllReduce(&scalars->inputs_nonfinite, &scalars->inputs_nonfinite, 1, ncclInt32,
+                                   ncclMax, nccl_.native(), stream_),
+                     "ncclAllReduce (non-finite inputs)", rank);
+    cuda::check_nccl(ncclGroupEnd(), "ncclGroupEnd", rank);
+    MPX_CUDA_CHECK(cudaEventRecord(done_, stream_));
+    const cudaStream_t training = cuda::detail::stream();
+    MPX_CUDA_CHECK(cudaStreamWaitEvent(training, done_, 0));
+    const auto world = static_cast<Grad>(comm_.size());
+    for (Tensor<Grad, Cuda>* gradient : gradients_)
+      cuda::divide(gradient->data(), gradient->numel(), world, training);
+    cuda::single_thread(detail::LossSumMean{static_cast<double>(comm_.size())}, scalars);
+  }
+
+  /// @brief The buckets, in launch order.
+  [[nodiscard]] const std::vector<Bucket>& buckets() const noexcept { return plans_; }
+
+ private:
+  static ncclUniqueId share_unique_id(const Communicator& comm) {
+    ncclUniqueId id{};
+    if (comm.rank() == 0) cuda::check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", 0);
+    comm.check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm.native()), "MPI_Bcast (NCCL unique id)");
+    return id;
+  }
+
+  // The communication stream waits for what the training stream has queued so far.
+  void follow_training_stream() {
+    MPX_CUDA_CHECK(cudaEventRecord(ready_, cuda::detail::stream()));
+    MPX_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
+  }
+
+  void launch(std::size_t b) {
+    const int rank = comm_.rank();
+    cuda::check_nccl(ncclGroupStart(), "ncclGroupStart", rank);
+    for (std::size_t t : plans_[b].tensors) {
+      Tensor<Grad, Cuda>& gradient = *gradients_[t];
+      cuda::check_nccl(
+          ncclAllReduce(gradient.data(), gradient.data(), static_cast<std::size_t>(gradient.numel()),
+                        cuda::nccl_type<Grad>(), ncclSum, nccl_.native(), stream_),
+          "ncclAllReduce (gradient bucket)", rank);
+    }
+    cuda::check_nccl(ncclGroupEnd(), "ncclGroupEnd", rank);
+  }
+
+  const Communicator& comm_;
+  SyncOptions options_;
+  cuda::NcclCommunicator nccl_;
+  std::vector<Tensor<Grad, Cuda>*> gradients_;
+  std::unordered_map<const Tensor<Grad, Cuda>*, std::size_t> index_;
+  std::vector<Bucket> plans_;
+  std::vector<std::size_t> bucket_of_;
+  std::vector<std::size_t> pending_;
+  std::vector<char> reported_;
+  std::size_t next_launch_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
+  cudaEvent_t done_ = nullptr;
+};
+
+/// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.
+template <class Model>
+NcclGradientSync(const Communicator&, Model&) -> NcclGradientSync<accumulate_t<typename Model::precision>>;
+/// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.
+template <class Model>
+NcclGradientSync(const Communicator&, Model&, const SyncOptions&)
+    -> NcclGradientSync<accumulate_t<typename Model::precision>>;
+
+}  // namespace mpx::dist

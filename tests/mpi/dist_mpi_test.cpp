@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// Data-parallel training over MPI, run by CTest under mpirun with 2 and 3 ranks (label `mpi`). Every
+// rank runs every test case in the same order (their collectives must match), and every check is
+// taken on values all ranks share, so the ranks pass or fail together; main() returns the worst
+// rank's result.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <mpx/dist/communicator.hpp>
+#include <mpx/dist/environment.hpp>
+#include <mpx/dist/mpi_gradient_sync.hpp>
+#include <mpx/mpx.hpp>
+
+#include "dist_support.hpp"
+
+namespace {
+
+using namespace mpx_dist_test;
+using Catch::Matchers::Contains;
+
+constexpr std::int64_t local_batch = 32;
+constexpr int steps = 12;
+
+struct Run {
+  std::vector<double> losses;  // the global mean loss of each step, as this rank reports it
+  std::vector<bool> stepped;   // whether each step was taken
+  std::vector<float> scales;   // the loss scale after each step
+  std::uint64_t hash = 0;      // of the weights and optimizer state after the run
+};
+
+/// Trains `steps` steps of a model in precision P on this rank's shard of each global batch.
+template <class P>
+Run train(const mpx::dist::Communicator& comm, const mpx::dist::SyncOptions& sync_options) {
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  auto model = make_model<P>(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2, .weight_decay = 1e-2});
+  mpx::dist::MpiGradientSync sync(comm, model, sync_options);
+  using Trainer = mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)>;
+  Trainer trainer(model, loss, optimizer, sync, {.max_grad_norm = 1.0});
+  mpx::data::Batcher batcher(data, {.batch_size = local_batch,
+                                    .seed = 3,
+                                    .last_batch = mpx::data::LastBatch::Drop,
+                                    .shard = {comm.rank(), comm.size()}});
+  Run run;
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  for (int s = 0; s < steps; ++s) {
+    if (!batcher.next(x, y)) batcher.start_epoch(batcher.epoch() + 1), batcher.next(x, y);
+    const mpx::StepResult result = trainer.step(x, y);
+    run.losses.push_back(result.loss);
+    run.stepped.push_back(result.stepped);
+    run.scales.push_back(trainer.scaler().scale());
+  }
+  run.hash = state_hash(model);
+  return run;
+}
+
+/// Whether every rank has the same `value` (gathered from all).
+bool same_on_every_rank(const mpx::dist::Communicator& comm, std::uint64_t value) {
+  for (std::uint64_t theirs : comm.all_gather(value))
+    if (theirs != value) return false;
+  return true;
+}
+
+std::uint64_t hash_losses(const std::vector<double>& losses) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  mpx::dist::detail::fnv1a(hash, losses.data(), losses.size() * sizeof(double));
+  return hash;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("Weights, optimizer state and reported losses stay bit-identical on every rank", "[mpi]",
+                   mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
+  mpx::dist::Communicator comm;
+  // Small buckets: the three layers' gradients go in several buckets, launched during backward; with
+  // each reduction, and with a progress thread advancing them.
+  const mpx::dist::SyncOptions configurations[] = {
+      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::fixed_order},
+      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::mpi_allreduce},
+      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::fixed_order, .progress_thread = true}};
+  std::vector<std::uint64_t> hashes;
+  for (const mpx::dist::SyncOptions& options : configurations) {
+    CAPTURE(static_cast<int>(options.reduction), options.progress_thread, comm.size());
+    const Run run = train<TestType>(comm, options);
+    hashes.push_back(run.hash);
+    CHECK(same_on_every_rank(comm, run.hash));
+    CHECK(same_on_every_rank(comm, hash_losses(run.losses)));
+    // Training happened: the global loss fell.
+    CHECK(run.losses.back() < 0.8 * run.losses.front());
+  }
+  CHECK(hashes[2] == hashes[0]);  // the progress thread changes when, not what, is summed
+}
+
+TEST_CASE("N ranks x batch 32 is one process's batch of N x 32, accumulated or whole", "[mpi]") {
+  mpx::dist::Communicator comm;
+  const mpx::dist::SyncOptions options{.bucket_bytes = 4096};
+  const Run distributed = train<mpx::fp32>(comm, options);
+  if (comm.rank() != 0) return;
+  // One process, the same global batches: (a) as N micro-batches of 32, which sums the same
+  // per-sample-block gradients in the same order as the ranks' fixed-order sum; (b) as one batch of
+  // N x 32, whose GEMMs sum over the whole batch in another order.
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  auto run_single = [&](bool accumulate) {
+    auto model = make_model<mpx::fp32>(7);
+    mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+    mpx::optim::AdamW optimizer(model, {.lr = 1e-2, .weight_decay = 1e-2});
+    mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = 1.0});
+    using Batch = typename decltype(trainer)::Batch;
+    mpx::data::Batcher batcher(
+        data, {.batch_size = local_batch * comm.size(), .seed = 3, .last_batch = mpx::data::LastBatch::Drop});
+    std::vector<double> losses;
+    mpx::Tensor<float> x;
+    mpx::Tensor<std::int32_t> y;
+    for (int s = 0; s < steps; ++s) {
+      if (!batcher.next(x, y)) batcher.start_epoch(batcher.epoch() + 1), batcher.next(x, y);
+      if (!accumulate) {
+        losses.push_back(trainer.step(x, y).loss);
+        continue;
+      }
+      std::vector<mpx::Tensor<float>> xs;
+      std::vector<mpx::Tensor<std::int32_t>> ys;
+      std::vector<Batch> batches;
+      for (int r = 0; r < comm.size(); ++r) {
+        xs.push_back(mpx::Tensor<float>(mpx::Shape{local_batch, features}));
+        ys.push_back(mpx::Tensor<std::int32_t>(mpx::Shape{local_batch}));
+        for (std::int64_t i = 0; i < local_batch * features; ++i)
+          xs.back()[i] = x[r * local_batch * features + i];
+        for (std::int64_t i = 0; i < local_batch; ++i) ys.back()[i] = y[r * local_batch + i];
+      }
+      for (int r = 0; r < comm.size(); ++r)
+        batches.push_back(Batch{xs[static_cast<std::size_t>(r)], ys[static_cast<std::size_t>(r)]});
+      losses.push_back(trainer.step(std::span<const Batch>(batches)).loss);
+    }
+    return std::pair{losses, state_hash(model)};
+  };
+  const auto [accumulated, accumulated_hash] = run_single(true);
+  const auto [whole, whole_hash] = run_single(false);
+  (void)whole_hash;
+  // Bit for bit when N is a power of two: the micro-batches' seed (loss scale / N) and the ranks'
+  // division by N are then exact, so both sum the same fp32 values in the same order.
+  if ((comm.size() & (comm.size() - 1)) == 0) {
+    CHECK(accumulated == distributed.losses);
+    CHECK(accumulated_hash == distributed.hash);
+  }
+  // Otherwise, and against one whole batch, the sums are ordered or rounded differently: fp32
+  // rounding (~6e-8 relative per operation) grows through 12 AdamW steps; 1e-4 relative bounds it
+  // with a wide margin while still catching a wrong average (a missing / N is a factor, not 1e-4).
+  for (int s = 0; s < steps; ++s) {
+    CAPTURE(s, distributed.losses[static_cast<std::size_t>(s)], accumulated[static_cast<std::size_t>(s)],
+            whole[static_cast<std::size_t>(s)]);
+    CHECK(std::fabs(accumulated[static_cast<std::size_t>(s)] -
+                    distributed.losses[static_cast<std::size_t>(s)]) <=
+          1e-4 * distributed.losses[static_cast<std::size_t>(s)]);
+    CHECK(std::fabs(whole[static_cast<std::size_t>(s)] - distributed.losses[static_cast<std::size_t>(s)]) <=
+          1e-4 * distributed.losses[static_cast<std::size_t>(s)]);
+  }
+}
+
+namespace {
+/// Plants +inf in one gradient on one rank at one step, before delegating to the real sync: an
+/// overflow in that rank's backward, as far as the reduction can tell.
+template <class Grad>
+class OverflowOnOneRank final : public mpx::GradientSync<mpx::Host, Grad> {
+ public:
+  OverflowOnOneRank(mpx::GradientSync<mpx::Host, Grad>& inner, bool inject_here, int at_step)
+      : inner_(inner), inject_here_(inject_here), at_step_(at_step) {}
+  void begin_backward() override { inner_.begin_backward(); }
+  void gradients_final(typename mpx::GradientSync<mpx::Host, Grad>::GradientList g) override {
+    inner_.gradients_final(g);
+  }
+  void finish(typename mpx::GradientSync<mpx::Host, Grad>::GradientList g, mpx::StepScalars* s) override {
+    if (inject_here_ && ++step_ == at_step_) (*g.front())[0] = std::numeric_limits<Grad>::infinity();
+    if (!inject_here_) ++step_;
+    inner_.finish(g, s);
+  }
+
+ private:
+  mpx::GradientSync<mpx::Host, Grad>& inner_;
+  bool inject_here_;
+  int at_step_;
+  int step_ = 0;
+};
+}  // namespace
+
+TEST_CASE("An overflow on one rank skips the step on every rank and backs the scale off everywhere",
+          "[mpi]") {
+  mpx::dist::Communicator comm;
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  auto model = make_model<mpx::fp16_mixed>(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2});
+  // Without overlap, so that the planted inf is in the gradient before its bucket is packed.
+  mpx::dist::MpiGradientSync sync(comm, model, {.bucket_bytes = 2048, .overlap = false});
+  constexpr int fault_step = 4;
+  OverflowOnOneRank<float> faulty(sync, comm.rank() == comm.size() - 1, fault_step);
+  mpx::Trainer trainer(model, loss, optimizer, faulty);
+  mpx::data::Batcher batcher(data, {.batch_size = local_batch,
+                                    .seed = 3,
+                                    .last_batch = mpx::data::LastBatch::Drop,
+                                    .shard = {comm.rank(), comm.size()}});
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  for (int s = 1; s <= 6; ++s) {
+    REQUIRE(batcher.next(x, y));
+    const std::uint64_t before = state_hash(model);
+    const float scale_before = trainer.scaler().scale();
+    const mpx::StepResult result = trainer.step(x, y);
+    CAPTURE(s, comm.rank());
+    CHECK(result.stepped == (s != fault_step));
+    CHECK(same_on_every_rank(comm, result.stepped ? 1u : 0u));
+    if (s == fault_step) {
+      CHECK(state_hash(model) == before);  // nothing the optimizer owns changed
+      CHECK(trainer.scaler().scale() == scale_before * 0.5f);
+      CHECK(std::isfinite(result.loss));  // the loss was fine; only the gradient overflowed
+    }
+    CHECK(same_on_every_rank(comm, static_cast<std::uint64_t>(trainer.scaler().state().steps_skipped)));
+    CHECK(same_on_every_rank(comm, state_hash(model)));
+  }
+}
+
+TEST_CASE("A non-finite input on one rank skips the step on every rank", "[mpi]") {
+  mpx::dist::Communicator comm;
+  const mpx::data::Dataset data = make_dataset(256, 5u);
+  auto model = make_model<mpx::bf16_mixed>(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::SGD optimizer(model, {.lr = 0.05, .momentum = 0.9});
+  mpx::dist::MpiGradientSync sync(comm, model);
+  mpx::Trainer trainer(model, loss, optimizer, sync);
+  mpx::data::Batcher batcher(data, {.batch_size = 16,
+                                    .seed = 3,
+                                    .last_batch = mpx::data::LastBatch::Drop,
+                                    .shard = {comm.rank(), comm.size()}});
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  REQUIRE(batcher.next(x, y));
+  if (comm.rank() == 0) x[3] = std::numeric_limits<float>::quiet_NaN();
+  const std::uint64_t before = state_hash(model);
+  const mpx::StepResult result = trainer.step(x, y);
+  CHECK_FALSE(result.stepped);
+  CHECK_FALSE(result.inputs_finite);  // every rank reports it, not only rank 0
+  CHECK(state_hash(model) == before);
+  CHECK(same_on_every_rank(comm, state_hash(model)));
+}
+
+TEST_CASE("Ranks holding different models are refused at construction, naming the ranks", "[mpi]") {
+  mpx::dist::Communicator comm;
+  auto model = make_model<mpx::fp32>(7, comm.rank() == 1 ? 33 : 32);
+  REQUIRE_THROWS_AS(mpx::dist::MpiGradientSync(comm, model), mpx::invalid_argument);
+  REQUIRE_THROWS_WITH(
+      mpx::dist::MpiGradientSync(comm, model),
+      Contains("the ranks hold different models") && Contains("rank 1 has 6 parameter tensors"));
+}
+
+TEST_CASE("A sync refuses the gradients of a model it was not built for", "[mpi]") {
+  mpx::dist::Communicator comm;
+  auto model = make_model<mpx::fp32>(7);
+  auto other = make_model<mpx::fp32>(7);  // the same layers, but other tensors
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::SGD optimizer(other, {.lr = 0.1});
+  mpx::dist::MpiGradientSync sync(comm, model);
+  mpx::Trainer trainer(other, loss, optimizer, sync);
+  const mpx::data::Dataset data = make_dataset(64, 5u);
+  mpx::data::Batcher batcher(
+      data, {.batch_size = 8, .last_batch = mpx::data::LastBatch::Drop, .shard = {comm.rank(), comm.size()}});
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  REQUIRE(batcher.next(x, y));
+  // Every rank throws at its first reported layer, before any collective starts.
+  REQUIRE_THROWS_WITH(trainer.step(x, y), Contains("this sync was built for"));
+}
+
+TEST_CASE("A world of one process trains as a trainer without a sync does, bit for bit", "[mpi]") {
+  // MPI_COMM_SELF: each rank is a world of one (average over one = the gradient itself).
+  mpx::dist::Communicator self(MPI_COMM_SELF);
+  const Run alone = train<mpx::bf16_mixed>(self, {});
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  auto model = make_model<mpx::bf16_mixed>(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2, .weight_decay = 1e-2});
+  mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = 1.0});
+  mpx::data::Batcher batcher(
+      data, {.batch_size = local_batch, .seed = 3, .last_batch = mpx::data::LastBatch::Drop});
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) {
+    REQUIRE(batcher.next(x, y));
+    losses.push_back(trainer.step(x, y).loss);
+  }
+  CHECK(losses == alone.losses);
+  CHECK(state_hash(model) == alone.hash);
+}
+
+namespace {
+/// One data-parallel run over `comm` that can start from a checkpoint and save one: the state of a
+/// rank's training that a checkpoint must carry (weights, optimizer, scaler, step, batcher position).
+struct Resumable {
+  const mpx::data::Dataset& data;
+  decltype(make_model<mpx::fp16_mixed>(7)) model = make_model<mpx::fp16_mixed>(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::AdamW<decltype(model)> optimizer{model, {.lr = 1e-2}};
+  mpx::dist::MpiGradientSync<float> sync;
+  mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{model, loss, optimizer, sync};
+  mpx::data::Batcher batcher;
+
+  Resumable(const mpx::dist::Communicator& comm, const mpx::data::Dataset& dataset)
+      : data(dataset),
+        sync(comm, model, {.bucket_bytes = 2048}),
+        batcher(dataset, {.batch_size = local_batch,
+                          .seed = 3,
+                          .last_batch = mpx::data::LastBatch::Drop,
+                          .shard = {comm.rank(), comm.size()}}) {}
+
+  std::vector<double> train(int steps) {
+    std::vector<double> losses;
+    mpx::Tensor<float> x;
+    mpx::Tensor<std::int32_t> y;
+    for (int s = 0; s < steps; ++s) {
+      if (!batcher.next(x, y)) batcher.start_epoch(batcher.epoch() + 1), batcher.next(x, y);
+      losses.push_back(trainer.step(x, y).loss);
+    }
+    return losses;
+  }
+  void load(const std::filesystem::path& path) {
+    const mpx::io::LoadedCheckpoint loaded = mpx::io::load_checkpoint(path, trainer);
+    mpx::io::restore_batcher(batcher, loaded.metadata);
+  }
+};
+}  // namespace
+
+TEST_CASE("A checkpoint written by 2 ranks resumes exactly on 2, and continues on 1 and on 3", "[mpi]") {
+  mpx::dist::Communicator world;
+  // The writers: ranks 0 and 1 (the whole world in a 2-rank run).
+  MPI_Comm pair_comm = MPI_COMM_NULL;
+  world.check(MPI_Comm_split(world.native(), world.rank() < 2 ? 0 : MPI_UNDEFINED, world.rank(), &pair_comm),
+              "MPI_Comm_split");
+  // One file every rank can read: rank 0's temp directory, named after rank 0's process id.
+  const std::uint64_t id = world.all_gather(static_cast<std::uint64_t>(::getpid()))[0];
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("mpx_dist_checkpoint_" + std::to_string(id) + ".safetensors");
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  std::uint64_t continued_hash = 0;
+  std::vector<double> continued;
+  if (pair_comm != MPI_COMM_NULL) {
+    {
+      mpx::dist::Communicator pair(pair_comm);
+      Resumable run(pair, data);
+      (void)run.train(5);
+      // Rank 0 writes (atomically: temp file, fsync, rename); the others wait until it is there.
+      if (pair.rank() == 0) mpx::io::save_checkpoint(path, run.trainer, mpx::io::batcher_state(run.batcher));
+      pair.barrier();
+      continued = run.train(5);
+      continued_hash = state_hash(run.model);
+      CHECK(run.batcher.position() == 10 * 2 * local_batch);  // global: both ranks' samples
+    }
+    {
+      // Resume with the same world size: exactly the run that did not stop.
+      mpx::dist::Communicator pair(pair_comm);
+      Resumable resumed(pair, data);
+      resumed.load(path);
+      CHECK(resumed.batcher.position() == 5 * 2 * local_batch);
+      CHECK(resumed.train(5) == continued);
+      CHECK(state_hash(resumed.model) == continued_hash);
+    }
+    MPI_Comm_free(&pair_comm);
+  }
+  world.barrier();
+  {
+    // The whole world (3 ranks in a 3-rank run): every rank resumes from the same file and goes on in
+    // step, with a global batch of 3 x 32 from the same global position.
+    Resumable resumed(world, data);
+    resumed.load(path);
+    CHECK(resumed.trainer.steps() == 5);
+    CHECK(resumed.batcher.position() == 5 * 2 * local_batch);
+    const std::vector<double> losses = resumed.train(5);
+    CHECK(resumed.batcher.position() == 5 * 2 * local_batch + 5 * world.size() * local_batch);
+    CHECK(same_on_every_rank(world, state_hash(resumed.model)));
+    CHECK(same_on_every_rank(world, hash_losses(losses)));
+    CHECK(std::isfinite(losses.back()));
+    if (!continued.empty()) CHECK(losses.back() < 1.5 * continued.front());
+  }
+  if (world.rank() == 0) {
+    // One process alone (a world of one), from the same file.
+    mpx::dist::Communicator self(MPI_COMM_SELF);
+    Resumable alone(self, data);
+    alone.load(path);
+    const std::vector<double> losses = alone.train(5);
+    CHECK(alone.batcher.position() == 5 * 2 * local_batch + 5 * local_batch);
+    CHECK(std::isfinite(losses.back()));
+    CHECK(losses.back() < 1.5 * continued.front());
+  }
+  world.barrier();
+  if (world.rank() == 0) std::filesystem::remove(path);
+}
+
+int main(int argc, char** argv) {
+  mpx::dist::Environment environment(&argc, &argv);
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world < 2) {
+    std::fprintf(stderr, "mpx_mpi_tests: needs 2 or more ranks (mpirun -np 2 ...); this world has %d\n",
+                 world);
+    return 1;
+  }
+  const int result = Catch::Session().run(argc, argv);
+  // The job's exit status is the worst rank's, so mpirun (and CTest) see a failure on any rank.
+  int worst = result;
+  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
