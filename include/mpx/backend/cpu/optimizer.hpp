@@ -131,7 +131,7 @@ void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tenso
 /// optimizer written against `Backend<Device>::sgd_updates` runs the same on both devices.
 class SgdUpdates {
  public:
-  /// @brief Updates under `control` with settings `s` (both must outlive this object).
+  /// @brief Updates under `control` (which must outlive this object) with settings `s` (copied).
   SgdUpdates(const SgdSettings& s, const UpdateControl* control) : settings_(s), control_(control) {}
 
   /// @brief `sgd_update(master, compute, grad, momentum_buffer, s, rounding, control)`.
@@ -144,14 +144,14 @@ class SgdUpdates {
   void queue() noexcept {}
 
  private:
-  const SgdSettings& settings_;
+  SgdSettings settings_;
   const UpdateControl* control_;
 };
 
 /// @brief The AdamW update of a whole optimizer step, parameter by parameter; see `SgdUpdates`.
 class AdamWUpdates {
  public:
-  /// @brief Updates under `control` with settings `s` (both must outlive this object).
+  /// @brief Updates under `control` (which must outlive this object) with settings `s` (copied).
   AdamWUpdates(const AdamWSettings& s, const UpdateControl* control) : settings_(s), control_(control) {}
 
   /// @brief `adamw_update(master, compute, grad, exp_avg, exp_avg_sq, s, rounding, control)`.
@@ -164,7 +164,7 @@ class AdamWUpdates {
   void queue() noexcept {}
 
  private:
-  const AdamWSettings& settings_;
+  AdamWSettings settings_;
   const UpdateControl* control_;
 };
 

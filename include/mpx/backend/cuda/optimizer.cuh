@@ -72,7 +72,8 @@ struct AdamWTensors {
 };
 
 // Tensors one launch takes: what fits in the portable 4 KB of parameters beside the settings and
-// the controls (about 50 for AdamW, 55 for SGD).
+// the controls: 49 to 64 by the entry's size (49 for AdamW with a per-update stochastic rounding,
+// 64 for SGD rounding to nearest).
 template <class Entry>
 inline constexpr int update_capacity = static_cast<int>((portable_kernel_parameter_bytes - 512) /
                                                         (sizeof(Entry) + 2 * sizeof(std::int64_t)));
@@ -254,7 +255,7 @@ void check_adamw(const Tensor<M, Cuda>& master, const Tensor<C, Cuda>* compute, 
 
 /// @brief The SGD update of a whole optimizer step as few launches: `add` each parameter (checked
 /// at once, as `sgd_update` checks it), then `queue()` launches one kernel per combination of
-/// master, compute, gradient and rounding types for up to ~55 parameters each (their pointers in the
+/// master, compute, gradient and rounding types for up to 49 to 64 parameters each (their pointers in the
 /// kernel's parameters; multi_tensor.cuh), instead of one kernel per parameter. Every element runs
 /// the CPU's arithmetic (backend/optimizer_math.hpp), so the bits are `cpu::sgd_update`'s, whatever
 /// the grouping. Nothing is queued before `queue()`; no synchronisation.
