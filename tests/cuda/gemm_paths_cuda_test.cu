@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -147,8 +148,8 @@ TEST_CASE(
 TEST_CASE("gemm fuses or falls back correctly on leading dimensions that are not multiples of 16 bytes",
           "[cuda][gemm][paths]") {
   // N = 10 (the classifier of the Fashion-MNIST MLP) and odd K: 20- and 26-byte rows in bf16. Whatever
-  // path cuBLASLt allows, the result matches the CPU. (Pointers off the 256-byte pool alignment need
-  // views into a tensor, which mpx::Tensor does not offer yet: alignment_class covers them in the key.)
+  // path cuBLASLt allows, the result matches the CPU. (Pointers off the 256-byte pool alignment: the
+  // next test.)
   std::mt19937 rng(23);
   using B = Eigen::bfloat16;
   for (const std::int64_t k : {13, 128}) {
@@ -181,6 +182,89 @@ TEST_CASE("gemm fuses or falls back correctly on leading dimensions that are not
       }
     }
     CHECK(failures == 0);
+  }
+}
+
+namespace {
+
+// `host`'s elements on the device, `offset_bytes` past the start of a pool allocation (256-byte
+// aligned), as a view (mpx::Tensor::view) into `storage`, which owns the allocation.
+template <class T>
+mpx::Tensor<T, Cuda> offset_copy(const mpx::Tensor<T>& host, std::size_t offset_bytes,
+                                 mpx::Tensor<T, Cuda>& storage) {
+  REQUIRE(offset_bytes % sizeof(T) == 0);
+  const auto offset = static_cast<std::int64_t>(offset_bytes / sizeof(T));
+  mpx::Tensor<T> padded(mpx::Shape{host.numel() + offset});
+  for (std::int64_t i = 0; i < host.numel(); ++i) padded[offset + i] = host[i];
+  storage = mpx::to_device(padded);
+  REQUIRE(reinterpret_cast<std::uintptr_t>(storage.data()) % 256 == 0);
+  return mpx::Tensor<T, Cuda>::view(storage.data() + offset, host.shape());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "gemm on operands 16 and 2 bytes off the 256-byte alignment, with unaligned leading dimensions, "
+    "matches the CPU with a plan per alignment class",
+    "[cuda][gemm][paths]") {
+  // cuBLASLt's heuristic picks algorithms by the operands' alignment (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*,
+  // 256 bytes by default, which mpx asks for on pool memory); a plan chosen for aligned operands may
+  // need an alignment that others lack, so the plan key holds each operand's alignment class. A, B, D
+  // and the bias 0, 16 and 2 bytes past a 256-byte boundary; K = 27 (54-byte rows of A and B) and
+  // N = 10 (20-byte rows of D): every leading dimension is off 16 bytes too.
+  std::mt19937 rng(29);
+  using B = Eigen::bfloat16;
+  constexpr std::int64_t m = 64, n = 10, k = 27;
+  const auto host_a = random_host<B>(mpx::Shape{m, k}, rng);
+  const auto host_b = random_host<B>(mpx::Shape{n, k}, rng);
+  const auto host_bias = random_host<B>(mpx::Shape{n}, rng);
+  const mpx::GemmConfig config{.transpose_b = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::Bias};
+  mpx::Tensor<B> d_cpu(mpx::Shape{m, n});
+  mpx::cpu::gemm<mpx::BFloat16>(host_a, host_b, d_cpu, config, {.bias = &host_bias});
+  const auto tol = mpx::test::gemm_tolerance<mpx::BFloat16, mpx::BFloat16>(k);
+
+  mpx::cuda::clear_gemm_cache();
+  std::size_t plans_before = mpx::cuda::gemm_cache_size();
+  for (const std::size_t offset : {std::size_t{0}, std::size_t{16}, std::size_t{2}}) {
+    CAPTURE(offset);
+    mpx::Tensor<B, Cuda> a_storage, b_storage, bias_storage, d_storage;
+    const auto a = offset_copy(host_a, offset, a_storage);
+    const auto b = offset_copy(host_b, offset, b_storage);
+    const auto bias = offset_copy(host_bias, offset, bias_storage);
+    auto d = offset_copy(mpx::Tensor<B>(mpx::Shape{m, n}), offset, d_storage);
+    CHECK(mpx::cuda::detail::alignment_class(a.data()) == (offset == 0 ? 256 : static_cast<int>(offset)));
+    const auto counts = counts_of([&] { mpx::cuda::gemm<mpx::BFloat16>(a, b, d, config, {.bias = &bias}); });
+    std::printf(
+        "gemm paths: bf16 %lld x %lld x %lld with bias, operands %zu bytes off 256: fused %lld, "
+        "unfused %lld (no algorithm %lld, refused %lld)\n",
+        static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), offset,
+        static_cast<long long>(counts.fused), static_cast<long long>(counts.unfused),
+        static_cast<long long>(counts.no_algorithm), static_cast<long long>(counts.refused));
+    CHECK(counts.fused + counts.unfused == 1);
+    // A new alignment class makes its own plan(s); the same class again makes none.
+    const std::size_t plans_after = mpx::cuda::gemm_cache_size();
+    CHECK(plans_after > plans_before);
+    mpx::cuda::gemm<mpx::BFloat16>(a, b, d, config, {.bias = &bias});
+    CHECK(mpx::cuda::gemm_cache_size() == plans_after);
+    plans_before = plans_after;
+
+    const auto d_back = mpx::to_host(d);
+    int failures = 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double magnitude = std::abs(to_double(host_bias[j]));
+        for (std::int64_t p = 0; p < k; ++p)
+          magnitude += std::abs(to_double(host_a[i * k + p]) * to_double(host_b[j * k + p]));
+        const double expected = to_double(d_cpu[i * n + j]);
+        if (std::abs(to_double(d_back[i * n + j]) - expected) > 2 * tol.bound(magnitude, expected))
+          ++failures;
+      }
+    }
+    CHECK(failures == 0);
+    // The view wrote only its own elements: the padding before it is still zero.
+    const auto stored = mpx::to_host(d_storage);
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(offset / sizeof(B)); ++i)
+      CHECK(to_double(stored[i]) == 0.0);
   }
 }
 

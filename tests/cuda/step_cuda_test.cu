@@ -107,6 +107,9 @@ void require_same_scalars(const StepScalars& cpu, const StepScalars& gpu) {
   CHECK(same_bits_or_both_nan(gpu.update.lr, cpu.update.lr));
   CHECK(same_bits_or_both_nan(gpu.update.clip_coefficient, cpu.update.clip_coefficient));
   CHECK(gpu.update.optimizer_step == cpu.update.optimizer_step);
+  CHECK(gpu.updates == cpu.updates);
+  CHECK(same_bits_or_both_nan(gpu.update.bias_correction1, cpu.update.bias_correction1));
+  CHECK(same_bits_or_both_nan(gpu.update.bias_correction2, cpu.update.bias_correction2));
   CHECK(gpu.update.clipped == cpu.update.clipped);
   CHECK(gpu.update.skip == cpu.update.skip);
   CHECK(same_bits_or_both_nan(gpu.loss_sum, cpu.loss_sum));
@@ -677,6 +680,7 @@ TEST_CASE(
     for (std::size_t step = 0; step < found_inf.size(); ++step) {
       CAPTURE(step);
       const float scale_before = reference.scale();
+      const std::int64_t updates_before = updates;
       const double lr = 0.001 * static_cast<double>(step + 1);
       scalars.apply(mpx::BeginStep{});
       scalars.apply(mpx::StoreHostOwned{.host = {.lr = lr}, .fields = mpx::HostOwnedScalars::lr_field});
@@ -690,7 +694,8 @@ TEST_CASE(
       CHECK(found.scaler == reference.state());
       CHECK(found.loss_scale == scale_before);
       CHECK(found.step == static_cast<std::int64_t>(step + 1));
-      CHECK(found.update.optimizer_step == updates);
+      CHECK(found.update.optimizer_step == updates_before);  // the count the update (if any) reads
+      CHECK(found.updates == updates);
       CHECK(found.update.skip == (found_inf[step] ? 1 : 0));
       CHECK(found.update.lr == lr);
     }
@@ -732,7 +737,7 @@ TEST_CASE("EndStep under static and no loss scaling only counts, on both devices
   require_same_scalars(host, found);
   CHECK(found.scaler.scale == 128.0f);
   CHECK(found.scaler.steps_taken == 2);
-  CHECK(found.update.optimizer_step == 2);
+  CHECK(found.updates == 2);
   CHECK(found.step == 2);
 }
 
@@ -741,6 +746,7 @@ TEST_CASE("StoreHostOwned overwrites only the fields it names, the same on both 
   start.scaler.scale = 64.0f;
   start.update.lr = 0.5;
   start.update.optimizer_step = 7;
+  start.updates = 7;
   start.step = 9;
   mpx::HostOwnedScalars values{};
   values.scaler.scale = 4096.0f;
@@ -767,7 +773,165 @@ TEST_CASE("StoreHostOwned overwrites only the fields it names, the same on both 
     CHECK(found.update.optimizer_step == ((fields & Owned::optimizer_steps_field) != 0
                                               ? values.optimizer_steps
                                               : start.update.optimizer_step));
+    CHECK(found.updates == found.update.optimizer_step);
     CHECK(found.update.lr == ((fields & Owned::lr_field) != 0 ? values.lr : start.update.lr));
     CHECK(found.step == ((fields & Owned::steps_field) != 0 ? values.steps : start.step));
+  }
+}
+
+// ---- the step's fused forms ------------------------------------------------------------------------
+
+namespace {
+
+// Parameters of three type combinations, interleaved as a mixed-precision model visits them (an fp32
+// master with a bf16 compute copy, a pure-bf16 master rounded stochastically, an fp32 master
+// without a copy), more than one launch's worth of each, sizes around the update chunk (4096).
+struct MixedParameters {
+  std::vector<Parameter<float, Eigen::bfloat16, float>> mixed;
+  std::vector<Parameter<Eigen::bfloat16, Eigen::bfloat16, float>> pure;
+  std::vector<Parameter<float, float, float>> plain;
+
+  explicit MixedParameters(std::mt19937& rng) {
+    const std::int64_t sizes[] = {1, 7, 4095, 4096, 4097, 9000, 300, 2};
+    for (int i = 0; i < 130; ++i) {
+      const std::int64_t n = sizes[static_cast<std::size_t>(i) % std::size(sizes)];
+      if (i % 3 == 0) mixed.emplace_back(n, rng);
+      if (i % 3 == 1) pure.emplace_back(n, rng);
+      if (i % 3 == 2) plain.emplace_back(n, rng);
+    }
+  }
+};
+
+// One optimizer step over all of `ps`, on the GPU as one collection (few launches) and on the CPU
+// parameter by parameter, under the same control; `add(updates, p, device, rounding)` adds one.
+template <class Updates, class CpuUpdate, class Add>
+void update_all(MixedParameters& ps, Updates& device_updates, const CpuUpdate& cpu_update, const Add& add) {
+  int index = 0;
+  for (std::size_t i = 0; i < ps.mixed.size() || i < ps.pure.size() || i < ps.plain.size(); ++i) {
+    if (i < ps.mixed.size()) {
+      add(device_updates, ps.mixed[i], &ps.mixed[i].d_compute, mpx::RoundNearest{});
+      cpu_update(ps.mixed[i], &ps.mixed[i].compute, mpx::RoundNearest{});
+      ++index;
+    }
+    if (i < ps.pure.size()) {
+      const mpx::RoundStochasticPerUpdate rounding{0x5EED, index++};
+      add(device_updates, ps.pure[i], &ps.pure[i].d_compute, rounding);
+      cpu_update(ps.pure[i], &ps.pure[i].compute, rounding);
+    }
+    if (i < ps.plain.size()) {
+      add(device_updates, ps.plain[i], static_cast<mpx::Tensor<float, Cuda>*>(nullptr), mpx::RoundNearest{});
+      cpu_update(ps.plain[i], static_cast<mpx::Tensor<float>*>(nullptr), mpx::RoundNearest{});
+      ++index;
+    }
+  }
+  device_updates.queue();
+}
+
+void require_all_equal(const MixedParameters& ps) {
+  for (const auto& p : ps.mixed) p.require_equal();
+  for (const auto& p : ps.pure) p.require_equal();
+  for (const auto& p : ps.plain) {
+    require_same(p.master, p.d_master);
+    require_same(p.state0, p.d_state0);
+    require_same(p.state1, p.d_state1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda::adamw_updates and sgd_updates over many mixed-type parameters give cpu's bits",
+          "[cuda][step][optimizer]") {
+  std::mt19937 rng(12);
+  MixedParameters ps(rng);
+  for (const auto& c : step_cases) {
+    CAPTURE(c.optimizer_step, c.clipped);
+    for (const bool prepared : {false, true}) {
+      CAPTURE(prepared);
+      StepScalars host = scalars_for(c);
+      const mpx::AdamWSettings adamw = adamw_variants[1];
+      // Prepared: the bias corrections derived once, as the trainer's FinishStep does; otherwise
+      // every block derives them from the update count. Both must give the CPU's bits.
+      if (prepared) mpx::AdamWBiasCorrections{adamw.beta1, adamw.beta2}(host.update);
+      auto device = device_scalars(host);
+      auto updates = mpx::cuda::adamw_updates(adamw, &device.data()->update);
+      update_all(
+          ps, updates,
+          [&](auto& p, auto* compute, const auto& rounding) {
+            mpx::cpu::adamw_update(p.master, compute, p.grad, p.state0, p.state1, adamw, rounding,
+                                   &host.update);
+          },
+          [](auto& u, auto& p, auto* compute, const auto& rounding) {
+            u.add(p.d_master, compute, p.d_grad, p.d_state0, p.d_state1, rounding);
+          });
+      require_all_equal(ps);
+    }
+    StepScalars host = scalars_for(c);
+    auto device = device_scalars(host);
+    const mpx::SgdSettings sgd = sgd_variants[3];
+    auto updates = mpx::cuda::sgd_updates(sgd, &device.data()->update);
+    update_all(
+        ps, updates,
+        [&](auto& p, auto* compute, const auto& rounding) {
+          mpx::cpu::sgd_update(p.master, compute, p.grad, &p.state0, sgd, rounding, &host.update);
+        },
+        [](auto& u, auto& p, auto* compute, const auto& rounding) {
+          u.add(p.d_master, compute, p.d_grad, &p.d_state0, rounding);
+        });
+    require_all_equal(ps);
+  }
+}
+
+TEST_CASE(
+    "The step's fused kernels decide as the CPU's calls do: BeginStep before the input check, "
+    "FinishStep after the gradient pass",
+    "[cuda][step]") {
+  std::mt19937 rng(13);
+  const mpx::DynamicLossScaling::Options options{.init_scale = 512.0f, .growth_interval = 2};
+  StepScalars start{};
+  start.scaler = mpx::LossScaler<mpx::DynamicLossScaling>(options).state();
+  start.updates = start.update.optimizer_step = 5;
+  start.inputs_nonfinite = 1;  // a previous step's: the begin clears it before the check raises it
+  BothScalars scalars(start);
+  mpx::cuda::GradientWorkspace workspace;
+  mpx::cpu::GradientWorkspace host_workspace;
+  // More than one launch of gradients (96 per launch), so the last launch's last block sums all.
+  std::vector<mpx::Tensor<float>> grads;
+  for (int i = 0; i < 200; ++i)
+    grads.push_back(random_host<float>(1 + (i * 997) % 20000, rng, -300.0f, 300.0f));
+  std::vector<mpx::Tensor<float, Cuda>> device_grads;
+  for (const auto& g : grads) device_grads.push_back(mpx::to_device(g));
+  const mpx::FinishStep<mpx::DynamicLossScaling, mpx::AdamWBiasCorrections> finish{
+      mpx::FinishGradients{1.0}, mpx::AdamWBiasCorrections{0.9, 0.95}, {options}};
+  for (int step = 0; step < 4; ++step) {
+    CAPTURE(step);
+    auto inputs = random_host<float>(5000, rng);
+    if (step == 2) inputs[4321] = std::numeric_limits<float>::infinity();  // this step is skipped
+    const auto device_inputs = mpx::to_device(inputs);
+    StepScalars* const d = scalars.device.data();
+    mpx::cuda::flag_nonfinite(device_inputs, &d->inputs_nonfinite, workspace, mpx::BeginStep{}, d);
+    mpx::cpu::flag_nonfinite(inputs, &scalars.host.inputs_nonfinite, host_workspace, mpx::BeginStep{},
+                             &scalars.host);
+    std::vector<mpx::Tensor<float, Cuda>*> on_device;
+    for (auto& g : device_grads) on_device.push_back(&g);
+    std::vector<mpx::Tensor<float>*> on_host;
+    for (auto& g : grads) on_host.push_back(&g);
+    mpx::cuda::unscale_and_inspect<true, float>(on_device, &d->loss_scale, &d->sum_of_squares,
+                                                &d->gradients_nonfinite, workspace, finish, d);
+    mpx::cpu::unscale_and_inspect<true, float>(
+        on_host, &scalars.host.loss_scale, &scalars.host.sum_of_squares, &scalars.host.gradients_nonfinite,
+        host_workspace, finish, &scalars.host);
+    StepScalars found = scalars.on_device();
+    check_same_sum(found.sum_of_squares, scalars.host.sum_of_squares);
+    // The clipping coefficient follows the norm, which agrees to rounding only; the rest is exact.
+    CHECK(std::fabs(found.update.clip_coefficient - scalars.host.update.clip_coefficient) <=
+          1e-12 * scalars.host.update.clip_coefficient);
+    found.sum_of_squares = scalars.host.sum_of_squares;
+    found.update.clip_coefficient = scalars.host.update.clip_coefficient;
+    require_same_scalars(scalars.host, found);
+    CHECK(found.inputs_nonfinite == (step == 2 ? 1 : 0));
+    CHECK(found.update.skip == (step == 2 ? 1 : 0));
+    CHECK(found.update.clipped == (step == 2 ? 0 : 1));
+    CHECK(found.update.bias_correction1 == 1.0 - mpx::integer_power(0.9, found.update.optimizer_step + 1));
+    for (std::size_t t = 0; t < grads.size(); t += 37) require_same(grads[t], device_grads[t]);
   }
 }

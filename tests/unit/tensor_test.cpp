@@ -347,6 +347,39 @@ TEST_CASE("Host live bytes rise and fall by exactly each tensor's size", "[tenso
   CHECK(host_stats().live_bytes() == base);
 }
 
+TEST_CASE("Tensor::view aliases elements it does not own and never frees them", "[tensor][memory]") {
+  Tensor<float> owner(Shape{64});
+  for (std::int64_t i = 0; i < 64; ++i) owner[i] = static_cast<float>(i);
+  const std::int64_t base = host_stats().live_bytes();
+  const std::int64_t allocations = host_stats().allocation_count();
+  {
+    auto view = Tensor<float>::view(owner.data() + 16, Shape{4, 4});  // 64 bytes in: still 64-aligned
+    CHECK_FALSE(view.owns_elements());
+    CHECK(owner.owns_elements());
+    CHECK(view.data() == owner.data() + 16);
+    CHECK(view.shape() == Shape{4, 4});
+    CHECK(view[0] == 16.0f);
+    view[1] = -1.0f;  // writes through to the owner
+    CHECK(owner[17] == -1.0f);
+    CHECK(view.matrix()(1, 2) == 22.0f);
+    auto moved = std::move(view);  // a moved view stays a view
+    CHECK_FALSE(moved.owns_elements());
+    CHECK(view.owns_elements());  // the moved-from tensor is an empty owner
+    CHECK(view.empty());
+    const auto copy = moved.clone();  // a clone owns its own copy
+    CHECK(copy.owns_elements());
+    CHECK(copy[1] == -1.0f);
+    CHECK(host_stats().live_bytes() == base + 64);
+  }
+  CHECK(host_stats().live_bytes() == base);  // only the clone was freed
+  CHECK(host_stats().allocation_count() == allocations + 1);
+  CHECK(owner[16] == 16.0f);
+  // Host tensors are 64-byte aligned (Eigen maps them so): a view off that alignment is refused.
+  CHECK_THROWS_AS(Tensor<float>::view(owner.data() + 1, Shape{4}), mpx::invalid_argument);
+  CHECK_THROWS_WITH(Tensor<float>::view(owner.data() + 1, Shape{4}),
+                    Catch::Matchers::Contains("mpx::Tensor::view") && Catch::Matchers::Contains("64-byte"));
+}
+
 TEST_CASE("Host peak bytes track the maximum since reset_peak", "[tensor][memory]") {
   host_stats().reset_peak();
   const std::int64_t base = host_stats().live_bytes();

@@ -15,6 +15,10 @@
 /// with the rest), the `GradientWorkspace` and `Graph` types, and the step's overloads that leave
 /// their results in the device's memory instead of returning them: the losses with a seed and a
 /// `loss_sum`, the optimizers with an `UpdateControl`, `unscale_and_inspect` over a list of gradients.
+/// The step's fused forms: `sgd_updates` / `adamw_updates` (a whole optimizer step collected
+/// parameter by parameter, queued as few launches on a GPU), `unscale_and_inspect` with a
+/// continuation run once the pass is done, and `flag_nonfinite` with a functor run before it (on a
+/// GPU both inside the pass's own kernel).
 ///
 /// Embeddings: `fill_normal` (initial weights), `embedding_forward`, `embedding_backward` (with the
 /// backend's `EmbeddingWorkspace` type), `positional_embedding_forward`,

@@ -271,15 +271,46 @@ struct AdamWCoefficients {
   Math minus_step_size;        ///< -lr / (1 - beta1^t)
 };
 
-/// @brief AdamW's scalars for update number `step` (from 1) at learning rate `lr` (settings.lr is not
-/// read, so that a learning rate held on the device can be used): computed in double from the
-/// settings and rounded once each.
+/// @brief AdamW's bias corrections 1 - beta1^t and 1 - beta2^t for update number `step` (from 1),
+/// in double (two `integer_power`s: tens of dependent operations, so derived once per update, never
+/// per element or per block).
+MPX_HOST_DEVICE inline void adamw_bias_corrections(const AdamWSettings& s, std::int64_t step, double& first,
+                                                   double& second) {
+  first = detail::sub_rn(1.0, integer_power(s.beta1, step));
+  second = detail::sub_rn(1.0, integer_power(s.beta2, step));
+}
+
+/// @brief Derives AdamW's bias corrections of the update `control` describes (t = `optimizer_step` +
+/// 1) into its `bias_correction1` and `bias_correction2`. A trainer runs it once per step where the
+/// step's decisions are taken (train/step_scalars.hpp), after the update count is known; the update
+/// kernels then read the two doubles instead of deriving them.
+struct AdamWBiasCorrections {
+  double beta1 = 0.9;    ///< the optimizer's beta1
+  double beta2 = 0.999;  ///< the optimizer's beta2
+
+  /// @brief Writes the corrections of the update `control` describes.
+  MPX_HOST_DEVICE void operator()(UpdateControl& control) const {
+    AdamWSettings s{};
+    s.beta1 = beta1;
+    s.beta2 = beta2;
+    adamw_bias_corrections(s, control.optimizer_step + 1, control.bias_correction1, control.bias_correction2);
+  }
+};
+
+/// @brief What an optimizer without per-update scalars to derive (SGD) asks of a step: nothing.
+struct NoUpdatePreparation {
+  /// @brief Does nothing.
+  MPX_HOST_DEVICE void operator()(UpdateControl& /*control*/) const {}
+};
+
+/// @brief AdamW's scalars at learning rate `lr` (settings.lr is not read, so that a learning rate
+/// held on the device can be used) from the bias corrections 1 - beta1^t and 1 - beta2^t: computed in
+/// double from the settings and rounded once each.
 template <std::floating_point Math>
 MPX_HOST_DEVICE inline AdamWCoefficients<Math> adamw_coefficients(const AdamWSettings& s, double lr,
-                                                                  std::int64_t step) {
+                                                                  double bias_correction1,
+                                                                  double bias_correction2) {
   using detail::sub_rn;
-  const double bias_correction1 = sub_rn(1.0, integer_power(s.beta1, step));
-  const double bias_correction2 = sub_rn(1.0, integer_power(s.beta2, step));
   AdamWCoefficients<Math> c{};
   c.decay = static_cast<Math>(sub_rn(1.0, detail::mul_rn(lr, s.weight_decay)));
   c.lerp_weight = static_cast<Math>(sub_rn(1.0, s.beta1));
@@ -289,6 +320,28 @@ MPX_HOST_DEVICE inline AdamWCoefficients<Math> adamw_coefficients(const AdamWSet
   c.epsilon = static_cast<Math>(s.epsilon);
   c.minus_step_size = static_cast<Math>(-detail::div_rn(lr, bias_correction1));
   return c;
+}
+
+/// @brief AdamW's scalars for update number `step` (from 1) at learning rate `lr`.
+template <std::floating_point Math>
+MPX_HOST_DEVICE inline AdamWCoefficients<Math> adamw_coefficients(const AdamWSettings& s, double lr,
+                                                                  std::int64_t step) {
+  double first = 0.0;
+  double second = 0.0;
+  adamw_bias_corrections(s, step, first, second);
+  return adamw_coefficients<Math>(s, lr, first, second);
+}
+
+/// @brief AdamW's scalars for the update `control` describes: its lr, and its bias corrections when
+/// derived (`AdamWBiasCorrections`), else derived here from its update count. 1 - beta^t is never 0
+/// for beta < 1 (it is at least 2^-53), so 0 safely means "not derived".
+template <std::floating_point Math>
+MPX_HOST_DEVICE inline AdamWCoefficients<Math> adamw_coefficients(const AdamWSettings& s,
+                                                                  const UpdateControl& control) {
+  if (control.bias_correction1 != 0.0 && control.bias_correction2 != 0.0) {
+    return adamw_coefficients<Math>(s, control.lr, control.bias_correction1, control.bias_correction2);
+  }
+  return adamw_coefficients<Math>(s, control.lr, control.optimizer_step + 1);
 }
 
 /// @brief One element of PyTorch's single-tensor AdamW: w *= 1 - lr * wd; m = lerp(m, g, 1 - beta1)

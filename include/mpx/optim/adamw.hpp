@@ -40,6 +40,12 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
     allocate_state();
   }
 
+  /// @brief The bias corrections 1 - beta^t, derived once per training step on the step's device
+  /// (two double-double powers) instead of in every update kernel.
+  [[nodiscard]] AdamWBiasCorrections update_preparation() const noexcept {
+    return {options_.beta1, options_.beta2};
+  }
+
   /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
   static void validate(const Options& o) {
     constexpr const char* self = "mpx::optim::AdamW";
@@ -63,14 +69,16 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
     });
   }
 
-  // One update of every parameter under `control` (device memory: see OptimizerBase::step).
+  // One update of every parameter under `control` (device memory: see OptimizerBase::step), queued
+  // as few launches on a GPU (Backend::adamw_updates).
   void update(const UpdateControl* control) {
+    auto updates = Backend<Device>::adamw_updates(options_, control);
     int index = 0;
     model_.for_each_parameter([&](std::string_view, auto& p) {
       const auto rounding = this->template update_rounding<std::remove_cvref_t<decltype(p)>>(index++);
-      Backend<Device>::adamw_update(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1), options_,
-                                    rounding, control);
+      updates.add(p.master(), p.compute_copy(), p.grad(), p.state(0), p.state(1), rounding);
     });
+    updates.queue();
   }
 };
 

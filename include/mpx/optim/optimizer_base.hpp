@@ -47,7 +47,9 @@ class OptimizerBase {
   /// @brief Applies one update to every parameter from its (unscaled) gradient, at the current
   /// learning rate, outside a training step (a `Trainer` calls `step(control)`).
   void step() {
-    control_.write(UpdateControl{.lr = options_.lr, .optimizer_step = steps_});
+    UpdateControl control{.lr = options_.lr, .optimizer_step = steps_};
+    static_cast<const Derived&>(*this).update_preparation()(control);
+    control_.write(control);
     step(control_.get());
     ++steps_;
   }
@@ -57,6 +59,10 @@ class OptimizerBase {
   /// learning rate and the clipping coefficient. `steps()` is not changed: the owner of `control`
   /// (the trainer, when it reads its result) sets it.
   void step(const UpdateControl* control) { static_cast<Derived&>(*this).update(control); }
+
+  /// @brief What a training step derives for each update once it knows the update count, on the
+  /// step's device, before the update runs (none here; AdamW's bias corrections: see `AdamW`).
+  [[nodiscard]] NoUpdatePreparation update_preparation() const noexcept { return {}; }
 
   /// @brief Updates applied so far (under a trainer, as of its last `read_result()`).
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }

@@ -66,15 +66,17 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
     }
   }
 
-  // One update of every parameter under `control` (device memory: see OptimizerBase::step).
+  // One update of every parameter under `control` (device memory: see OptimizerBase::step), queued
+  // as few launches on a GPU (Backend::sgd_updates).
   void update(const UpdateControl* control) {
+    auto updates = Backend<Device>::sgd_updates(options_, control);
     int index = 0;
     model_.for_each_parameter([&](std::string_view, auto& p) {
       auto* momentum = options_.momentum != 0.0 ? &p.state(0) : nullptr;
       const auto rounding = this->template update_rounding<std::remove_cvref_t<decltype(p)>>(index++);
-      Backend<Device>::sgd_update(p.master(), p.compute_copy(), p.grad(), momentum, options_, rounding,
-                                  control);
+      updates.add(p.master(), p.compute_copy(), p.grad(), momentum, rounding);
     });
+    updates.queue();
   }
 };
 

@@ -71,9 +71,31 @@ class Tensor {
     return tensor;
   }
 
+  /// @brief A tensor of `shape` over elements at `data` that it does not own (a view into another
+  /// tensor's elements, e.g. at an offset): it never frees them, so they must outlive it. A host view
+  /// must be 64-byte aligned (Eigen maps host tensors as such; `mpx::invalid_argument` otherwise); a
+  /// device view may start at any element, which is how the GPU tests give cuBLASLt operands off the
+  /// allocator's 256-byte alignment.
+  [[nodiscard]] static Tensor view(T* data, const Shape& shape) {
+    if constexpr (std::is_same_v<Device, Host>) {
+      if (reinterpret_cast<std::uintptr_t>(data) % 64 != 0) {
+        throw invalid_argument(detail::concat("mpx::Tensor::view: host elements at ",
+                                              static_cast<const void*>(data),
+                                              " are not 64-byte aligned, which host tensors are"));
+      }
+    }
+    Tensor tensor;
+    tensor.data_ = data;
+    tensor.shape_ = shape;
+    tensor.owns_ = false;
+    return tensor;
+  }
+
   /// @brief Takes `other`'s elements; `other` is left empty.
   Tensor(Tensor&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), shape_(std::exchange(other.shape_, Shape{})) {}
+      : data_(std::exchange(other.data_, nullptr)),
+        shape_(std::exchange(other.shape_, Shape{})),
+        owns_(std::exchange(other.owns_, true)) {}
 
   /// @brief Frees this tensor's elements and takes `other`'s; `other` is left empty.
   Tensor& operator=(Tensor&& other) noexcept {
@@ -81,6 +103,7 @@ class Tensor {
       release();
       data_ = std::exchange(other.data_, nullptr);
       shape_ = std::exchange(other.shape_, Shape{});
+      owns_ = std::exchange(other.owns_, true);
     }
     return *this;
   }
@@ -106,6 +129,8 @@ class Tensor {
   [[nodiscard]] std::size_t size_bytes() const noexcept {
     return static_cast<std::size_t>(numel()) * sizeof(T);
   }
+  /// @brief Whether this tensor frees its elements (false for a `view`).
+  [[nodiscard]] bool owns_elements() const noexcept { return owns_; }
   /// @brief Whether the tensor has no elements.
   [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
   /// @brief The first element, in row-major order (null when empty); device memory for `Cuda`.
@@ -169,12 +194,14 @@ class Tensor {
 
  private:
   void release() noexcept {
-    Memory::deallocate(data_, size_bytes());
+    if (owns_) Memory::deallocate(data_, size_bytes());
     data_ = nullptr;
+    owns_ = true;
   }
 
   T* data_ = nullptr;
   Shape shape_;
+  bool owns_ = true;  // false for a view
 };
 
 /// @brief Throws `mpx::shape_error` naming `where` and both shapes unless `actual == expected`.

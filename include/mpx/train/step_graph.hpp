@@ -74,6 +74,9 @@ class StepGraph {
   /// @brief Queues one replay (call `require_replayable` first).
   void launch() const { graph_.launch(); }
 
+  /// @brief The recording (`Backend<Device>::Graph`; empty when nothing is recorded), for inspection.
+  [[nodiscard]] const typename Backend<Device>::Graph& recording() const noexcept { return graph_; }
+
  private:
   void drop() noexcept {
     options_.reset();

@@ -10,7 +10,12 @@
 ///
 /// A step runs: `BeginStep` -> forward/backward (the loss is seeded by `loss_scale` and added to
 /// `loss_sum`) -> the backend's `unscale_and_inspect` over all gradients -> `FinishGradients` ->
-/// the optimizer's update (reading `update`) -> `EndStep<Policy>`.
+/// the optimizer's update (reading `update`) -> `EndStep<Policy>`. The trainer fuses them into the
+/// kernels beside them (`Trainer`'s step on a GPU has no kernel of its own for them): `BeginStep`
+/// runs in the input check's last block, and `FinishStep` (`FinishGradients`, the optimizer's
+/// per-update scalars and `EndStep`, which only needs the skip decision) in the gradient pass's last
+/// block, before the optimizer's update: the update reads `update.optimizer_step`, the count before
+/// it, while `EndStep` counts in `updates`.
 
 #include <cstdint>
 #include <cstring>
@@ -28,6 +33,7 @@ namespace mpx {
 struct StepScalars {
   LossScalerState scaler;       ///< the loss scaler's state (its scale seeds the backward)
   UpdateControl update;         ///< what the optimizer reads: lr, update count, clipping, skip
+  std::int64_t updates = 0;     ///< optimizer updates applied so far (EndStep counts them)
   double loss_sum = 0.0;        ///< sum over the step's micro-batches of each one's mean loss
   double sum_of_squares = 0.0;  ///< of the unscaled gradients
   std::int64_t step = 0;        ///< steps attempted, this one included
@@ -71,12 +77,14 @@ struct BeginStep {
 /// @brief Decides what the optimizer does with the step's gradients: skip when a gradient, an input
 /// or the loss is not finite; otherwise, when `max_grad_norm > 0`, PyTorch's `clip_grad_norm_`
 /// coefficient `max_grad_norm / (norm + 1e-6)` and, when it is below 1, `clipped` (the optimizer
-/// multiplies each gradient by it, rounded into the gradient's type).
+/// multiplies each gradient by it, rounded into the gradient's type). Sets the update's count to the
+/// updates applied before it.
 struct FinishGradients {
   double max_grad_norm = 0.0;  ///< clipping threshold; <= 0: no clipping
 
   /// @brief Applies it to `s`.
   MPX_HOST_DEVICE void operator()(StepScalars* s) const {
+    s->update.optimizer_step = s->updates;
     const bool skip =
         s->gradients_nonfinite != 0 || s->inputs_nonfinite != 0 || !detail::finite_bits(s->loss_sum);
     s->update.skip = skip ? 1 : 0;
@@ -91,8 +99,9 @@ struct FinishGradients {
 };
 
 /// @brief Ends a step: records it in the scaler with `update_loss_scale<Policy>` (GradScaler's
-/// update, the same function `LossScaler<Policy>::update` runs) and counts an applied update unless
-/// the step was skipped.
+/// update, the same function `LossScaler<Policy>::update` runs) and counts an applied update in
+/// `updates` unless the step was skipped. It reads only the skip decision, so it may run before the
+/// optimizer's update (which reads `update`, untouched here).
 template <LossScalingPolicy Policy>
 struct EndStep {
   typename Policy::Options options;  ///< the scaler's knobs
@@ -101,7 +110,25 @@ struct EndStep {
   MPX_HOST_DEVICE void operator()(StepScalars* s) const {
     const bool skipped = s->update.skip != 0;
     update_loss_scale<Policy>(s->scaler, options, skipped);
-    if (!skipped) ++s->update.optimizer_step;
+    if (!skipped) ++s->updates;
+  }
+};
+
+/// @brief Everything a step decides once its gradients are inspected, in one call: `FinishGradients`,
+/// then `prepare(s->update)` (the optimizer's per-update scalars, e.g. `AdamWBiasCorrections`; it
+/// sees the update count), then `EndStep<Policy>`. The trainer runs it in the gradient pass's last
+/// block, so the step's decisions cost no kernel of their own.
+template <LossScalingPolicy Policy, class Prepare = NoUpdatePreparation>
+struct FinishStep {
+  FinishGradients gradients;  ///< the skip and clipping decisions
+  Prepare prepare;            ///< the optimizer's per-update scalars
+  EndStep<Policy> end;        ///< the scaler update and the update count
+
+  /// @brief Applies it to `s`.
+  MPX_HOST_DEVICE void operator()(StepScalars* s) const {
+    gradients(s);
+    prepare(s->update);
+    end(s);
   }
 };
 
@@ -116,7 +143,7 @@ struct HostOwnedScalars {
   /// @brief Which fields a `StoreHostOwned` overwrites.
   enum Field : unsigned {
     scaler_field = 1,           ///< `scaler`
-    optimizer_steps_field = 2,  ///< `optimizer_steps` (into `update.optimizer_step`)
+    optimizer_steps_field = 2,  ///< `optimizer_steps` (into `updates` and `update.optimizer_step`)
     lr_field = 4,               ///< `lr` (into `update.lr`)
     steps_field = 8,            ///< `steps` (into `step`)
   };
@@ -130,7 +157,8 @@ struct StoreHostOwned {
   /// @brief Applies it to `s`.
   MPX_HOST_DEVICE void operator()(StepScalars* s) const {
     if (fields & HostOwnedScalars::scaler_field) s->scaler = host.scaler;
-    if (fields & HostOwnedScalars::optimizer_steps_field) s->update.optimizer_step = host.optimizer_steps;
+    if (fields & HostOwnedScalars::optimizer_steps_field)
+      s->updates = s->update.optimizer_step = host.optimizer_steps;
     if (fields & HostOwnedScalars::lr_field) s->update.lr = host.lr;
     if (fields & HostOwnedScalars::steps_field) s->step = host.steps;
   }

@@ -280,6 +280,12 @@ class Trainer {
     state_.step_queued();
   }
 
+  /// @brief What `capture_step()` recorded (`Backend<Device>::Graph`: on a GPU a `cuda::Graph`
+  /// whose `graph()` lists the kernels a replay runs; empty when nothing is recorded).
+  [[nodiscard]] const typename Backend<Device>::Graph& recorded_step() const noexcept {
+    return graph_.recording();
+  }
+
   /// @brief The loss scaler (its state is part of a checkpoint), as of the last `read_result()`; a
   /// state loaded into it is sent to the step's device before the next step.
   [[nodiscard]] LossScaler<Scaling>& scaler() noexcept { return scaler_; }
@@ -369,13 +375,14 @@ class Trainer {
     graph_.capture(input_shape, optimizer_.options(), std::forward<Queue>(queue));
   }
 
-  // The step, for every device: forward -> loss -> backward of the scaled loss -> unscale + finite
-  // check -> clip decision -> optimizer update or skip -> scaler update, every decision taken where
-  // the step's scalars live, so nothing here waits for a GPU. Only what is the same at every step
-  // may be queued here: CUDA graphs record this function.
+  // The step, for every device: begin + input check -> forward -> loss -> backward of the scaled
+  // loss -> unscale + finite check + norm, then the skip, clip and scaler decisions -> optimizer
+  // update or skip, every decision taken where the step's scalars live, so nothing here waits for a
+  // GPU, and on a GPU the bookkeeping runs inside the passes' kernels (training_state.hpp). Only
+  // what is the same at every step may be queued here: CUDA graphs record this function.
   void queue_device_step(std::span<const Batch> micro_batches) {
-    state_.begin_step();
-    for (const Batch& batch : micro_batches) state_.flag_nonfinite_inputs(batch.inputs);
+    state_.begin_step(micro_batches.front().inputs);
+    for (const Batch& batch : micro_batches.subspan(1)) state_.flag_nonfinite_inputs(batch.inputs);
     model_.zero_grad();
     // The backward's seed is loss_scale / micro-batches, read where the step's scalars live.
     const LossSeed seed = state_.loss_seed(static_cast<float>(micro_batches.size()));
@@ -395,10 +402,10 @@ class Trainer {
     gradients_.clear();
     model_.for_each_parameter([&](std::string_view, auto& p) { gradients_.push_back(&p.grad()); });
     if (sync != nullptr) sync->finish(std::span(gradients_), state_.scalars());
-    state_.template unscale_and_inspect<Scaling::scales_loss>(std::span(gradients_));
-    state_.finish_gradients(options_.max_grad_norm.value_or(0.0));
+    state_.template finish_step<Scaling::scales_loss, Scaling>(
+        std::span(gradients_), options_.max_grad_norm.value_or(0.0), scaler_.options(),
+        optimizer_.update_preparation());
     optimizer_.step(state_.update_control());
-    state_.template end_step<Scaling>(scaler_.options());
   }
 
   // Tells `sync` each layer's gradients as soon as that layer's backward has run (a model that

@@ -4,9 +4,12 @@
 /// @file
 /// @brief `TrainingState<Device, Grad>`: the side of `mpx::Trainer` that lives where the step runs.
 /// It owns the step's scalars (`StepScalars`) in the device's memory, the gradient pass's
-/// workspace, and queues the step's bookkeeping (train/step_scalars.hpp) through
-/// `Backend<Device>::single_thread`: on the CPU that is a call, on a GPU a one-thread kernel, so one
-/// body serves both and a GPU step is queued without the host ever waiting.
+/// workspace, and queues the step's bookkeeping (train/step_scalars.hpp) with the passes beside it
+/// (`flag_nonfinite` before which the step begins, `unscale_and_inspect` after which it is decided):
+/// on the CPU those are calls in order, on a GPU the bookkeeping runs in the last block of the pass's
+/// own kernel, so one body serves both, a GPU step is queued without the host ever waiting, and the
+/// bookkeeping costs no launch (`single_thread`, a one-thread kernel, only for pushes of host
+/// changes and for steps on integer inputs).
 ///
 /// The host keeps copies of what it may change between steps (`HostOwnedScalars`: the scaler state
 /// and update count a checkpoint loads, the learning rate a schedule sets, the step count). The step
@@ -47,10 +50,20 @@ class TrainingState {
     return LossSeed{&scalars()->loss_scale, micro_batches};
   }
 
-  /// @brief Starts a step (see `BeginStep`).
-  void begin_step() { Ops::single_thread(BeginStep{}, scalars()); }
-  /// @brief Flags the step as having non-finite inputs if `inputs` holds inf or NaN (integer inputs,
-  /// such as token ids, are always finite).
+  /// @brief Starts a step (`BeginStep`) and checks its first input batch for inf and NaN, in one
+  /// kernel on a GPU (the check's last block begins the step before it publishes the flag); inputs
+  /// that cannot hold inf or NaN (integer token ids) are not checked, and the step begins in a
+  /// one-thread kernel.
+  template <Element T>
+  void begin_step(const Tensor<T, Device>& first_inputs) {
+    if constexpr (FloatingElement<T>) {
+      Ops::flag_nonfinite(first_inputs, &scalars()->inputs_nonfinite, workspace_, BeginStep{}, scalars());
+    } else {
+      Ops::single_thread(BeginStep{}, scalars());
+    }
+  }
+  /// @brief Flags the step as having non-finite inputs if `inputs` (a later micro-batch) holds inf or
+  /// NaN (integer inputs, such as token ids, are always finite).
   template <Element T>
   void flag_nonfinite_inputs(const Tensor<T, Device>& inputs) {
     if constexpr (FloatingElement<T>) Ops::flag_nonfinite(inputs, &scalars()->inputs_nonfinite);
@@ -58,21 +71,19 @@ class TrainingState {
   /// @brief The step count in the device's memory (`StepScalars::step`, counted by `begin_step`),
   /// which layers that draw random numbers key their draws by (nn/step_key.hpp).
   [[nodiscard]] const std::int64_t* step_count() { return &scalars()->step; }
-  /// @brief Unscales every gradient (when `Scale`), flags inf/NaN and sums the squares, in one pass.
-  template <bool Scale>
-  void unscale_and_inspect(std::span<Tensor<Grad, Device>* const> gradients) {
+  /// @brief Unscales every gradient by this step's loss scale (when `Scale`), flags inf/NaN and sums
+  /// the squares, in one pass, and then decides the step (`FinishStep`: skip, clipping with
+  /// `max_grad_norm` (<= 0: none), the optimizer's per-update scalars `prepare`, the scaler update
+  /// and the update count): on a GPU all in the pass's kernel, before the optimizer's update reads
+  /// the decision.
+  template <bool Scale, LossScalingPolicy Scaling, class Prepare>
+  void finish_step(std::span<Tensor<Grad, Device>* const> gradients, double max_grad_norm,
+                   const typename Scaling::Options& scaler_options, const Prepare& prepare) {
     StepScalars* s = scalars();
-    Ops::template unscale_and_inspect<Scale>(gradients, &s->scaler.scale, &s->sum_of_squares,
-                                             &s->gradients_nonfinite, workspace_);
-  }
-  /// @brief Decides the skip and the clipping coefficient (`max_grad_norm` <= 0: no clipping).
-  void finish_gradients(double max_grad_norm) {
-    Ops::single_thread(FinishGradients{max_grad_norm}, scalars());
-  }
-  /// @brief Updates the scaler and the update count from the step's outcome.
-  template <LossScalingPolicy Scaling>
-  void end_step(const typename Scaling::Options& options) {
-    Ops::single_thread(EndStep<Scaling>{options}, scalars());
+    const FinishStep<Scaling, Prepare> finish{FinishGradients{max_grad_norm}, prepare,
+                                              EndStep<Scaling>{scaler_options}};
+    Ops::template unscale_and_inspect<Scale>(gradients, &s->loss_scale, &s->sum_of_squares,
+                                             &s->gradients_nonfinite, workspace_, finish, s);
   }
 
   /// @brief Sends the fields the host changed since the last exchange (all of them the first time),
@@ -113,7 +124,7 @@ class TrainingState {
     if (synced_) {
       if (host.scaler == synced_->scaler) host.scaler = synced_->scaler = scalars.scaler;
       if (host.optimizer_steps == synced_->optimizer_steps) {
-        host.optimizer_steps = synced_->optimizer_steps = scalars.update.optimizer_step;
+        host.optimizer_steps = synced_->optimizer_steps = scalars.updates;
       }
     }
     return scalars;

@@ -81,6 +81,8 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(mse_loss);
   MPX_DETAIL_FORWARD_TO_CPU(sgd_update);
   MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
+  MPX_DETAIL_FORWARD_TO_CPU(sgd_updates);
+  MPX_DETAIL_FORWARD_TO_CPU(adamw_updates);
   MPX_DETAIL_FORWARD_TO_CPU(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CPU(flag_nonfinite);
   MPX_DETAIL_FORWARD_TO_CPU(embedding_forward);

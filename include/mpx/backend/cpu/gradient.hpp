@@ -72,6 +72,16 @@ void unscale_and_inspect(std::span<Tensor<G, Host>* const> gradients, const floa
   }
 }
 
+/// @brief As the overload without a continuation, and then `then(args...)` (as
+/// `cuda::unscale_and_inspect` runs it in the same kernel on a GPU).
+template <bool Scale, Element G, class Then, class... Args>
+void unscale_and_inspect(std::span<Tensor<G, Host>* const> gradients, const float* scale,
+                         double* sum_of_squares, int* nonfinite, GradientWorkspace& workspace,
+                         const Then& then, Args... args) {
+  unscale_and_inspect<Scale>(gradients, scale, sum_of_squares, nonfinite, workspace);
+  then(args...);
+}
+
 /// @brief Sets `*flag` to 1 when `x` holds inf or NaN (leaves it otherwise).
 template <Element T>
 void flag_nonfinite(const Tensor<T, Host>& x, int* flag) {
@@ -81,6 +91,15 @@ void flag_nonfinite(const Tensor<T, Host>& x, int* flag) {
       return;
     }
   }
+}
+
+/// @brief Runs `before(args...)`, then sets `*flag` to 1 when `x` holds inf or NaN (as
+/// `cuda::flag_nonfinite` does in one kernel on a GPU).
+template <Element T, class Before, class... Args>
+void flag_nonfinite(const Tensor<T, Host>& x, int* flag, GradientWorkspace& /*workspace*/,
+                    const Before& before, Args... args) {
+  before(args...);
+  flag_nonfinite(x, flag);
 }
 
 /// @brief grad *= factor.

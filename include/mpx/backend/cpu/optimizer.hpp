@@ -84,7 +84,8 @@ void sgd_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<
 /// p *= 1 - lr * wd; m = lerp(m, g, 1 - beta1); v = v * beta2 + (1 - beta2) g^2;
 /// p += -(lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps). Scalars are computed in
 /// double and rounded once; lerp is PyTorch's (m + w (g - m) for w < 0.5, else g - (g - m)(1 - w)).
-/// `control` and `rounding` as for `sgd_update`.
+/// `control` and `rounding` as for `sgd_update`; the bias corrections are the control's when it holds
+/// them (`AdamWBiasCorrections`), else derived from t.
 template <Element M, Element C, Element G, class Rounding>
 void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
                   Tensor<G, Host>& exp_avg, Tensor<G, Host>& exp_avg_sq, const AdamWSettings& s,
@@ -97,9 +98,8 @@ void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tenso
   require_shape("mpx::cpu::adamw_update", "exp_avg_sq", exp_avg_sq.shape(), master.shape());
   if (control->skip != 0) return;
   using Math = G;
-  const std::int64_t step = control->optimizer_step + 1;
-  const auto coefficients = adamw_coefficients<Math>(s, control->lr, step);
-  const auto round = rounding_at(rounding, step);
+  const auto coefficients = adamw_coefficients<Math>(s, *control);
+  const auto round = rounding_at(rounding, control->optimizer_step + 1);
   const Math clip = clip_factor<Math>(*control);
   M* p = master.data();
   C* copy = compute != nullptr ? compute->data() : nullptr;
@@ -123,6 +123,58 @@ void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tenso
                   const AdamWSettings& s, const Rounding& rounding = {}) {
   const UpdateControl control{.lr = s.lr, .optimizer_step = step - 1};
   adamw_update(master, compute, grad, exp_avg, exp_avg_sq, s, rounding, &control);
+}
+
+/// @brief The SGD update of a whole optimizer step, parameter by parameter (`add`), under one
+/// `control`: the CPU's form of `cuda::SgdUpdates`, which collects the parameters into few launches.
+/// Here each `add` updates its parameter at once and `queue` has nothing left to do, so an
+/// optimizer written against `Backend<Device>::sgd_updates` runs the same on both devices.
+class SgdUpdates {
+ public:
+  /// @brief Updates under `control` (which must outlive this object) with settings `s` (copied).
+  SgdUpdates(const SgdSettings& s, const UpdateControl* control) : settings_(s), control_(control) {}
+
+  /// @brief `sgd_update(master, compute, grad, momentum_buffer, s, rounding, control)`.
+  template <Element M, Element C, Element G, class Rounding>
+  void add(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
+           Tensor<G, Host>* momentum_buffer, const Rounding& rounding) {
+    sgd_update(master, compute, grad, momentum_buffer, settings_, rounding, control_);
+  }
+  /// @brief Nothing left: every `add` has run.
+  void queue() noexcept {}
+
+ private:
+  SgdSettings settings_;
+  const UpdateControl* control_;
+};
+
+/// @brief The AdamW update of a whole optimizer step, parameter by parameter; see `SgdUpdates`.
+class AdamWUpdates {
+ public:
+  /// @brief Updates under `control` (which must outlive this object) with settings `s` (copied).
+  AdamWUpdates(const AdamWSettings& s, const UpdateControl* control) : settings_(s), control_(control) {}
+
+  /// @brief `adamw_update(master, compute, grad, exp_avg, exp_avg_sq, s, rounding, control)`.
+  template <Element M, Element C, Element G, class Rounding>
+  void add(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<G, Host>& grad,
+           Tensor<G, Host>& exp_avg, Tensor<G, Host>& exp_avg_sq, const Rounding& rounding) {
+    adamw_update(master, compute, grad, exp_avg, exp_avg_sq, settings_, rounding, control_);
+  }
+  /// @brief Nothing left: every `add` has run.
+  void queue() noexcept {}
+
+ private:
+  AdamWSettings settings_;
+  const UpdateControl* control_;
+};
+
+/// @brief The SGD updates of one optimizer step under `control`; see `SgdUpdates`.
+inline SgdUpdates sgd_updates(const SgdSettings& s, const UpdateControl* control) {
+  return {s, control};
+}
+/// @brief The AdamW updates of one optimizer step under `control`; see `AdamWUpdates`.
+inline AdamWUpdates adamw_updates(const AdamWSettings& s, const UpdateControl* control) {
+  return {s, control};
 }
 
 }  // namespace mpx::cpu

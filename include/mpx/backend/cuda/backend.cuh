@@ -95,6 +95,8 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(mse_loss);
   MPX_DETAIL_FORWARD_TO_CUDA(sgd_update);
   MPX_DETAIL_FORWARD_TO_CUDA(adamw_update);
+  MPX_DETAIL_FORWARD_TO_CUDA(sgd_updates);
+  MPX_DETAIL_FORWARD_TO_CUDA(adamw_updates);
   MPX_DETAIL_FORWARD_TO_CUDA(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CUDA(add_into);
   MPX_DETAIL_FORWARD_TO_CUDA(add);

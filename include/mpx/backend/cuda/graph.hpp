@@ -100,6 +100,10 @@ class Graph {
   /// @brief Whether nothing has been captured.
   [[nodiscard]] bool empty() const noexcept { return exec_ == nullptr; }
 
+  /// @brief The captured graph (null when empty), for inspection: its nodes (`cudaGraphGetNodes`)
+  /// are the kernels, copies and memsets a replay runs. Owned by this object.
+  [[nodiscard]] cudaGraph_t graph() const noexcept { return graph_; }
+
   /// @brief Destroys the captured graph (it becomes empty).
   void reset() noexcept {
     if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);

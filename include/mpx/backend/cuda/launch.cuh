@@ -32,23 +32,6 @@ inline unsigned int elementwise_blocks(std::int64_t count, int threads = element
   return static_cast<unsigned int>(std::max<std::int64_t>(1, std::min(needed, cap)));
 }
 
-/// Blocks for a grid-stride loop of `Kernel` (launched with `threads` threads and no dynamic shared
-/// memory) over `count` elements: exactly the blocks that are resident at once on every SM
-/// (cudaOccupancyMaxActiveBlocksPerMultiprocessor, asked once per kernel), so the grid is one full
-/// wave with no tail, never more than the elements need and at least one.
-template <auto Kernel>
-unsigned int occupancy_blocks(std::int64_t count, int threads = elementwise_threads) {
-  static const int per_sm = [threads] {
-    int blocks = 0;
-    MPX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, threads, 0));
-    return std::max(blocks, 1);
-  }();
-  const std::int64_t needed = (count + threads - 1) / threads;
-  const std::int64_t wave =
-      static_cast<std::int64_t>(cuda_context().properties().multiProcessorCount) * per_sm;
-  return static_cast<unsigned int>(std::max<std::int64_t>(1, std::min(needed, wave)));
-}
-
 /// A loss seed known on the host, for the losses that take any seed with a device-callable `value()`
 /// (the training step's `LossSeed` reads the loss scale from device memory instead).
 struct ConstantSeed {

@@ -3,7 +3,8 @@
 #pragma once
 /// @file
 /// @brief Softmax cross-entropy on the GPU, in fp32 whatever the logits' type (fp64 for double),
-/// forward and backward in one kernel with one block per row (llm.c's fused classifier) over the rows
+/// forward, backward and the batch mean in one kernel with one block per row (llm.c's fused
+/// classifier; the block that finishes last adds the mean, see multi_tensor.cuh) over the rows
 /// of logits of any rank >= 2 with an ignore index, the predicted class of each row (argmax) and the
 /// accuracy count. The formulas are mpx::cpu::softmax_cross_entropy's.
 ///
@@ -23,12 +24,14 @@
 #include <limits>
 #include <span>
 #include <type_traits>
+#include <unordered_map>
 
 #include "mpx/backend/argmax_spec.hpp"
 #include "mpx/backend/cross_entropy_spec.hpp"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
+#include "mpx/backend/cuda/multi_tensor.cuh"
 #include "mpx/backend/cuda/reduce.cuh"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -49,17 +52,41 @@ __global__ void count_targets_kernel(const Label* labels, std::int64_t rows, Lab
   if (threadIdx.x == 0) *counted = total;
 }
 
+// Rows up to which every block of the loss kernel counts the kept labels itself (a few loads per
+// thread) instead of waiting for a one-block count kernel before it.
+inline constexpr std::int64_t rows_counted_in_blocks = 4096;
+
+// Where the loss kernel's last block adds the mean: *sum += double(mean of the row losses over the
+// counted rows); `counter` (0 between launches) is null when no sum is asked for.
+struct LossMean {
+  unsigned int* counter;
+  double* sum;
+};
+
+// The number of labels that are not ignore_index, summed by the calling block (every thread gets it;
+// integer sums do not depend on order).
+template <class Label>
+__device__ std::int32_t count_kept(const Label* labels, std::int64_t rows, Label ignore_index) {
+  int local = 0;
+  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) local += labels[i] != ignore_index ? 1 : 0;
+  return block_reduce(local, Plus{});
+}
+
 // One block per row: max, sum of exponentials, log-sum-exp, the smoothed loss into row_losses[row]
 // and, when dlogits is set, the gradient seed / counted * (softmax - target) rounded into T.
 // A row labelled ignore_index has loss 0 and a zero gradient. Another label outside [0, classes)
-// cannot throw here: its row's loss and gradient are NaN instead.
+// cannot throw here: its row's loss and gradient are NaN instead. The count of kept rows is
+// *counted, or counted here by every block when `counted` is null; with a LossMean, the block that
+// finishes last adds the mean of the row losses, summed in a fixed order, to *mean.sum (0 when no
+// row is kept, as on the CPU): one kernel where the count, the rows and the mean took three.
 template <class T, class Seed>
-__global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t* labels,
+__global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t* labels, std::int64_t rows,
                                              std::int64_t classes, math_t<tag_of_t<T>> on_target,
                                              math_t<tag_of_t<T>> off_target, Seed seed,
                                              const std::int32_t* counted, std::int32_t ignore_index,
-                                             T* dlogits, math_t<tag_of_t<T>>* row_losses) {
+                                             T* dlogits, math_t<tag_of_t<T>>* row_losses, LossMean mean) {
   using Math = math_t<tag_of_t<T>>;
+  const std::int32_t kept = counted != nullptr ? *counted : count_kept(labels, rows, ignore_index);
   const std::int64_t row = blockIdx.x;
   const T* z = logits + row * classes;
   T* dz = dlogits != nullptr ? dlogits + row * classes : nullptr;
@@ -69,45 +96,48 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t
       for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) dz[c] = round_to<tag_of_t<T>>(Math(0));
     }
     if (threadIdx.x == 0) row_losses[row] = 0;
-    return;
-  }
-  if (label < 0 || label >= classes) {  // the same for the whole block
+  } else if (label < 0 || label >= classes) {  // the same for the whole block
     const Math nan = std::numeric_limits<Math>::quiet_NaN();
     if (dz != nullptr) {
       for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) dz[c] = round_to<tag_of_t<T>>(nan);
     }
     if (threadIdx.x == 0) row_losses[row] = nan;
-    return;
-  }
-
-  // fmax as the CPU: a NaN logit does not become the maximum, but its exponential below is NaN.
-  // The smoothing term, loss = log_sum_exp - on_target z[label] - sum over c != label of
-  // off_target z[c], needs no maximum, so it is summed in the same pass.
-  Math local_max = -std::numeric_limits<Math>::infinity();
-  Math local_off = 0;
-  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-    const Math value = static_cast<Math>(z[c]);
-    local_max = fmax(local_max, value);
-    if (c != label) local_off += off_target * value;
-  }
-  const Math max_logit = block_reduce(local_max, Fmax{});
-  const Math off_sum = block_reduce(local_off, Plus{});
-  Math local_sum = 0;
-  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-    local_sum += std::exp(static_cast<Math>(z[c]) - max_logit);
-  }
-  const Math log_sum_exp = max_logit + std::log(block_reduce(local_sum, Plus{}));
-  if (threadIdx.x == 0) row_losses[row] = (log_sum_exp - on_target * static_cast<Math>(z[label])) - off_sum;
-
-  if (dz != nullptr) {
-    // This row is counted, so *counted >= 1.
-    const Math grad_scale = static_cast<Math>(seed.value()) / static_cast<Math>(*counted);
+  } else {
+    // fmax as the CPU: a NaN logit does not become the maximum, but its exponential below is NaN.
+    // The smoothing term, loss = log_sum_exp - on_target z[label] - sum over c != label of
+    // off_target z[c], needs no maximum, so it is summed in the same pass.
+    Math local_max = -std::numeric_limits<Math>::infinity();
+    Math local_off = 0;
     for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-      const Math p = std::exp(static_cast<Math>(z[c]) - log_sum_exp);
-      const Math target = c == label ? on_target : off_target;
-      dz[c] = round_to<tag_of_t<T>>((p - target) * grad_scale);
+      const Math value = static_cast<Math>(z[c]);
+      local_max = fmax(local_max, value);
+      if (c != label) local_off += off_target * value;
+    }
+    const Math max_logit = block_reduce(local_max, Fmax{});
+    const Math off_sum = block_reduce(local_off, Plus{});
+    Math local_sum = 0;
+    for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      local_sum += std::exp(static_cast<Math>(z[c]) - max_logit);
+    }
+    const Math log_sum_exp = max_logit + std::log(block_reduce(local_sum, Plus{}));
+    if (threadIdx.x == 0) row_losses[row] = (log_sum_exp - on_target * static_cast<Math>(z[label])) - off_sum;
+
+    if (dz != nullptr) {
+      // This row is kept, so kept >= 1.
+      const Math grad_scale = static_cast<Math>(seed.value()) / static_cast<Math>(kept);
+      for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+        const Math p = std::exp(static_cast<Math>(z[c]) - log_sum_exp);
+        const Math target = c == label ? on_target : off_target;
+        dz[c] = round_to<tag_of_t<T>>((p - target) * grad_scale);
+      }
     }
   }
+  if (mean.counter == nullptr || !last_block_done(mean.counter)) return;  // uniform over the grid
+  Math local = 0;
+  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) local += __ldcg(row_losses + i);
+  const Math total = block_reduce(local, Plus{});
+  if (threadIdx.x == 0)
+    *mean.sum += static_cast<double>(kept == 0 ? Math(0) : total / static_cast<Math>(kept));
 }
 
 // mpx::cpu::detail::row_argmax on the device: the first largest value in the math type, or the
@@ -158,20 +188,6 @@ __global__ void count_correct_kernel(const T* logits, const std::int32_t* labels
   }
 }
 
-// *sum += double(mean), the mean being row_losses[0 .. rows) summed in Math in a fixed order (one
-// block of final_reduce_threads threads) over *counted, or 0 when no row is counted (as on the CPU).
-template <class Math>
-__global__ void add_counted_mean_kernel(const Math* row_losses, std::int64_t rows,
-                                        const std::int32_t* counted, double* sum) {
-  Math local = 0;
-  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) local += row_losses[i];
-  const Math total = block_reduce(local, Plus{});
-  if (threadIdx.x == 0) {
-    const std::int32_t n = *counted;
-    *sum += static_cast<double>(n == 0 ? Math(0) : total / static_cast<Math>(n));
-  }
-}
-
 /// The CPU's argument checks, in its order, naming `where`; `label_count` < 0 when unknown (the
 /// device path's labels are a bare device pointer).
 template <Element T>
@@ -184,8 +200,20 @@ void check_softmax_cross_entropy(const char* where, const Tensor<T, Cuda>& logit
   }
 }
 
-// The device path with the count of non-ignored rows at `counted` (device memory); see the public
-// overloads below.
+// A counter of the loss kernel's "last block done" (0 between launches), kept per owner (the
+// caller's row_losses) like `scratch`, so that a captured graph keeps its own; zeroed when made.
+inline unsigned int* loss_block_counter(const void* owner) {
+  thread_local std::unordered_map<const void*, DeviceArray<unsigned int>> counters;
+  DeviceArray<unsigned int>& counter = counters[owner];
+  if (counter.empty()) {
+    static constexpr unsigned int zero[1] = {};
+    counter = DeviceArray<unsigned int>(std::span<const unsigned int>(zero));
+  }
+  return counter.data();
+}
+
+// The device path with room for the count of non-ignored rows at `counted` (device memory; used
+// only for more than rows_counted_in_blocks rows); see the public overloads below.
 template <Element T, class Seed>
 void queue_softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
                                  Seed seed, Tensor<T, Cuda>* dlogits,
@@ -195,22 +223,19 @@ void queue_softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32
   const std::int64_t rows = logits.shape().rows();
   const std::int64_t classes = logits.shape().cols();
   if (!(row_losses.shape() == Shape{rows})) row_losses = Tensor<Math, Cuda>::uninitialized(Shape{rows});
-  count_targets_kernel<<<1, final_reduce_threads, 0, stream()>>>(labels, rows, ignore_index, counted);
-  MPX_CUDA_CHECK_LAUNCH("count_targets_kernel");
-
+  if (rows == 0) return;  // no row: nothing to write, and a mean over no row adds 0
+  const bool count_in_blocks = rows <= rows_counted_in_blocks;
+  if (!count_in_blocks) {
+    count_targets_kernel<<<1, final_reduce_threads, 0, stream()>>>(labels, rows, ignore_index, counted);
+    MPX_CUDA_CHECK_LAUNCH("count_targets_kernel");
+  }
+  const LossMean mean{loss_sum != nullptr ? loss_block_counter(&row_losses) : nullptr, loss_sum};
   const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
   const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
-  if (rows > 0) {
-    softmax_cross_entropy_kernel<<<static_cast<unsigned>(rows), row_threads(classes), 0, stream()>>>(
-        logits.data(), labels, classes, on_target, off_target, seed, counted, ignore_index,
-        dlogits != nullptr ? dlogits->data() : nullptr, row_losses.data());
-    MPX_CUDA_CHECK_LAUNCH("softmax_cross_entropy_kernel");
-  }
-  if (loss_sum != nullptr) {
-    add_counted_mean_kernel<<<1, final_reduce_threads, 0, stream()>>>(row_losses.data(), rows, counted,
-                                                                      loss_sum);
-    MPX_CUDA_CHECK_LAUNCH("add_counted_mean_kernel");
-  }
+  softmax_cross_entropy_kernel<<<static_cast<unsigned>(rows), row_threads(classes), 0, stream()>>>(
+      logits.data(), labels, rows, classes, on_target, off_target, seed, count_in_blocks ? nullptr : counted,
+      ignore_index, dlogits != nullptr ? dlogits->data() : nullptr, row_losses.data(), mean);
+  MPX_CUDA_CHECK_LAUNCH("softmax_cross_entropy_kernel");
 }
 
 /// @brief Class labels as a device pointer: the caller's memory when it already is device memory,
@@ -258,8 +283,10 @@ class DeviceLabels {
 /// @param row_losses   scratch in the math type, given the shape [rows] here if it has another (so a
 ///                     loss can keep an empty tensor for it): each row's loss (left there after the
 ///                     call; 0 for ignored rows). It also names the device scratch (`detail::scratch`)
-///                     that holds the count of rows whose label is not `ignore_index`: one kernel counts
-///                     them before the row kernel needs the gradient's scale, so nothing waits.
+///                     for the count of rows whose label is not `ignore_index` and the counter of the
+///                     kernel's last block: up to 4096 rows every block counts the labels itself, so
+///                     the whole loss is one kernel (its last block adds the mean); beyond, a one-block
+///                     kernel counts them first.
 /// @param loss_sum     device memory (or null: no loss); the mean over the counted rows is added to it,
 ///                     reduced in a fixed order in the math type and then converted to double; with no
 ///                     counted row it adds 0 (see mpx::cpu::softmax_cross_entropy for why).
