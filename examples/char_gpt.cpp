@@ -118,7 +118,7 @@ struct Job {
 
 // The gradient averaging of a data-parallel job on Device: MPI on the CPU, NCCL on GPUs; none alone.
 template <class Device, class Model>
-auto make_gradient_sync(const Job& job, Model& model) {
+auto make_gradient_sync([[maybe_unused]] const Job& job, [[maybe_unused]] Model& model) {
   using Grad = mpx::accumulate_t<typename Model::precision>;
   std::unique_ptr<mpx::GradientSync<Device, Grad>> sync;
 #if MPX_HAS_MPI
