@@ -6,14 +6,19 @@
 // memory per token, skipped steps; and prints text each model writes. `--checkpoint` saves each run
 // and `--resume` continues it. The device is a template parameter, as in fashion_mnist.cpp; where
 // CMake finds CUDA this file is compiled a second time by nvcc for `train_all<mpx::Cuda>` alone.
+// Launched by `mpirun -np N` in a build with MPI, it trains data-parallel: each rank takes its rows of
+// every global batch of N x --batch windows, and rank 0 alone prints and writes (docs/distributed.md).
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -30,6 +35,13 @@
 #elif MPX_HAS_CUDA
 #include <mpx/backend/cuda/context.hpp>  // mpx::cuda_device_count, for --device
 #endif
+#if MPX_HAS_MPI
+#include <mpx/dist/mpi_gradient_sync.hpp>
+#include <mpx/dist/run.hpp>
+#if MPX_CUDA_COMPILER && MPX_HAS_NCCL
+#include <mpx/dist/nccl_gradient_sync.cuh>
+#endif
+#endif  // MPX_HAS_MPI
 
 // External linkage: the nvcc translation unit defines train_all<mpx::Cuda> for this one's main.
 namespace char_gpt {
@@ -52,6 +64,79 @@ struct Settings {
   std::string checkpoint;  // empty: none; otherwise a prefix, one file per precision
   bool resume = false;
 };
+
+// The data-parallel job this process belongs to, as in fashion_mnist.cpp: rank 0 of 1, alone, unless
+// mpirun launched it in a build with MPI. Rank 0 prints and writes; every rank computes the same.
+struct Job {
+  int rank = 0;
+  int size = 1;
+#if MPX_HAS_MPI
+  const mpx::dist::Communicator* comm = nullptr;  // null: alone
+#endif
+  [[nodiscard]] bool leader() const {
+    return rank == 0;
+  }
+
+  // The sum of every rank's `value`, added in rank order on every rank: the same bits everywhere.
+  [[nodiscard]] double sum(double value) const {
+#if MPX_HAS_MPI
+    if (comm != nullptr) {
+      double total = 0;
+      for (const std::uint64_t bits : comm->all_gather(std::bit_cast<std::uint64_t>(value)))
+        total += std::bit_cast<double>(bits);
+      return total;
+    }
+#endif
+    return value;
+  }
+
+  // Throws unless every rank computed the same `value` (the ranks hold the same weights, bit for bit).
+  void require_same(const char* what, double value) const {
+#if MPX_HAS_MPI
+    if (comm == nullptr) return;
+    const std::vector<std::uint64_t> all = comm->all_gather(std::bit_cast<std::uint64_t>(value));
+    for (int r = 1; r < size; ++r) {
+      if (all[std::size_t(r)] != all[0]) {
+        throw mpx::error(mpx::detail::concat("char_gpt: ", what, " differs between ranks: rank 0 has ",
+                                             std::bit_cast<double>(all[0]), ", rank ", r, " has ",
+                                             std::bit_cast<double>(all[std::size_t(r)])));
+      }
+    }
+#else
+    static_cast<void>(what);
+    static_cast<void>(value);
+#endif
+  }
+
+  // Waits for every rank (after rank 0 wrote a file the others may read).
+  void barrier() const {
+#if MPX_HAS_MPI
+    if (comm != nullptr) comm->barrier();
+#endif
+  }
+};
+
+// The gradient averaging of a data-parallel job on Device: MPI on the CPU, NCCL on GPUs; none alone.
+template <class Device, class Model>
+auto make_gradient_sync([[maybe_unused]] const Job& job, [[maybe_unused]] Model& model) {
+  using Grad = mpx::accumulate_t<typename Model::precision>;
+  std::unique_ptr<mpx::GradientSync<Device, Grad>> sync;
+#if MPX_HAS_MPI
+  if (job.comm != nullptr) {
+    if constexpr (std::is_same_v<Device, mpx::Host>) {
+      sync = std::make_unique<mpx::dist::MpiGradientSync<Grad>>(*job.comm, model);
+    } else {
+#if MPX_CUDA_COMPILER && MPX_HAS_NCCL
+      sync = std::make_unique<mpx::dist::NcclGradientSync<Grad>>(*job.comm, model);
+#else
+      throw mpx::error(
+          "char_gpt: data parallel on GPUs needs NCCL, which CMake did not find; use --device cpu");
+#endif
+    }
+  }
+#endif  // MPX_HAS_MPI
+  return sync;
+}
 
 struct Summary {
   std::string precision;
@@ -83,7 +168,7 @@ double validation_loss(Model& model, Loss& loss, const mpx::data::TextCorpus& co
 }
 
 template <class P, class Device>
-Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
+Summary train(const Settings& s, const Job& job, const mpx::data::TextCorpus& corpus) {
   // [model]
   using L = mpx::nn::layers<P, Device>;
   const mpx::experiment::GptShape shape{.vocabulary = corpus.vocabulary_size(),
@@ -95,11 +180,18 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
   model.initialize(s.seed);
   auto loss = L::softmax_cross_entropy();
   mpx::optim::AdamW optimizer(model, {.lr = s.lr, .beta2 = 0.99, .weight_decay = 0.1});
-  mpx::Trainer trainer(model, loss, optimizer, {.max_grad_norm = 1.0});
+  const auto sync = make_gradient_sync<Device>(job, model);  // null when alone
+  mpx::Trainer trainer = sync ? mpx::Trainer(model, loss, optimizer, *sync, {.max_grad_norm = 1.0})
+                              : mpx::Trainer(model, loss, optimizer, {.max_grad_norm = 1.0});
   // [model]
-  mpx::data::TextWindows windows(
-      corpus.train_tokens(),
-      {.batch_size = s.batch, .context = s.context, .seed = s.seed + 1});  // data's own seed
+  // [windows]
+  // Batch k is a global batch of size x batch windows drawn from (seed, k), the same on every rank;
+  // rank r trains on its rows [r x batch, (r + 1) x batch): different windows on every rank.
+  mpx::data::TextWindows windows(corpus.train_tokens(), {.batch_size = s.batch,
+                                                         .context = s.context,
+                                                         .seed = s.seed + 1,  // data's own seed
+                                                         .shard = {job.rank, job.size}});
+  // [windows]
 
   const std::string checkpoint =
       s.checkpoint.empty() ? "" : s.checkpoint + "." + std::string(P::name) + ".safetensors";
@@ -111,15 +203,17 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
   } else if (s.resume && !checkpoint.empty() && std::filesystem::exists(checkpoint)) {
     const auto loaded = mpx::io::load_checkpoint(checkpoint, trainer);
     mpx::io::restore_text_windows(windows, loaded.metadata);
-    std::printf("%s: resumed from %s at step %lld\n", P::name.data(), checkpoint.c_str(),
-                static_cast<long long>(trainer.steps()));
+    if (job.leader())
+      std::printf("%s: resumed from %s at step %lld\n", P::name.data(), checkpoint.c_str(),
+                  static_cast<long long>(trainer.steps()));
   }
 
   Summary summary;
   summary.precision = P::name;
   mpx::Tensor<std::int32_t, mpx::Host> x, y;
   mpx::Tensor<std::int32_t, Device> x_device, y_device;
-  mpx::experiment::ProgressBar bar(std::string(P::name));
+  std::optional<mpx::experiment::ProgressBar> bar;
+  if (job.leader()) bar.emplace(std::string(P::name));
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = trainer.steps();
   for (std::int64_t step = first_step; step < s.steps; ++step) {
@@ -132,12 +226,15 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
     if (!r.stepped) ++summary.skipped;
     char status[96];
     std::snprintf(status, sizeof status, "loss %.3f  scale %g", r.loss, double(r.loss_scale));
-    bar.update(step + 1, s.steps, status);
+    if (bar) bar->update(step + 1, s.steps, status);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::int64_t steps_run = s.steps - first_step;
-  summary.tokens_per_second = steps_run > 0 ? double(steps_run * s.batch * s.context) / seconds : 0.0;
+  summary.tokens_per_second =
+      job.sum(steps_run > 0 ? double(steps_run * s.batch * s.context) / seconds : 0.0);  // all ranks'
+  // Every rank evaluates the same windows: the same weights give the same loss everywhere.
   summary.validation_loss = validation_loss(model, loss, corpus, s);
+  job.require_same("the validation loss", summary.validation_loss);
   summary.activation_bytes_per_token =
       double(trainer.first_step_memory().activations) / double(s.batch * s.context);
   summary.loss_scale = trainer.scaler().scale();
@@ -145,12 +242,16 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
   std::snprintf(status, sizeof status, "validation loss %.3f (%.3f bits/char)  %.0f tokens/s",
                 summary.validation_loss, summary.validation_loss / std::numbers::ln2,
                 summary.tokens_per_second);
-  bar.finish(s.steps, status);
+  if (bar) bar->finish(s.steps, status);
 
   if constexpr (std::is_same_v<Device, mpx::Host>) {
-    if (!checkpoint.empty())
+    // Rank 0 writes (atomically); the others wait until the file is in place. The windows' position
+    // counts global batches, so any number of ranks resumes it.
+    if (!checkpoint.empty() && job.leader())
       mpx::io::save_checkpoint(checkpoint, trainer, mpx::io::text_windows_state(windows));
+    job.barrier();
   }
+  if (!job.leader()) return summary;  // only rank 0 prints a sample
   // [sample]
   const std::vector<std::int32_t> text =
       mpx::experiment::sample(model, corpus.encode("The "), s.sample, s.context, s.temperature, s.seed);
@@ -160,7 +261,7 @@ Summary train(const Settings& s, const mpx::data::TextCorpus& corpus) {
 }
 
 template <class Device>
-void train_all(const Settings& settings, const mpx::data::TextCorpus& corpus) {
+void train_all(const Settings& settings, const Job& job, const mpx::data::TextCorpus& corpus) {
   std::vector<Summary> summaries;
   const std::map<std::string, std::string> short_names{
       {"fp32", "fp32"}, {"bf16_mixed", "bf16"}, {"fp16_mixed", "fp16"}, {"bf16_pure", "bf16_pure"}};
@@ -168,9 +269,10 @@ void train_all(const Settings& settings, const mpx::data::TextCorpus& corpus) {
       boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed, mpx::bf16_pure>, [&](auto type) {
         using P = typename decltype(type)::type;
         if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name))) {
-          summaries.push_back(train<P, Device>(settings, corpus));
+          summaries.push_back(train<P, Device>(settings, job, corpus));
         }
       });
+  if (!job.leader()) return;
   std::printf("\n%-11s %10s %9s %10s %11s %13s %8s %11s\n", "precision", "val loss", "bits/chr", "vs fp32",
               "tokens/s", "act/token", "skipped", "loss scale");
   for (const Summary& s : summaries) {
@@ -181,20 +283,28 @@ void train_all(const Settings& settings, const mpx::data::TextCorpus& corpus) {
   }
   for (const Summary& s : summaries)
     std::printf("\n--- %s writes:\n%s\n", s.precision.c_str(), s.sample.c_str());
+  if (job.size > 1) {
+    std::printf("\ndata parallel: %d ranks agree on every result; global batch %lld (%lld per rank)\n",
+                job.size, static_cast<long long>(job.size * settings.batch),
+                static_cast<long long>(settings.batch));
+  }
 }
 
 }  // namespace char_gpt
 
 #if MPX_CUDA_COMPILER
 // The GPU half of the program: the one instantiation the C++ translation unit leaves to nvcc.
-template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const mpx::data::TextCorpus&);
+template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const char_gpt::Job&,
+                                             const mpx::data::TextCorpus&);
 #else
 #if MPX_HAS_CUDA
-extern template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const mpx::data::TextCorpus&);
+extern template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const char_gpt::Job&,
+                                                    const mpx::data::TextCorpus&);
 #endif  // MPX_HAS_CUDA
 
 namespace {
 
+using char_gpt::Job;
 using char_gpt::Settings;
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -270,13 +380,15 @@ Settings parse(int argc, char** argv) {
   return s;
 }
 
-// Resolves --device once and calls train_on(mpx::Cuda{}) or train_on(mpx::Host{}).
+// Resolves --device once and calls train_on(mpx::Cuda{}) or train_on(mpx::Host{}). The ranks of a
+// job on GPUs take one each (rank r: GPU r mod the count).
 template <class F>
-void with_device(const std::string& device, F&& train_on) {
+void with_device(const std::string& device, const Job& job, F&& train_on) {
 #if MPX_HAS_CUDA
   if (device == "cuda") mpx::require_cuda_device("char_gpt --device cuda");
   if (device == "cuda" || (device == "auto" && mpx::cuda_device_count() > 0)) {
-    std::printf("device: cuda (%s)\n", mpx::cuda_context().properties().name);
+    MPX_CUDA_CHECK(cudaSetDevice(job.rank % mpx::cuda_device_count()));  // before mpx's first CUDA call
+    if (job.leader()) std::printf("device: cuda (%s)\n", mpx::cuda_context().properties().name);
     return train_on(mpx::Cuda{});
   }
   const char* why_not_cuda = " (no CUDA device found)";
@@ -288,23 +400,39 @@ void with_device(const std::string& device, F&& train_on) {
   }
   const char* why_not_cuda = " (this build has no CUDA)";
 #endif  // MPX_HAS_CUDA
-  std::printf("device: cpu%s\n", device == "auto" ? why_not_cuda : "");
+  if (job.leader()) std::printf("device: cpu%s\n", device == "auto" ? why_not_cuda : "");
   train_on(mpx::Host{});
+}
+
+// Reads the corpus and trains as `job`'s rank.
+void run_job(const Settings& settings, const Job& job) {
+  const auto corpus =
+      settings.corpus.empty() ? mpx::data::TextCorpus() : mpx::data::TextCorpus(settings.corpus);
+  if (job.leader()) {
+    std::printf("corpus: %s, %lld characters (%lld training, %lld validation), %d distinct\n",
+                corpus.path().c_str(), static_cast<long long>(corpus.size()),
+                static_cast<long long>(corpus.train_tokens().size()),
+                static_cast<long long>(corpus.validation_tokens().size()), corpus.vocabulary_size());
+  }
+  with_device(settings.device, job,
+              [&](auto device) { char_gpt::train_all<decltype(device)>(settings, job, corpus); });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
+#if MPX_HAS_MPI
+  // Launched by mpirun: one rank of a data-parallel job (fashion_mnist.cpp does the same).
+  if (mpx::dist::launched_by_mpirun()) {
+    return mpx::dist::run(argc, argv, [&](mpx::dist::Communicator& comm) {
+      if (comm.rank() == 0) std::printf("data parallel: %d ranks (mpirun)\n", comm.size());
+      run_job(settings, Job{.rank = comm.rank(), .size = comm.size(), .comm = &comm});
+    });
+  }
+#endif  // MPX_HAS_MPI
   try {
-    const auto corpus =
-        settings.corpus.empty() ? mpx::data::TextCorpus() : mpx::data::TextCorpus(settings.corpus);
-    std::printf("corpus: %s, %lld characters (%lld training, %lld validation), %d distinct\n",
-                corpus.path().c_str(), static_cast<long long>(corpus.size()),
-                static_cast<long long>(corpus.train_tokens().size()),
-                static_cast<long long>(corpus.validation_tokens().size()), corpus.vocabulary_size());
-    with_device(settings.device,
-                [&](auto device) { char_gpt::train_all<decltype(device)>(settings, corpus); });
+    run_job(settings, Job{});
   } catch (const mpx::error& e) {
     std::fprintf(stderr, "char_gpt: %s\n", e.what());
     return 1;

@@ -322,6 +322,44 @@ TEST_CASE("TextWindows draws every start about equally often", "[data][text]") {
   }
 }
 
+TEST_CASE("TextWindows shards: the ranks' rows are the rows of one global batch, in rank order",
+          "[data][text][dist]") {
+  // Each rank draws (and drops) the rows before its own: a rejected word would shift every later draw.
+  const std::vector<std::int32_t> tokens = iota_tokens(20);
+  TextWindows whole(tokens, {.batch_size = 9, .context = 7, .seed = 5});
+  std::vector<TextWindows> ranks;
+  for (std::int64_t r = 0; r < 3; ++r)
+    ranks.emplace_back(tokens,
+                       TextWindows::Options{.batch_size = 3, .context = 7, .seed = 5, .shard = {r, 3}});
+  Tokens x;
+  Tokens y;
+  Tokens xr;
+  Tokens yr;
+  for (std::uint64_t k = 0; k < 8; ++k) {
+    INFO("batch " << k);
+    whole.next(x, y);
+    const std::vector<std::int32_t> all_inputs = values(x);
+    const std::vector<std::int32_t> all_targets = values(y);
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      INFO("rank " << r);
+      ranks[r].next(xr, yr);
+      REQUIRE(xr.shape() == mpx::Shape{3, 7});
+      const auto first = static_cast<std::ptrdiff_t>(r * 3 * 7);
+      CHECK(values(xr) ==
+            std::vector<std::int32_t>(all_inputs.begin() + first, all_inputs.begin() + first + 21));
+      CHECK(values(yr) ==
+            std::vector<std::int32_t>(all_targets.begin() + first, all_targets.begin() + first + 21));
+      CHECK(ranks[r].position() == k + 1);  // global batches, as a checkpoint records them
+    }
+  }
+  // The ranks' draws differ: rank 1's first batch is not rank 0's.
+  CHECK(ranks[0].window_starts(0) != ranks[1].window_starts(0));
+  CHECK_THROWS_MATCHES(TextWindows(tokens, {.batch_size = 2, .context = 4, .seed = 1, .shard = {2, 2}}),
+                       mpx::invalid_argument, MessageContains({"TextWindows", "shard = {index 2, count 2}"}));
+  CHECK_THROWS_MATCHES(TextWindows(tokens, {.batch_size = 2, .context = 4, .seed = 1, .shard = {0, 0}}),
+                       mpx::invalid_argument, MessageContains({"shard = {index 0, count 0}"}));
+}
+
 TEST_CASE("SequentialTextWindows covers the text once in non-overlapping windows, the last batch smaller",
           "[data][text]") {
   const std::vector<std::int32_t> tokens = iota_tokens(27);  // (27 - 1) / 5 = 5 windows, 1 token unscored

@@ -29,6 +29,13 @@ struct TextWindowOptions {
   /// @brief Seed of the window starts (`TextWindows`; `SequentialTextWindows` ignores it). Give data
   /// its own seed: dropout and initialisation draw other Philox streams under theirs.
   std::uint64_t seed = 0;
+  /// @brief This process's rows of each batch in data-parallel training (`TextWindows`;
+  /// `SequentialTextWindows` ignores it): with `count` > 1, batch k is drawn as a global batch of
+  /// `batch_size * count` windows, the same on every process, and this process takes rows
+  /// [index * batch_size, (index + 1) * batch_size) of it, so the processes train on different
+  /// draws and together on the batch one process would draw with `batch_size * count`. `position()`
+  /// counts global batches, so a checkpoint resumes on any number of processes.
+  Batcher::Options::Shard shard{};
 };
 
 namespace detail {
@@ -50,6 +57,14 @@ inline void check_text_windows(const char* where, std::int64_t tokens, const Tex
     throw invalid_argument(mpx::detail::concat(
         where, ": ", tokens, " tokens are too few for windows of context ", options.context,
         "; need at least context + 1 = ", options.context + 1, " (targets are the inputs shifted by one)"));
+  }
+  if (starts_drawn &&
+      (options.shard.count < 1 || options.shard.index < 0 || options.shard.index >= options.shard.count ||
+       options.batch_size > (std::int64_t{1} << 32) / options.shard.count)) {
+    throw invalid_argument(
+        mpx::detail::concat(where, ": shard = {index ", options.shard.index, ", count ", options.shard.count,
+                            "} with batch_size ", options.batch_size,
+                            " is invalid; expected 0 <= index < count and batch_size * count <= 2^32"));
   }
   if (starts_drawn && tokens - options.context > std::int64_t{std::numeric_limits<std::uint32_t>::max()}) {
     throw invalid_argument(mpx::detail::concat(where, ": ", tokens, " tokens give ", tokens - options.context,
@@ -112,12 +127,17 @@ class TextWindows {
     ++position_;
   }
 
-  /// @brief The start of each window of batch `batch`, in row order (what `next` copies from).
+  /// @brief The start of each window of batch `batch`, in row order (what `next` copies from): this
+  /// shard's rows of the global batch (all of it without a shard).
   [[nodiscard]] std::vector<std::int64_t> window_starts(std::uint64_t batch) const {
     const auto bound =
         static_cast<std::uint32_t>(static_cast<std::int64_t>(tokens_.size()) - options_.context);
     std::vector<std::int64_t> starts(static_cast<std::size_t>(options_.batch_size));
     std::uint64_t draw = 0;
+    // The rows of the shards before this one are drawn and dropped: draws are sequential (a rejected
+    // word is skipped), so a row's start depends on every row before it in the global batch.
+    for (std::int64_t row = 0; row < options_.shard.index * options_.batch_size; ++row)
+      static_cast<void>(detail::uniform_below(bound, options_.seed, batch, draw));
     for (std::int64_t& start : starts) start = detail::uniform_below(bound, options_.seed, batch, draw);
     return starts;
   }

@@ -2,12 +2,13 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief `dist::Environment`: MPI's lifetime (MPI_Init / MPI_Finalize) as an object, and
-/// `dist::check_mpi`, which turns an MPI error code into an `mpx::dist::mpi_error` naming the call and
-/// the rank.
+/// @brief `dist::Environment`: MPI's lifetime (MPI_Init / MPI_Finalize) as an object;
+/// `dist::launched_by_mpirun`, whether a launcher started this process; and `dist::check_mpi`, which turns an
+/// MPI error code into an `mpx::dist::mpi_error` naming the call and the rank.
 
 #include <mpi.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "mpx/error.hpp"
@@ -30,6 +31,18 @@ inline void check_mpi(int code, const char* call, int rank) {
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
   throw mpi_error(mpx::detail::concat(call, " failed on rank ", rank, " (error ", code,
                                       "): ", std::string(text, static_cast<std::size_t>(length))));
+}
+
+/// @brief Whether an MPI launcher started this process: `mpirun`/`mpiexec` of Open MPI
+/// (`OMPI_COMM_WORLD_SIZE`), of MPICH, Intel MPI or MVAPICH (`PMI_SIZE`), or a PMIx launcher such as
+/// Slurm's `srun --mpi=pmix` (`PMIX_RANK`). Read from the environment, before and without MPI_Init:
+/// a program that can train alone or data-parallel asks this to choose, as a PyTorch script asks
+/// whether torchrun set `RANK`, and started by hand it never initialises MPI.
+[[nodiscard]] inline bool launched_by_mpirun() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(variable) != nullptr) return true;
+  }
+  return false;
 }
 
 /// @brief Initialises MPI (thread level MPI_THREAD_SERIALIZED: one thread at a time calls MPI;
