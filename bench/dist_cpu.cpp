@@ -6,7 +6,9 @@
 // compare 2 ranks x 1 thread with 1 rank x 2 threads:
 //
 //   OMP_NUM_THREADS=1 mpirun -np 2 dist_cpu --json bench/results/dist_cpu_2x1.json
-//   OMP_NUM_THREADS=2 mpirun -np 1 dist_cpu --json bench/results/dist_cpu_1x2.json
+//   OMP_NUM_THREADS=2 mpirun -np 1 --bind-to none dist_cpu --json bench/results/dist_cpu_1x2.json
+//
+// (--bind-to none: Open MPI binds a rank to one core by default, and its two threads would share it.)
 //
 // Per precision (fp32, bf16_mixed) it times steps with overlap off, on, and on with a progress
 // thread, alternating, and reports medians: the step time, the time `finish` waited for
