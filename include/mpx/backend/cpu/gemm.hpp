@@ -51,8 +51,10 @@ inline constexpr std::int64_t own_threads_gemm_work = std::int64_t{1} << 28;
 inline constexpr std::int64_t gemm_rows_per_task = 256;
 
 // C[m, n] += alpha op(A) op(B) with Eigen's blocked kernel on the calling thread, as Eigen's product
-// runs when it does not start threads of its own. C is row-major; op(A) and op(B) are row-major
-// with strides lda and ldb, or, when transposed, the column-major views of row-major A and B.
+// runs when it does not start threads of its own. Eigen::internal's entry point, as Eigen 3.4 (which
+// CMakeLists.txt requires) declares it; the GEMM tests compare every path with an fp64 reference. C is
+// row-major; op(A) and op(B) are row-major with strides lda and ldb, or, when transposed, the column-major
+// views of row-major A and B.
 template <class Scalar>
 void gemm_on_this_thread(bool ta, bool tb, Eigen::Index m, Eigen::Index n, Eigen::Index k, const Scalar* a,
                          Eigen::Index lda, const Scalar* b, Eigen::Index ldb, Scalar* c, Eigen::Index ldc,
