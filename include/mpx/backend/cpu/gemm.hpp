@@ -42,7 +42,7 @@ namespace detail {
 
 // Products below this many multiply-adds (m n k) do not go through Eigen's parallel GEMM: its
 // threads busy-wait on each other for every packed block, and on shared cores, where the scheduler
-// takes a thread away now and then, a char-GPT step (GEMMs of 50-70 M multiply-adds) ran 5-7x slower
+// takes a thread away now and then, a char-GPT step (GEMMs of 50-70 M multiply-adds) ran about 7x slower
 // on two threads than on one. They run as fixed blocks of rows on this library's threads instead.
 inline constexpr std::int64_t own_threads_gemm_work = std::int64_t{1} << 28;
 // Rows of a small product per task. Fixed, so that the bits do not depend on the thread count (nor
