@@ -143,6 +143,7 @@ double gelu_derivative_reference(double x) {
 struct Reference {
   std::vector<double> d, d_magnitude;
   std::vector<double> aux;  // GeluAuxBias: the pre-activation; its magnitude is d_magnitude's
+  std::vector<double> relu_pre;  // ReluAuxBias: the pre-activation whose sign the mask holds
   std::vector<double> bias_grad, bias_grad_magnitude;
 };
 
@@ -162,6 +163,7 @@ Reference reference_gemm(const ReferenceInputs& in, const GemmConfig& config) {
   out.d.resize(mn);
   out.d_magnitude.resize(mn);
   if (e == Epilogue::GeluAuxBias) out.aux.resize(mn);
+  if (e == Epilogue::ReluAuxBias) out.relu_pre.resize(mn);
   if (column_grad || e == Epilogue::BGradB) {
     out.bias_grad.assign(static_cast<std::size_t>(n_size), 0.0);
     out.bias_grad_magnitude.assign(static_cast<std::size_t>(n_size), 0.0);
@@ -190,6 +192,10 @@ Reference reference_gemm(const ReferenceInputs& in, const GemmConfig& config) {
       switch (e) {
         case Epilogue::Bias: value = t + bias; break;
         case Epilogue::ReluBias: value = std::max(t + bias, 0.0); break;
+        case Epilogue::ReluAuxBias:
+          out.relu_pre[i] = t + bias;
+          value = std::max(t + bias, 0.0);
+          break;
         case Epilogue::GeluBias: value = gelu_reference(t + bias); break;
         case Epilogue::GeluAuxBias:
           out.aux[i] = t + bias;
@@ -289,8 +295,17 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
   const auto b = random_tensor<S>(tb ? Shape{n, k} : Shape{k, n}, rng);
   const auto c = random_tensor<TD>(Shape{m, n}, rng);
   const auto bias = random_tensor<TD>(Shape{n}, rng);
-  // aux read by DRelu/DGelu: a forward pre-activation, both signs and well into gelu's curve.
+  // aux read by DGelu, and the sign bits of DRelu's mask: a forward pre-activation, both signs and
+  // well into gelu's curve.
   auto aux = random_tensor<TD>(Shape{m, n}, rng, -3.0, 3.0);
+  Tensor<std::int32_t> relu_mask(mpx::relu_mask_shape(Shape{m, n}));
+  for (std::int64_t row = 0; row < m; ++row) {
+    for (std::int64_t col = 0; col < n; ++col) {
+      if (static_cast<double>(aux[row * n + col]) > 0.0) {
+        relu_mask[row * mpx::relu_mask_words(n) + col / 32] |= static_cast<std::int32_t>(1u << (col % 32));
+      }
+    }
+  }
   // bias_grad starts as garbage: the epilogue must overwrite it, not add to it.
   Tensor<Acc> bias_grad(Shape{e == Epilogue::BGradA ? m : n});
   bias_grad.fill(static_cast<Acc>(1234.5));
@@ -309,6 +324,7 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
   if (accumulate == Accumulate::ExplicitC) operands.c = &c;
   if (mpx::reads_bias(e)) operands.bias = &bias;
   if (mpx::reads_aux(e) || mpx::writes_aux(e)) operands.aux = &aux;
+  if (mpx::reads_relu_mask(e) || mpx::writes_relu_mask(e)) operands.relu_mask = &relu_mask;
   if (mpx::writes_bias_grad(e)) operands.bias_grad = &bias_grad;
 
   // The reference's inputs are taken before the call: aux is an output of GeluAuxBias.
@@ -331,6 +347,23 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
     INFO(aux_worst.describe("aux"));
     CHECK(aux_worst.ratio <= 1.0);
   }
+  if (mpx::writes_relu_mask(e)) {
+    // The sign of t + bias, wherever the computed t is further from -bias than its error bound.
+    std::int64_t checked = 0;
+    for (std::int64_t row = 0; row < m; ++row) {
+      for (std::int64_t col = 0; col < n; ++col) {
+        const auto i = static_cast<std::size_t>(row * n + col);
+        if (std::fabs(expected.relu_pre[i]) <= tolerance.accumulate * expected.d_magnitude[i]) {
+          continue;
+        }
+        INFO("mask bit (" << row << ", " << col << "), pre-activation " << expected.relu_pre[i]);
+        CHECK(mpx::relu_mask_bit(relu_mask.data() + row * mpx::relu_mask_words(n), col) ==
+              (expected.relu_pre[i] > 0.0));
+        ++checked;
+      }
+    }
+    CHECK(checked > 0);
+  }
   if (mpx::writes_bias_grad(e)) {
     const bool of_operand = e == Epilogue::BGradA || e == Epilogue::BGradB;
     const auto grad_tolerance = of_operand ? mpx::test::gemm_bias_grad_tolerance<Compute>(0, k)
@@ -342,10 +375,10 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
   }
 }
 
-constexpr Epilogue k_all_epilogues[] = {Epilogue::Default,    Epilogue::Bias,        Epilogue::ReluBias,
-                                        Epilogue::GeluBias,   Epilogue::GeluAuxBias, Epilogue::DRelu,
-                                        Epilogue::DReluBGrad, Epilogue::DGelu,       Epilogue::DGeluBGrad,
-                                        Epilogue::BGradA,     Epilogue::BGradB};
+constexpr Epilogue k_all_epilogues[] = {Epilogue::Default,     Epilogue::Bias,        Epilogue::ReluBias,
+                                        Epilogue::ReluAuxBias, Epilogue::GeluBias,    Epilogue::GeluAuxBias,
+                                        Epilogue::DRelu,       Epilogue::DReluBGrad,  Epilogue::DGelu,
+                                        Epilogue::DGeluBGrad,  Epilogue::BGradA,      Epilogue::BGradB};
 
 // Each of 1, 7 and 129 appears once in each of M, N and K.
 struct Dims {
@@ -690,6 +723,7 @@ TEST_CASE("cpu::gemm rejects a missing epilogue operand with invalid_argument", 
   Tensor<Eigen::bfloat16> d(Shape{3, 5});
   Tensor<Eigen::bfloat16> bias(Shape{5});
   Tensor<Eigen::bfloat16> aux(Shape{3, 5});
+  Tensor<std::int32_t> relu_mask(mpx::relu_mask_shape(Shape{3, 5}));
   Tensor<float> bias_grad_n(Shape{5});
   Tensor<float> bias_grad_m(Shape{3});
   const Epilogue epilogue = GENERATE(from_range(std::begin(k_all_epilogues) + 1, std::end(k_all_epilogues)));
@@ -698,6 +732,7 @@ TEST_CASE("cpu::gemm rejects a missing epilogue operand with invalid_argument", 
   mpx::cpu::GemmOperands<Eigen::bfloat16, float> complete;
   if (mpx::reads_bias(epilogue)) complete.bias = &bias;
   if (mpx::reads_aux(epilogue) || mpx::writes_aux(epilogue)) complete.aux = &aux;
+  if (mpx::reads_relu_mask(epilogue) || mpx::writes_relu_mask(epilogue)) complete.relu_mask = &relu_mask;
   if (mpx::writes_bias_grad(epilogue))
     complete.bias_grad = epilogue == Epilogue::BGradA ? &bias_grad_m : &bias_grad_n;
   const GemmConfig config{.epilogue = epilogue};
@@ -714,6 +749,12 @@ TEST_CASE("cpu::gemm rejects a missing epilogue operand with invalid_argument", 
     missing.aux = nullptr;
     REQUIRE_THROWS_AS(mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config, missing), mpx::invalid_argument);
     REQUIRE_THROWS_WITH(mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config, missing), Catch::Contains("aux"));
+  }
+  if (complete.relu_mask != nullptr) {
+    auto missing = complete;
+    missing.relu_mask = nullptr;
+    REQUIRE_THROWS_AS(mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config, missing), mpx::invalid_argument);
+    REQUIRE_THROWS_WITH(mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config, missing), Catch::Contains("relu_mask"));
   }
   if (complete.bias_grad != nullptr) {
     auto missing = complete;
@@ -750,9 +791,9 @@ TEST_CASE("cpu::gemm rejects epilogue vectors and aux of the wrong size with sha
                         Catch::Contains("[5]") && Catch::Contains("[3]"));
   }
   SECTION("DReluBGrad's bias_grad of length M instead of N") {
-    Tensor<float> aux(Shape{3, 5});
+    Tensor<std::int32_t> relu_mask(mpx::relu_mask_shape(Shape{3, 5}));
     const GemmConfig config{.epilogue = Epilogue::DReluBGrad};
-    const mpx::cpu::GemmOperands<float, float> operands{.aux = &aux, .bias_grad = &vector_m};
+    const mpx::cpu::GemmOperands<float, float> operands{.relu_mask = &relu_mask, .bias_grad = &vector_m};
     REQUIRE_THROWS_AS(mpx::cpu::gemm<mpx::Float>(a, b, d, config, operands), mpx::shape_error);
     REQUIRE_THROWS_WITH(mpx::cpu::gemm<mpx::Float>(a, b, d, config, operands),
                         Catch::Contains("[3]") && Catch::Contains("[5]"));

@@ -567,9 +567,11 @@ TEST_CASE("Trainer::first_step_memory splits weights, gradients, optimizer state
   CHECK(memory.gradients == weights * 4);            // fp32 gradient
   CHECK(memory.optimizer_state == weights * 2 * 4);  // AdamW's two fp32 moments
   CHECK(memory.bytes_per_parameter() == 18.0);
-  // Layer 0: output and ReLU's dz; layer 1: output and dx (= layer 0's dy); the loss gradient.
-  // All bf16. Layer 0 computes no dx, and the first step writes bias gradients in place.
-  CHECK(memory.activations == 2 * (32 * 16 + 32 * 16 + 32 * 4 + 32 * 16 + 32 * 4));
+  // Layer 0: its output (bf16) and ReLU's bit mask (relu_mask_words(16) = 4 int32 words a row:
+  // cuBLASLt's masks come in 128-bit rows); layer 1: its output and dx, which is layer 0's dZ
+  // (layer 1's dx GEMM applies the ReLU gradient); the loss gradient. Layer 0 computes no dx, and
+  // the first step writes bias gradients in place.
+  CHECK(memory.activations == 2 * (32 * 16 + 32 * 4 + 32 * 16 + 32 * 4) + 32 * 4 * 4);
   CHECK(memory.peak >= mpx::memory_stats<mpx::Host>().live_bytes());
 }
 

@@ -16,6 +16,12 @@
 /// C and D each hold n equal matrices one after another, so each matrix view has n times the rows of
 /// one matrix (an attention score buffer [batch, heads, T, T] is n = batch * heads matrices T x T).
 /// Only the Default epilogue takes a batch.
+///
+/// ReLU's backward reads a bit mask rather than a matrix, as cuBLASLt's RELU_AUX_BIAS and DRELU_BGRAD
+/// do: one bit per element of D, set where the pre-activation is positive, rows (our rows of D,
+/// cuBLASLt's columns) `relu_mask_words(N)` 32-bit words apart, bit c of a row in word c / 32 at
+/// position c % 32 (the padding bits after column N - 1 are unspecified). A layer keeps N / 8 bytes
+/// per row for its ReLU's backward instead of its N-element output.
 
 #include <cmath>
 #include <cstdint>
@@ -41,9 +47,10 @@ enum class Epilogue {
   Default,      ///< D = t
   Bias,         ///< D = t + bias
   ReluBias,     ///< D = relu(t + bias)
+  ReluAuxBias,  ///< D = relu(t + bias), and relu_mask bit = (t + bias > 0), kept for backward
   GeluBias,     ///< D = gelu(t + bias)
   GeluAuxBias,  ///< aux = t + bias (the pre-activation, kept for backward); D = gelu(aux)
-  DRelu,        ///< D = t * relu'(aux): aux is the forward pre-activation or output
+  DRelu,        ///< D = t * relu'(x): relu_mask holds x > 0, as ReluAuxBias wrote it
   DReluBGrad,   ///< DRelu, and bias_grad[n] = sum over rows of D
   DGelu,        ///< D = t * gelu'(aux): aux is the forward pre-activation
   DGeluBGrad,   ///< DGelu, and bias_grad[n] = sum over rows of D
@@ -57,6 +64,7 @@ constexpr std::string_view to_string(Epilogue epilogue) noexcept {
     case Epilogue::Default: return "default";
     case Epilogue::Bias: return "bias";
     case Epilogue::ReluBias: return "relu_bias";
+    case Epilogue::ReluAuxBias: return "relu_aux_bias";
     case Epilogue::GeluBias: return "gelu_bias";
     case Epilogue::GeluAuxBias: return "gelu_aux_bias";
     case Epilogue::DRelu: return "drelu";
@@ -71,8 +79,8 @@ constexpr std::string_view to_string(Epilogue epilogue) noexcept {
 
 /// @brief Whether an epilogue reads a bias vector.
 constexpr bool reads_bias(Epilogue e) noexcept {
-  return e == Epilogue::Bias || e == Epilogue::ReluBias || e == Epilogue::GeluBias ||
-         e == Epilogue::GeluAuxBias;
+  return e == Epilogue::Bias || e == Epilogue::ReluBias || e == Epilogue::ReluAuxBias ||
+         e == Epilogue::GeluBias || e == Epilogue::GeluAuxBias;
 }
 /// @brief Whether an epilogue writes the pre-activation into aux.
 constexpr bool writes_aux(Epilogue e) noexcept {
@@ -80,8 +88,29 @@ constexpr bool writes_aux(Epilogue e) noexcept {
 }
 /// @brief Whether an epilogue reads aux (the forward pre-activation).
 constexpr bool reads_aux(Epilogue e) noexcept {
-  return e == Epilogue::DRelu || e == Epilogue::DReluBGrad || e == Epilogue::DGelu ||
-         e == Epilogue::DGeluBGrad;
+  return e == Epilogue::DGelu || e == Epilogue::DGeluBGrad;
+}
+/// @brief Whether an epilogue writes the ReLU bit mask.
+constexpr bool writes_relu_mask(Epilogue e) noexcept {
+  return e == Epilogue::ReluAuxBias;
+}
+/// @brief Whether an epilogue reads the ReLU bit mask.
+constexpr bool reads_relu_mask(Epilogue e) noexcept {
+  return e == Epilogue::DRelu || e == Epilogue::DReluBGrad;
+}
+
+/// @brief 32-bit words per row of a ReLU bit mask for N columns: N rounded up to a multiple of 128
+/// bits, the leading dimension cuBLASLt requires of its masks.
+constexpr std::int64_t relu_mask_words(std::int64_t n) noexcept {
+  return (n + 127) / 128 * 4;
+}
+/// @brief Shape of the ReLU bit mask of a D of shape `d`: [rows of D, `relu_mask_words(columns)`].
+inline Shape relu_mask_shape(const Shape& d) {
+  return Shape{d.rows(), relu_mask_words(d.cols())};
+}
+/// @brief Bit `col` of one row of a ReLU mask: whether the pre-activation there was positive.
+MPX_HOST_DEVICE inline bool relu_mask_bit(const std::int32_t* row_words, std::int64_t col) noexcept {
+  return ((static_cast<std::uint32_t>(row_words[col / 32]) >> (col % 32)) & 1u) != 0;
 }
 /// @brief Whether an epilogue writes a bias gradient.
 constexpr bool writes_bias_grad(Epilogue e) noexcept {
@@ -112,7 +141,9 @@ template <FloatingElement TD, class Acc = math_t<tag_of_t<TD>>, class Device = H
 struct GemmOperands {
   const Tensor<TD, Device>* c = nullptr;     ///< beta * C; null means D's previous contents
   const Tensor<TD, Device>* bias = nullptr;  ///< length N, for the Bias* epilogues
-  Tensor<TD, Device>* aux = nullptr;         ///< M x N: written by GeluAuxBias, read by DRelu/DGelu*
+  Tensor<TD, Device>* aux = nullptr;         ///< M x N: written by GeluAuxBias, read by DGelu*
+  /// [M, relu_mask_words(N)] bit mask: written by ReluAuxBias, read by DRelu* (see the file comment)
+  Tensor<std::int32_t, Device>* relu_mask = nullptr;
   Tensor<Acc, Device>* bias_grad = nullptr;  ///< length N (M for BGradA), for the *BGrad* epilogues
 };
 
@@ -212,6 +243,13 @@ GemmShape validate_gemm(const char* where, const Shape& a, const Shape& b, const
           detail::concat(where, ": epilogue ", to_string(epilogue), " needs an aux tensor of shape ", d));
     }
     require_shape(where, "aux", operands.aux->shape(), d);
+  }
+  if (writes_relu_mask(epilogue) || reads_relu_mask(epilogue)) {
+    if (operands.relu_mask == nullptr) {
+      throw invalid_argument(detail::concat(where, ": epilogue ", to_string(epilogue),
+                                            " needs a relu_mask tensor of shape ", relu_mask_shape(d)));
+    }
+    require_shape(where, "relu_mask", operands.relu_mask->shape(), relu_mask_shape(d));
   }
   if (writes_bias_grad(epilogue)) {
     const std::int64_t length = epilogue == Epilogue::BGradA ? g.m : g.n;

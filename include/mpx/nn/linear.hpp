@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
@@ -26,6 +27,11 @@ namespace mpx::nn {
 /// in the epilogue. Backward computes dW = dZ^T x into the fp32 gradient (accumulating across
 /// micro-batches), the bias gradient from the same GEMM's BGRAD epilogue, and dx = dZ W, where dZ is
 /// dy times the activation's derivative.
+///
+/// Inside a `Sequential`, a ReLU layer's derivative is applied by the next Linear instead: its dx
+/// GEMM reads the ReLU bit mask this layer's forward wrote (epilogue ReluAuxBias) and produces this
+/// layer's dZ and bias gradient in its DReluBGrad epilogue (cuBLASLt's DRELU_BGRAD), so a ReLU costs
+/// no kernel of its own in backward (see `ActivationGradientFusion`).
 ///
 /// @tparam P precision policy; @tparam A fused activation; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, Activation A = Activation::None, class Device = Host>
@@ -95,7 +101,16 @@ class Linear {
     GemmOperands<T, Grad, Device> operands;
     operands.bias = bias_ ? &bias_->compute() : &zero_bias();
     Epilogue epilogue = bias_ ? Epilogue::Bias : Epilogue::Default;
-    if constexpr (A == Activation::ReLU) epilogue = Epilogue::ReluBias;
+    if constexpr (A == Activation::ReLU) {
+      // Training keeps the bit mask of the positive pre-activations, for the next layer's fused
+      // ReLU backward; evaluation needs only D, whose bits are the same either way.
+      epilogue = Epilogue::ReluBias;
+      if (training_) {
+        epilogue = Epilogue::ReluAuxBias;
+        ensure_shape(relu_mask_, relu_mask_shape(out_shape));
+        operands.relu_mask = &relu_mask_;
+      }
+    }
     if constexpr (A == Activation::GELU) {
       // Backward evaluates gelu' at the pre-activation, so training keeps it (the epilogue's aux
       // output); evaluation needs only D, whose bits are the same either way.
@@ -116,39 +131,53 @@ class Linear {
 
   /// @brief Accumulates dW and db from dy and, if asked, returns dx (valid until the next backward).
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
+    return run_backward(dy, /*activation_applied=*/false, input_grad, no_fusion());
+  }
+
+  /// @brief `backward`, with the previous layer's ReLU gradient applied in the dx GEMM's epilogue:
+  /// returns the previous layer's dZ (and has written its bias gradient), for its
+  /// `backward_activation_applied`. `Sequential` calls it.
+  template <class PreviousGrad>
+    requires std::is_same_v<PreviousGrad, math_t<Compute>>
+  const Tensor<T, Device>* backward(const Tensor<T, Device>& dy,
+                                    const ActivationGradientFusion<PreviousGrad, Device>& previous) {
+    return run_backward(dy, /*activation_applied=*/false, true, &previous);
+  }
+
+  /// @brief What the next Linear's dx GEMM needs to apply this layer's ReLU gradient: the bit mask
+  /// of the last training forward and this layer's bias-gradient target (the gradient itself on
+  /// the first micro-batch, a scratch vector added later on others). Throws as `backward` does
+  /// when no training forward ran.
+  ActivationGradientFusion<Grad, Device> activation_gradient_fusion()
+    requires(A == Activation::ReLU)
+  {
     if (input_.empty()) throw_backward_without_saved_state(label_, training_);
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
-    const Tensor<T, Device>* dz = &dy;
-    if constexpr (A == Activation::ReLU) {
-      ensure_shape(dz_, dy.shape());
-      Backend<Device>::relu_backward(output_, dy, dz_);
-      dz = &dz_;
-    } else if constexpr (A == Activation::GELU) {
-      ensure_shape(dz_, dy.shape());
-      Backend<Device>::gelu_backward(pre_activation_, dy, dz_);
-      dz = &dz_;
-    }
-    // dW += dZ^T x (fp32 output, beta = 1 accumulates micro-batches; beta = 0 on the first one after
-    // zero_grad); the bias gradient of this batch comes from the same GEMM's BGRAD epilogue.
-    const auto weight_grad = weight_.grad_for_update();
-    GemmOperands<Grad, Grad, Device> grad_operands;
-    GemmConfig config{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f};
-    bool add_bias_grad = false;
+    ActivationGradientFusion<Grad, Device> fusion{.relu_mask = &relu_mask_};
+    add_fused_bias_grad_ = false;
     if (bias_) {
-      // The epilogue overwrites its target: straight into the gradient on the first micro-batch,
-      // into a scratch vector to be added on later ones.
       const auto bias_grad = bias_->grad_for_update();
-      add_bias_grad = !bias_grad.overwrite;
-      if (add_bias_grad) ensure_shape(bias_grad_, Shape{out_features_});
-      config.epilogue = Epilogue::BGradA;
-      grad_operands.bias_grad = add_bias_grad ? &bias_grad_ : &bias_grad.tensor;
+      add_fused_bias_grad_ = !bias_grad.overwrite;
+      if (add_fused_bias_grad_) ensure_shape(bias_grad_, Shape{out_features_});
+      fusion.bias_grad = add_fused_bias_grad_ ? &bias_grad_ : &bias_grad.tensor;
     }
-    Backend<Device>::template gemm<Compute>(*dz, *input_, weight_grad.tensor, config, grad_operands);
-    if (add_bias_grad) Backend<Device>::add_into(bias_->grad(), bias_grad_);
-    if (!input_grad) return nullptr;
-    ensure_shape(input_grad_, input_->shape());
-    Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, GemmConfig{});
-    return &input_grad_;
+    return fusion;
+  }
+
+  /// @brief `backward` given dZ = dy * relu'(x), which the next layer computed with the bias
+  /// gradient after `activation_gradient_fusion()`.
+  const Tensor<T, Device>* backward_activation_applied(const Tensor<T, Device>& dz, bool input_grad)
+    requires(A == Activation::ReLU)
+  {
+    return run_backward(dz, /*activation_applied=*/true, input_grad, no_fusion());
+  }
+
+  /// @brief Both: this layer's ReLU gradient was applied by the next layer, and this layer applies
+  /// the previous one's.
+  template <class PreviousGrad>
+    requires(A == Activation::ReLU && std::is_same_v<PreviousGrad, math_t<Compute>>)
+  const Tensor<T, Device>* backward_activation_applied(
+      const Tensor<T, Device>& dz, const ActivationGradientFusion<PreviousGrad, Device>& previous) {
+    return run_backward(dz, /*activation_applied=*/true, true, &previous);
   }
 
   /// @brief Calls f(name, parameter) for the weight, then the bias.
@@ -189,6 +218,64 @@ class Linear {
   [[nodiscard]] Param* bias() noexcept { return bias_ ? &*bias_ : nullptr; }
 
  private:
+  static constexpr const ActivationGradientFusion<math_t<Compute>, Device>* no_fusion() noexcept {
+    return nullptr;
+  }
+
+  // dy is the upstream gradient, or dZ when `activation_applied` (the next layer applied this
+  // layer's ReLU gradient and wrote its bias gradient). With `previous`, dx is the previous layer's
+  // dZ: the dx GEMM applies its ReLU gradient and writes its bias gradient.
+  template <class PreviousGrad>
+  const Tensor<T, Device>* run_backward(const Tensor<T, Device>& dy, bool activation_applied, bool input_grad,
+                                        const ActivationGradientFusion<PreviousGrad, Device>* previous) {
+    if (input_.empty()) throw_backward_without_saved_state(label_, training_);
+    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    const Tensor<T, Device>* dz = &dy;
+    if (activation_applied) {
+      if (add_fused_bias_grad_) Backend<Device>::add_into(bias_->grad(), bias_grad_);
+    } else if constexpr (A == Activation::ReLU) {
+      ensure_shape(dz_, dy.shape());
+      Backend<Device>::relu_backward(output_, dy, dz_);
+      dz = &dz_;
+    } else if constexpr (A == Activation::GELU) {
+      ensure_shape(dz_, dy.shape());
+      Backend<Device>::gelu_backward(pre_activation_, dy, dz_);
+      dz = &dz_;
+    }
+    // dW += dZ^T x (fp32 output, beta = 1 accumulates micro-batches; beta = 0 on the first one after
+    // zero_grad); the bias gradient of this batch comes from the same GEMM's BGRAD epilogue, unless
+    // the next layer's epilogue already produced it.
+    const auto weight_grad = weight_.grad_for_update();
+    GemmOperands<Grad, Grad, Device> grad_operands;
+    GemmConfig config{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f};
+    bool add_bias_grad = false;
+    if (bias_ && !activation_applied) {
+      // The epilogue overwrites its target: straight into the gradient on the first micro-batch,
+      // into a scratch vector to be added on later ones.
+      const auto bias_grad = bias_->grad_for_update();
+      add_bias_grad = !bias_grad.overwrite;
+      if (add_bias_grad) ensure_shape(bias_grad_, Shape{out_features_});
+      config.epilogue = Epilogue::BGradA;
+      grad_operands.bias_grad = add_bias_grad ? &bias_grad_ : &bias_grad.tensor;
+    }
+    Backend<Device>::template gemm<Compute>(*dz, *input_, weight_grad.tensor, config, grad_operands);
+    if (add_bias_grad) Backend<Device>::add_into(bias_->grad(), bias_grad_);
+    if (!input_grad) return nullptr;
+    ensure_shape(input_grad_, input_->shape());
+    if (previous == nullptr) {
+      Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, GemmConfig{});
+    } else {
+      // dZ of the previous layer = (dZ W) * relu'(its pre-activation), its bias gradient the column
+      // sums of that, in one GEMM.
+      const GemmConfig fused{.epilogue = previous->bias_grad != nullptr ? Epilogue::DReluBGrad : Epilogue::DRelu};
+      GemmOperands<T, PreviousGrad, Device> operands;
+      operands.relu_mask = previous->relu_mask;
+      operands.bias_grad = previous->bias_grad;
+      Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, fused, operands);
+    }
+    return &input_grad_;
+  }
+
   // The ReLU/GELU epilogues add a bias; a bias-free layer adds zeros.
   const Tensor<T, Device>& zero_bias() {
     if (zero_bias_.empty()) zero_bias_ = Tensor<T, Device>(Shape{out_features_});
@@ -205,6 +292,8 @@ class Linear {
   SavedPointer<Tensor<T, Device>> input_;  // the previous layer's output buffer, kept alive by it
   Tensor<T, Device> output_;
   Tensor<T, Device> pre_activation_;  // GELU's aux: backward evaluates gelu' here
+  Tensor<std::int32_t, Device> relu_mask_;  // ReLU's bit mask (x > 0), for the next layer's backward
+  bool add_fused_bias_grad_ = false;  // the next layer wrote the bias gradient into bias_grad_
   Tensor<T, Device> dz_;
   Tensor<T, Device> input_grad_;
   Tensor<Grad, Device> bias_grad_;

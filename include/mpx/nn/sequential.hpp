@@ -277,6 +277,25 @@ class Sequential {
     return backward_from<size - 1>(dy, input_grad, layer_done);
   }
 
+  /// @brief Whether backward fuses layer I - 1's activation gradient into layer I's dx GEMM (a
+  /// Linear right after a Linear<ReLU> of the same compute type: see `ActivationGradientFusion`).
+  template <std::size_t I>
+  static constexpr bool fuses_previous_activation() {
+    if constexpr (I == 0) {
+      return false;
+    } else {
+      using Previous = layer_at<I - 1>;
+      using Current = layer_at<I>;
+      if constexpr (!std::is_same_v<typename detail::link<I - 1, Previous, Current>::cast, detail::NoCast> ||
+                    !HandsOnActivationGradient<Previous>) {
+        return false;
+      } else {
+        return AppliesActivationGradient<Current,
+                                         decltype(std::declval<Previous&>().activation_gradient_fusion())>;
+      }
+    }
+  }
+
   /// @brief Calls f(name, parameter) for every parameter, in a stable order ("layers.0.weight", ...);
   /// `name` is a `std::string_view` valid during the call.
   template <class F>
@@ -343,13 +362,31 @@ class Sequential {
     }
   }
 
-  template <std::size_t I, class Grad, class LayerDone>
+  // Layer I's backward from dy, or from its dZ when the layer above applied its activation gradient
+  // (`ActivationApplied`); then the layers below it.
+  template <std::size_t I, bool ActivationApplied = false, class Grad, class LayerDone>
   const Tensor<input_type, device_type>* backward_from(const Grad& dy, bool input_grad,
                                                        const LayerDone& layer_done) {
-    const auto* dx = boost::hana::at_c<I>(layers_).backward(dy, I > 0 || input_grad);
-    layer_done(boost::hana::at_c<I>(layers_));
+    auto& layer = boost::hana::at_c<I>(layers_);
+    const auto* dx = [&] {
+      if constexpr (fuses_previous_activation<I>()) {
+        const auto fusion = boost::hana::at_c<I - 1>(layers_).activation_gradient_fusion();
+        if constexpr (ActivationApplied) {
+          return layer.backward_activation_applied(dy, fusion);
+        } else {
+          return layer.backward(dy, fusion);
+        }
+      } else if constexpr (ActivationApplied) {
+        return layer.backward_activation_applied(dy, I > 0 || input_grad);
+      } else {
+        return layer.backward(dy, I > 0 || input_grad);
+      }
+    }();
+    layer_done(layer);
     if constexpr (I == 0) {
       return dx;
+    } else if constexpr (fuses_previous_activation<I>()) {
+      return backward_from<I - 1, true>(*dx, input_grad, layer_done);
     } else {
       auto& cast = boost::hana::at_c<I - 1>(links_);
       if constexpr (std::is_same_v<std::remove_cvref_t<decltype(cast)>, detail::NoCast>) {

@@ -235,6 +235,9 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   overlap("B", b.data(), b.size_bytes());
   if (operands.bias != nullptr) overlap("bias", operands.bias->data(), operands.bias->size_bytes());
   if (operands.aux != nullptr) overlap("aux", operands.aux->data(), operands.aux->size_bytes());
+  if (operands.relu_mask != nullptr) {
+    overlap("relu_mask", operands.relu_mask->data(), operands.relu_mask->size_bytes());
+  }
   if (operands.bias_grad != nullptr) {
     overlap("bias_grad", operands.bias_grad->data(), operands.bias_grad->size_bytes());
   }
@@ -314,9 +317,12 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   // vectorises (GELU's tanh is plain arithmetic in float: numeric/tanh.hpp).
   const TD* bias = operands.bias != nullptr ? operands.bias->data() : nullptr;
   TD* aux = operands.aux != nullptr ? operands.aux->data() : nullptr;
+  std::int32_t* relu_mask = operands.relu_mask != nullptr ? operands.relu_mask->data() : nullptr;
+  const std::int64_t mask_words = relu_mask_words(g.n);
   auto apply_row = [&](Acc* v, std::int64_t row) {
     const std::int64_t n = g.n;
     TD* row_aux = aux != nullptr ? aux + row * n : nullptr;
+    std::int32_t* row_mask = relu_mask != nullptr ? relu_mask + row * mask_words : nullptr;
     switch (epilogue) {
       case Epilogue::Bias:
         MPX_DETAIL_OMP_SIMD
@@ -325,6 +331,19 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       case Epilogue::ReluBias:
         MPX_DETAIL_OMP_SIMD
         for (std::int64_t col = 0; col < n; ++col) v[col] = relu(v[col] + static_cast<Acc>(bias[col]));
+        break;
+      case Epilogue::ReluAuxBias:
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) v[col] = v[col] + static_cast<Acc>(bias[col]);
+        for (std::int64_t word = 0; word < mask_words; ++word) {  // padding bits written as 0
+          std::uint32_t bits = 0;
+          for (std::int64_t col = word * 32; col < std::min(n, word * 32 + 32); ++col) {
+            bits |= static_cast<std::uint32_t>(v[col] > Acc(0)) << (col % 32);
+          }
+          row_mask[word] = static_cast<std::int32_t>(bits);
+        }
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = 0; col < n; ++col) v[col] = relu(v[col]);
         break;
       case Epilogue::GeluBias:
         MPX_DETAIL_OMP_SIMD
@@ -342,7 +361,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       case Epilogue::DReluBGrad:
         MPX_DETAIL_OMP_SIMD
         for (std::int64_t col = 0; col < n; ++col) {
-          v[col] = v[col] * relu_derivative(static_cast<Acc>(row_aux[col]));
+          v[col] = v[col] * (relu_mask_bit(row_mask, col) ? Acc(1) : Acc(0));
         }
         break;
       case Epilogue::DGelu:

@@ -11,9 +11,9 @@
 /// column of our D is then one per row of cuBLASLt's D, which is what its BIAS epilogues expect, and
 /// our BGradA / BGradB are its BGRADB / BGRADA.
 ///
-/// Fused epilogues go to cuBLASLt where it has them (BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS, DGELU,
-/// DGELU_BGRAD, BGRADA/B). DRelu/DReluBGrad always run unfused: cuBLASLt's DRELU reads the bit mask
-/// RELU_AUX writes, whereas mpx's aux is the pre-activation. When the heuristic returns no algorithm
+/// Every mpx epilogue is a cuBLASLt one (BIAS, RELU_BIAS, RELU_AUX_BIAS, DRELU, DRELU_BGRAD, GELU_BIAS,
+/// GELU_AUX_BIAS, DGELU, DGELU_BGRAD, BGRADA/B); the ReLU mask is cuBLASLt's bit mask, with leading
+/// dimension `relu_mask_words(N)` * 32 bits (gemm_spec.hpp). When the heuristic returns no algorithm
 /// for a fused epilogue (a type or alignment it does not support), or `cublasLtMatmul` itself refuses
 /// the algorithm the heuristic offered (NOT_SUPPORTED or INVALID_VALUE: cuBLASLt documents bias
 /// gradients only in D's type, and mpx asks for fp32 ones), the plan remembers the refusal and the
@@ -149,14 +149,15 @@ constexpr bool cublaslt_epilogue(Epilogue epilogue, cublasLtEpilogue_t& out) noe
     case Epilogue::Default: out = CUBLASLT_EPILOGUE_DEFAULT; return true;
     case Epilogue::Bias: out = CUBLASLT_EPILOGUE_BIAS; return true;
     case Epilogue::ReluBias: out = CUBLASLT_EPILOGUE_RELU_BIAS; return true;
+    case Epilogue::ReluAuxBias: out = CUBLASLT_EPILOGUE_RELU_AUX_BIAS; return true;
+    case Epilogue::DRelu: out = CUBLASLT_EPILOGUE_DRELU; return true;
+    case Epilogue::DReluBGrad: out = CUBLASLT_EPILOGUE_DRELU_BGRAD; return true;
     case Epilogue::GeluBias: out = CUBLASLT_EPILOGUE_GELU_BIAS; return true;
     case Epilogue::GeluAuxBias: out = CUBLASLT_EPILOGUE_GELU_AUX_BIAS; return true;
     case Epilogue::DGelu: out = CUBLASLT_EPILOGUE_DGELU; return true;
     case Epilogue::DGeluBGrad: out = CUBLASLT_EPILOGUE_DGELU_BGRAD; return true;
     case Epilogue::BGradA: out = CUBLASLT_EPILOGUE_BGRADB; return true;  // operands are swapped
     case Epilogue::BGradB: out = CUBLASLT_EPILOGUE_BGRADA; return true;
-    case Epilogue::DRelu:
-    case Epilogue::DReluBGrad: return false;  // cuBLASLt's DRELU reads a bit mask, not the pre-activation
   }
   return false;
 }
@@ -204,6 +205,11 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
                   "EPILOGUE_AUX_LD");
     set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
                   static_cast<std::int32_t>(key.d_type), "EPILOGUE_AUX_DATA_TYPE");
+  }
+  if (writes_relu_mask(key.epilogue) || reads_relu_mask(key.epilogue)) {
+    // The bit mask's leading dimension counts bits (a multiple of 128); it has no data type.
+    set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, relu_mask_words(g.n) * 32,
+                  "EPILOGUE_AUX_LD");
   }
   // Stored (pre-op) matrices, column-major view: our row-major R x C is column-major C x R, ld = C.
   MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, key.ab_type, static_cast<std::uint64_t>(b_cols),
@@ -402,8 +408,9 @@ inline std::unordered_map<int, GemmScratch>& gemm_scratches() {
 // signatures are those of `launch_apply_epilogue` and `launch_reduce_operand` there.
 template <class Acc, class DT>
 struct UnfusedEpilogue {
-  using Launch = void (*)(const Acc* t, const DT* c, Acc beta, DT* d, const DT* bias, DT* aux, Acc* bias_grad,
-                          Epilogue epilogue, std::int64_t m, std::int64_t n, cudaStream_t stream);
+  using Launch = void (*)(const Acc* t, const DT* c, Acc beta, DT* d, const DT* bias, DT* aux,
+                          std::int32_t* relu_mask, Acc* bias_grad, Epilogue epilogue, std::int64_t m,
+                          std::int64_t n, cudaStream_t stream);
   static inline Launch launch = nullptr;
 };
 template <class Acc, class ST, bool Tf32>
@@ -536,6 +543,9 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
     if (operands.aux != nullptr && (writes_aux(epilogue) || reads_aux(epilogue))) {
       fused_call.aux = operands.aux->data();
       fused_call.key.align_aux = detail::alignment_class(fused_call.aux);
+    } else if (writes_relu_mask(epilogue) || reads_relu_mask(epilogue)) {
+      fused_call.aux = operands.relu_mask->data();
+      fused_call.key.align_aux = detail::alignment_class(fused_call.aux);
     }
     const detail::MatmulOutcome outcome =
         detail::run_matmul(fused_call, g, context, /*may_refuse=*/epilogue != Epilogue::Default);
@@ -576,7 +586,7 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
       }
     } else {  // a null product is zero: D = beta C, over every matrix of a batch
       apply_epilogue(nullptr, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
-                     nullptr, nullptr, nullptr, Epilogue::Default, g.batch * g.m, g.n, stream);
+                     nullptr, nullptr, nullptr, nullptr, Epilogue::Default, g.batch * g.m, g.n, stream);
     }
     if (operand_bias_grad) {
       const bool a_side = epilogue == Epilogue::BGradA;
@@ -621,6 +631,7 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   apply_epilogue(t, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
                  operands.bias != nullptr ? reinterpret_cast<const DT*>(operands.bias->data()) : nullptr,
                  operands.aux != nullptr ? reinterpret_cast<DT*>(operands.aux->data()) : nullptr,
+                 operands.relu_mask != nullptr ? operands.relu_mask->data() : nullptr,
                  writes_bias_grad(epilogue) ? operands.bias_grad->data() : nullptr, epilogue, g.m, g.n,
                  stream);
 }

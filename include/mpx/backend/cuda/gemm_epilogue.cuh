@@ -75,39 +75,56 @@ inline constexpr int epilogue_row_lanes = 8;
 // D = epilogue(t + beta * C) for an M x N row-major product t in Acc (null: a zero product, K = 0).
 // Block (x, y) owns 32 columns and rows [y * rows_per_block, ...); its row lanes take every 8th row.
 // With a column bias gradient the grid has one row block, so each column's sum covers every row:
-// each lane sums its rows in order, then lane sums are added in lane order.
+// each lane sums its rows in order, then lane sums are added in lane order. A warp's 32 columns are
+// one word of a ReLU mask row (block x is word x), which the warp writes with one ballot; so every
+// lane runs the row loop, the columns past N included.
 template <class Acc, class DT>
 __global__ void __launch_bounds__(epilogue_columns* epilogue_row_lanes)
     apply_epilogue_kernel(const Acc* __restrict__ t, const DT* c, Acc beta, DT* d,
-                          const DT* __restrict__ bias, DT* aux, Acc* __restrict__ bias_grad,
-                          Epilogue epilogue, std::int64_t m, std::int64_t n, std::int64_t rows_per_block) {
+                          const DT* __restrict__ bias, DT* aux, std::int32_t* relu_mask,
+                          Acc* __restrict__ bias_grad, Epilogue epilogue, std::int64_t m, std::int64_t n,
+                          std::int64_t rows_per_block) {
+  static_assert(epilogue_columns == 32, "a warp's columns are one word of the ReLU mask");
   __shared__ Acc lane_sums[epilogue_row_lanes][epilogue_columns];
   const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * epilogue_columns + threadIdx.x;
+  const bool in_range = col < n;
   const std::int64_t row_begin = static_cast<std::int64_t>(blockIdx.y) * rows_per_block;
   const std::int64_t row_end = row_begin + rows_per_block < m ? row_begin + rows_per_block : m;
+  const std::int64_t mask_words = relu_mask_words(n);
   Acc column_sum = 0;
-  if (col < n) {
-    const Acc column_bias = reads_bias(epilogue) ? load_as<Acc>(bias + col) : Acc(0);
-    for (std::int64_t row = row_begin + threadIdx.y; row < row_end; row += epilogue_row_lanes) {
-      const std::int64_t index = row * n + col;
-      Acc value = t != nullptr ? t[index] : Acc(0);
-      if (beta != Acc(0)) value += beta * load_as<Acc>(c + index);
-      switch (epilogue) {
-        case Epilogue::Bias: value += column_bias; break;
-        case Epilogue::ReluBias: value = relu(value + column_bias); break;
-        case Epilogue::GeluBias: value = gelu_tanh(value + column_bias); break;
-        case Epilogue::GeluAuxBias: {
-          const Acc pre = value + column_bias;
-          store_from(aux + index, pre);
-          value = gelu_tanh(pre);
-          break;
-        }
-        case Epilogue::DRelu:
-        case Epilogue::DReluBGrad: value *= relu_derivative(load_as<Acc>(aux + index)); break;
-        case Epilogue::DGelu:
-        case Epilogue::DGeluBGrad: value *= gelu_tanh_derivative(load_as<Acc>(aux + index)); break;
-        default: break;
+  const Acc column_bias = in_range && reads_bias(epilogue) ? load_as<Acc>(bias + col) : Acc(0);
+  for (std::int64_t row = row_begin + threadIdx.y; row < row_end; row += epilogue_row_lanes) {
+    const std::int64_t index = row * n + col;
+    Acc value = in_range && t != nullptr ? t[index] : Acc(0);
+    if (in_range && beta != Acc(0)) value += beta * load_as<Acc>(c + index);
+    switch (epilogue) {
+      case Epilogue::Bias: value += column_bias; break;
+      case Epilogue::ReluBias: value = relu(value + column_bias); break;
+      case Epilogue::ReluAuxBias: {
+        const Acc pre = value + column_bias;
+        const unsigned word = __ballot_sync(0xffffffffu, in_range && pre > Acc(0));
+        if (threadIdx.x == 0) relu_mask[row * mask_words + blockIdx.x] = static_cast<std::int32_t>(word);
+        value = relu(pre);
+        break;
       }
+      case Epilogue::GeluBias: value = gelu_tanh(value + column_bias); break;
+      case Epilogue::GeluAuxBias: {
+        const Acc pre = value + column_bias;
+        if (in_range) store_from(aux + index, pre);
+        value = gelu_tanh(pre);
+        break;
+      }
+      case Epilogue::DRelu:
+      case Epilogue::DReluBGrad:
+        if (in_range) value *= relu_mask_bit(relu_mask + row * mask_words, col) ? Acc(1) : Acc(0);
+        break;
+      case Epilogue::DGelu:
+      case Epilogue::DGeluBGrad:
+        if (in_range) value *= gelu_tanh_derivative(load_as<Acc>(aux + index));
+        break;
+      default: break;
+    }
+    if (in_range) {
       column_sum += value;
       store_from(d + index, value);
     }
@@ -163,8 +180,8 @@ __global__ void __launch_bounds__(epilogue_columns* epilogue_row_lanes)
 /// `t` the product (null for a zero product).
 template <class Acc, class DT>
 void launch_apply_epilogue(const Acc* t, const DT* c, Acc beta, DT* d, const DT* bias, DT* aux,
-                           Acc* bias_grad, Epilogue epilogue, std::int64_t m, std::int64_t n,
-                           cudaStream_t stream) {
+                           std::int32_t* relu_mask, Acc* bias_grad, Epilogue epilogue, std::int64_t m,
+                           std::int64_t n, cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   // grid.y is at most 65535: very tall problems give each block more rows.
   constexpr std::int64_t max_grid_y = 65535;
@@ -173,8 +190,8 @@ void launch_apply_epilogue(const Acc* t, const DT* c, Acc beta, DT* d, const DT*
   const dim3 grid(static_cast<unsigned>((n + epilogue_columns - 1) / epilogue_columns),
                   static_cast<unsigned>((m + rows_per_block - 1) / rows_per_block));
   const dim3 block(epilogue_columns, epilogue_row_lanes);
-  apply_epilogue_kernel<<<grid, block, 0, stream>>>(t, c, beta, d, bias, aux, bias_grad, epilogue, m, n,
-                                                    rows_per_block);
+  apply_epilogue_kernel<<<grid, block, 0, stream>>>(t, c, beta, d, bias, aux, relu_mask, bias_grad, epilogue,
+                                                    m, n, rows_per_block);
   MPX_CUDA_CHECK(cudaGetLastError());
 }
 
