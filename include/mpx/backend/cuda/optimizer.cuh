@@ -190,41 +190,33 @@ class GroupedUpdates {
   std::vector<std::unique_ptr<Group>> groups_;
 };
 
-struct SgdLaunch {
-  SgdSettings settings;
+// Launches an optimizer's kernel over one list of tensors; the settings' type picks the kernel.
+template <class Settings>
+struct UpdateLaunch {
+  Settings settings;
   UpdateControl host;
   const UpdateControl* device;
 
   template <class Entry>
   void operator()(const UpdateList<Entry>& list) const {
-    static_assert(sizeof(UpdateList<Entry>) + sizeof(SgdSettings) + sizeof(UpdateControl) +
-                          sizeof(const UpdateControl*) <=
-                      portable_kernel_parameter_bytes,
-                  "mpx::cuda::sgd_update_kernel: the parameters exceed 4 KB");
-    sgd_update_kernel<Entry>
-        <<<static_cast<unsigned int>(list.first_chunk[list.count]), elementwise_threads, 0, stream()>>>(
-            list, settings, host, device);
-    MPX_CUDA_CHECK_LAUNCH("mpx::cuda::sgd_update_kernel");
+    static_assert(
+        sizeof(UpdateList<Entry>) + sizeof(Settings) + sizeof(UpdateControl) + sizeof(const UpdateControl*) <=
+            portable_kernel_parameter_bytes,
+        "mpx::cuda: an optimizer kernel's parameters exceed 4 KB");
+    const auto blocks = static_cast<unsigned int>(list.first_chunk[list.count]);
+    if constexpr (std::is_same_v<Settings, SgdSettings>) {
+      sgd_update_kernel<Entry><<<blocks, elementwise_threads, 0, stream()>>>(list, settings, host, device);
+      MPX_CUDA_CHECK_LAUNCH("mpx::cuda::sgd_update_kernel");
+    } else {
+      static_assert(std::is_same_v<Settings, AdamWSettings>,
+                    "mpx::cuda::UpdateLaunch: SGD or AdamW settings");
+      adamw_update_kernel<Entry><<<blocks, elementwise_threads, 0, stream()>>>(list, settings, host, device);
+      MPX_CUDA_CHECK_LAUNCH("mpx::cuda::adamw_update_kernel");
+    }
   }
 };
-
-struct AdamWLaunch {
-  AdamWSettings settings;
-  UpdateControl host;
-  const UpdateControl* device;
-
-  template <class Entry>
-  void operator()(const UpdateList<Entry>& list) const {
-    static_assert(sizeof(UpdateList<Entry>) + sizeof(AdamWSettings) + sizeof(UpdateControl) +
-                          sizeof(const UpdateControl*) <=
-                      portable_kernel_parameter_bytes,
-                  "mpx::cuda::adamw_update_kernel: the parameters exceed 4 KB");
-    adamw_update_kernel<Entry>
-        <<<static_cast<unsigned int>(list.first_chunk[list.count]), elementwise_threads, 0, stream()>>>(
-            list, settings, host, device);
-    MPX_CUDA_CHECK_LAUNCH("mpx::cuda::adamw_update_kernel");
-  }
-};
+using SgdLaunch = UpdateLaunch<SgdSettings>;
+using AdamWLaunch = UpdateLaunch<AdamWSettings>;
 
 template <Element M, Element C, Element G>
 void require_same_shapes(const char* where, const Tensor<M, Cuda>& master, const Tensor<C, Cuda>* compute,
