@@ -142,7 +142,7 @@ double gelu_derivative_reference(double x) {
 /// What the reference produces: D (and aux) before rounding, bias_grad, and each value's magnitude.
 struct Reference {
   std::vector<double> d, d_magnitude;
-  std::vector<double> aux;  // GeluAuxBias: the pre-activation; its magnitude is d_magnitude's
+  std::vector<double> aux;       // GeluAuxBias: the pre-activation; its magnitude is d_magnitude's
   std::vector<double> relu_pre;  // ReluAuxBias: the pre-activation whose sign the mask holds
   std::vector<double> bias_grad, bias_grad_magnitude;
 };
@@ -375,10 +375,10 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
   }
 }
 
-constexpr Epilogue k_all_epilogues[] = {Epilogue::Default,     Epilogue::Bias,        Epilogue::ReluBias,
-                                        Epilogue::ReluAuxBias, Epilogue::GeluBias,    Epilogue::GeluAuxBias,
-                                        Epilogue::DRelu,       Epilogue::DReluBGrad,  Epilogue::DGelu,
-                                        Epilogue::DGeluBGrad,  Epilogue::BGradA,      Epilogue::BGradB};
+constexpr Epilogue k_all_epilogues[] = {Epilogue::Default,     Epilogue::Bias,       Epilogue::ReluBias,
+                                        Epilogue::ReluAuxBias, Epilogue::GeluBias,   Epilogue::GeluAuxBias,
+                                        Epilogue::DRelu,       Epilogue::DReluBGrad, Epilogue::DGelu,
+                                        Epilogue::DGeluBGrad,  Epilogue::BGradA,     Epilogue::BGradB};
 
 // Each of 1, 7 and 129 appears once in each of M, N and K.
 struct Dims {
@@ -754,7 +754,8 @@ TEST_CASE("cpu::gemm rejects a missing epilogue operand with invalid_argument", 
     auto missing = complete;
     missing.relu_mask = nullptr;
     REQUIRE_THROWS_AS(mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config, missing), mpx::invalid_argument);
-    REQUIRE_THROWS_WITH(mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config, missing), Catch::Contains("relu_mask"));
+    REQUIRE_THROWS_WITH(mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config, missing),
+                        Catch::Contains("relu_mask"));
   }
   if (complete.bias_grad != nullptr) {
     auto missing = complete;

@@ -51,15 +51,12 @@ concept Layer = requires(L& layer, const Tensor<typename L::input_type, typename
 };
 
 /// @brief What a layer hands the layer after it so that the latter's dx GEMM applies the former's
-/// ReLU gradient in its epilogue (DReluBGrad, cuBLASLt's DRELU_BGRAD) instead of a kernel of its own:
-/// the bit mask of the last training forward (epilogue ReluAuxBias), and where the bias gradient
-/// goes (null without a bias).
-template <class Grad, class Device>
+/// ReLU gradient in its epilogue (DRelu, cuBLASLt's DRELU) instead of a kernel of its own: the bit
+/// mask of the last training forward (epilogue ReluAuxBias).
+template <class Device>
 struct ActivationGradientFusion {
   /// @brief [rows, relu_mask_words(features)]: bit set where the pre-activation was positive.
   Tensor<std::int32_t, Device>* relu_mask = nullptr;
-  /// @brief The bias gradient the epilogue writes (overwrites), or null.
-  Tensor<Grad, Device>* bias_grad = nullptr;
 };
 
 /// @brief A layer whose activation gradient the next layer can apply: `activation_gradient_fusion()`
@@ -68,22 +65,29 @@ struct ActivationGradientFusion {
 template <class L>
 concept HandsOnActivationGradient =
     requires(L& layer, const Tensor<typename L::output_type, typename L::device_type>& dz) {
-      layer.activation_gradient_fusion();
-      {
-        layer.backward_activation_applied(dz, true)
-        } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
-    };
+  layer.activation_gradient_fusion();
+  {
+    layer.backward_activation_applied(dz, true)
+    } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
+};
 
 /// @brief A layer that can apply the previous layer's activation gradient (`Fusion`, what that
 /// layer's `activation_gradient_fusion()` returns) in its dx GEMM: `backward(dy, fusion)`, and, when it
 /// also hands its own on, `backward_activation_applied(dz, fusion)`.
 template <class L, class Fusion>
-concept AppliesActivationGradient =
-    requires(L& layer, const Tensor<typename L::output_type, typename L::device_type>& dy, const Fusion& fusion) {
-      {
-        layer.backward(dy, fusion)
-        } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
-    };
+concept AppliesActivationGradient = requires(
+    L& layer, const Tensor<typename L::output_type, typename L::device_type>& dy, const Fusion& fusion) {
+  {
+    layer.backward(dy, fusion)
+    } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
+}
+&&(!HandsOnActivationGradient<L> ||
+   requires(L & layer, const Tensor<typename L::output_type, typename L::device_type>& dz,
+            const Fusion& fusion) {
+     {
+       layer.backward_activation_applied(dz, fusion)
+       } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
+   });
 
 /// @brief Whether layer `L` computes in fp16 anywhere (and so needs loss scaling): its own
 /// `has_half_compute` for a container, else whether its precision's compute type is `Half`.

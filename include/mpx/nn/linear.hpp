@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
@@ -30,8 +29,8 @@ namespace mpx::nn {
 ///
 /// Inside a `Sequential`, a ReLU layer's derivative is applied by the next Linear instead: its dx
 /// GEMM reads the ReLU bit mask this layer's forward wrote (epilogue ReluAuxBias) and produces this
-/// layer's dZ and bias gradient in its DReluBGrad epilogue (cuBLASLt's DRELU_BGRAD), so a ReLU costs
-/// no kernel of its own in backward (see `ActivationGradientFusion`).
+/// layer's dZ in its DRelu epilogue (cuBLASLt's DRELU), so a ReLU costs no kernel of its own in
+/// backward (see `ActivationGradientFusion`).
 ///
 /// @tparam P precision policy; @tparam A fused activation; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, Activation A = Activation::None, class Device = Host>
@@ -131,52 +130,35 @@ class Linear {
 
   /// @brief Accumulates dW and db from dy and, if asked, returns dx (valid until the next backward).
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    return run_backward(dy, /*activation_applied=*/false, input_grad, no_fusion());
+    return run_backward(dy, /*activation_applied=*/false, input_grad, nullptr);
   }
 
   /// @brief `backward`, with the previous layer's ReLU gradient applied in the dx GEMM's epilogue:
-  /// returns the previous layer's dZ (and has written its bias gradient), for its
-  /// `backward_activation_applied`. `Sequential` calls it.
-  template <class PreviousGrad>
-    requires std::is_same_v<PreviousGrad, math_t<Compute>>
+  /// returns the previous layer's dZ, for its `backward_activation_applied`. `Sequential` calls it.
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy,
-                                    const ActivationGradientFusion<PreviousGrad, Device>& previous) {
+                                    const ActivationGradientFusion<Device>& previous) {
     return run_backward(dy, /*activation_applied=*/false, true, &previous);
   }
 
   /// @brief What the next Linear's dx GEMM needs to apply this layer's ReLU gradient: the bit mask
-  /// of the last training forward and this layer's bias-gradient target (the gradient itself on
-  /// the first micro-batch, a scratch vector added later on others). Throws as `backward` does
-  /// when no training forward ran.
-  ActivationGradientFusion<Grad, Device> activation_gradient_fusion()
-    requires(A == Activation::ReLU)
-  {
+  /// of the last training forward. Throws as `backward` does when no training forward ran.
+  ActivationGradientFusion<Device> activation_gradient_fusion() requires(A == Activation::ReLU) {
     if (input_.empty()) throw_backward_without_saved_state(label_, training_);
-    ActivationGradientFusion<Grad, Device> fusion{.relu_mask = &relu_mask_};
-    add_fused_bias_grad_ = false;
-    if (bias_) {
-      const auto bias_grad = bias_->grad_for_update();
-      add_fused_bias_grad_ = !bias_grad.overwrite;
-      if (add_fused_bias_grad_) ensure_shape(bias_grad_, Shape{out_features_});
-      fusion.bias_grad = add_fused_bias_grad_ ? &bias_grad_ : &bias_grad.tensor;
-    }
-    return fusion;
+    return {.relu_mask = &relu_mask_};
   }
 
-  /// @brief `backward` given dZ = dy * relu'(x), which the next layer computed with the bias
-  /// gradient after `activation_gradient_fusion()`.
-  const Tensor<T, Device>* backward_activation_applied(const Tensor<T, Device>& dz, bool input_grad)
-    requires(A == Activation::ReLU)
-  {
-    return run_backward(dz, /*activation_applied=*/true, input_grad, no_fusion());
+  /// @brief `backward` given dZ = dy * relu'(x), which the next layer computed after
+  /// `activation_gradient_fusion()`.
+  const Tensor<T, Device>* backward_activation_applied(const Tensor<T, Device>& dz,
+                                                       bool input_grad) requires(A == Activation::ReLU) {
+    return run_backward(dz, /*activation_applied=*/true, input_grad, nullptr);
   }
 
   /// @brief Both: this layer's ReLU gradient was applied by the next layer, and this layer applies
   /// the previous one's.
-  template <class PreviousGrad>
-    requires(A == Activation::ReLU && std::is_same_v<PreviousGrad, math_t<Compute>>)
   const Tensor<T, Device>* backward_activation_applied(
-      const Tensor<T, Device>& dz, const ActivationGradientFusion<PreviousGrad, Device>& previous) {
+      const Tensor<T, Device>& dz,
+      const ActivationGradientFusion<Device>& previous) requires(A == Activation::ReLU) {
     return run_backward(dz, /*activation_applied=*/true, true, &previous);
   }
 
@@ -218,38 +200,32 @@ class Linear {
   [[nodiscard]] Param* bias() noexcept { return bias_ ? &*bias_ : nullptr; }
 
  private:
-  static constexpr const ActivationGradientFusion<math_t<Compute>, Device>* no_fusion() noexcept {
-    return nullptr;
-  }
-
   // dy is the upstream gradient, or dZ when `activation_applied` (the next layer applied this
-  // layer's ReLU gradient and wrote its bias gradient). With `previous`, dx is the previous layer's
-  // dZ: the dx GEMM applies its ReLU gradient and writes its bias gradient.
-  template <class PreviousGrad>
+  // layer's ReLU gradient). With `previous`, dx is the previous layer's dZ: the dx GEMM applies that
+  // layer's ReLU gradient.
   const Tensor<T, Device>* run_backward(const Tensor<T, Device>& dy, bool activation_applied, bool input_grad,
-                                        const ActivationGradientFusion<PreviousGrad, Device>* previous) {
+                                        const ActivationGradientFusion<Device>* previous) {
     if (input_.empty()) throw_backward_without_saved_state(label_, training_);
     require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
     const Tensor<T, Device>* dz = &dy;
-    if (activation_applied) {
-      if (add_fused_bias_grad_) Backend<Device>::add_into(bias_->grad(), bias_grad_);
-    } else if constexpr (A == Activation::ReLU) {
-      ensure_shape(dz_, dy.shape());
-      Backend<Device>::relu_backward(output_, dy, dz_);
-      dz = &dz_;
+    if constexpr (A == Activation::ReLU) {
+      if (!activation_applied) {
+        ensure_shape(dz_, dy.shape());
+        Backend<Device>::relu_backward(output_, dy, dz_);
+        dz = &dz_;
+      }
     } else if constexpr (A == Activation::GELU) {
       ensure_shape(dz_, dy.shape());
       Backend<Device>::gelu_backward(pre_activation_, dy, dz_);
       dz = &dz_;
     }
     // dW += dZ^T x (fp32 output, beta = 1 accumulates micro-batches; beta = 0 on the first one after
-    // zero_grad); the bias gradient of this batch comes from the same GEMM's BGRAD epilogue, unless
-    // the next layer's epilogue already produced it.
+    // zero_grad); the bias gradient of this batch comes from the same GEMM's BGRAD epilogue.
     const auto weight_grad = weight_.grad_for_update();
     GemmOperands<Grad, Grad, Device> grad_operands;
     GemmConfig config{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f};
     bool add_bias_grad = false;
-    if (bias_ && !activation_applied) {
+    if (bias_) {
       // The epilogue overwrites its target: straight into the gradient on the first micro-batch,
       // into a scratch vector to be added on later ones.
       const auto bias_grad = bias_->grad_for_update();
@@ -262,17 +238,17 @@ class Linear {
     if (add_bias_grad) Backend<Device>::add_into(bias_->grad(), bias_grad_);
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, input_->shape());
-    if (previous == nullptr) {
-      Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, GemmConfig{});
-    } else {
-      // dZ of the previous layer = (dZ W) * relu'(its pre-activation), its bias gradient the column
-      // sums of that, in one GEMM.
-      const GemmConfig fused{.epilogue = previous->bias_grad != nullptr ? Epilogue::DReluBGrad : Epilogue::DRelu};
-      GemmOperands<T, PreviousGrad, Device> operands;
-      operands.relu_mask = previous->relu_mask;
-      operands.bias_grad = previous->bias_grad;
-      Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, fused, operands);
+    GemmConfig input_config;
+    GemmOperands<T, math_t<Compute>, Device> input_operands;
+    if (previous != nullptr) {
+      // The previous layer's dZ = (dZ W) * relu'(its pre-activation), in this GEMM's epilogue. Its
+      // bias gradient stays with its own dW GEMM (BGradA): an epilogue bias gradient would come in
+      // D's type, the compute type, on cuBLASLt.
+      input_config.epilogue = Epilogue::DRelu;
+      input_operands.relu_mask = previous->relu_mask;
     }
+    Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, input_config,
+                                            input_operands);
     return &input_grad_;
   }
 
@@ -291,9 +267,8 @@ class Linear {
   std::optional<Param> bias_;
   SavedPointer<Tensor<T, Device>> input_;  // the previous layer's output buffer, kept alive by it
   Tensor<T, Device> output_;
-  Tensor<T, Device> pre_activation_;  // GELU's aux: backward evaluates gelu' here
+  Tensor<T, Device> pre_activation_;        // GELU's aux: backward evaluates gelu' here
   Tensor<std::int32_t, Device> relu_mask_;  // ReLU's bit mask (x > 0), for the next layer's backward
-  bool add_fused_bias_grad_ = false;  // the next layer wrote the bias gradient into bias_grad_
   Tensor<T, Device> dz_;
   Tensor<T, Device> input_grad_;
   Tensor<Grad, Device> bias_grad_;
