@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // The device layer (context, memory accounting, copies, out-of-memory) and mpx::cuda::gemm against
-// mpx::cpu::gemm on identical inputs: every precision, transpose, epilogue and odd shape. main() is in
+// mpx::cpu::gemm on identical inputs: every precision, transpose, epilogue and odd shape, and the bit
+// layout of the ReLU mask that cuBLASLt's RELU_AUX_BIAS writes and DRELU_BGRAD reads. main() is in
 // numeric_cuda_test.cu and skips (exit 77) without a device.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -51,7 +53,7 @@ std::string describe(const Case& c) {
   return s;
 }
 
-// Runs one case on both backends and checks D, aux and bias_grad element by element.
+// Runs one case on both backends and checks D, aux, the ReLU mask and bias_grad element by element.
 template <mpx::NumericTag Compute, mpx::Element TD>
 void check_case(const Case& c, std::mt19937& rng) {
   using S = mpx::storage_t<Compute>;
@@ -67,18 +69,25 @@ void check_case(const Case& c, std::mt19937& rng) {
   const auto cm = random_host<TD>(mpx::Shape{c.m, c.n}, rng);
   const auto bias = random_host<TD>(mpx::Shape{c.n}, rng);
   const auto aux0 = random_host<TD>(mpx::Shape{c.m, c.n}, rng, -2.0, 2.0);
+  // The mask DRelu reads: the signs of aux0 as a forward pre-activation (ReluAuxBias overwrites it).
+  const auto mask0 = mpx_test::relu_mask_of(aux0);
   const std::int64_t bias_grad_length = e == mpx::Epilogue::BGradA ? c.m : c.n;
 
   // CPU reference.
   auto d_cpu = d0.clone();
   auto aux_cpu = aux0.clone();
+  auto mask_cpu = mask0.clone();
   mpx::Tensor<Acc> bias_grad_cpu(mpx::Shape{bias_grad_length});
   const mpx::GemmConfig config{c.ta ? mpx::Transpose::Yes : mpx::Transpose::No,
                                c.tb ? mpx::Transpose::Yes : mpx::Transpose::No, c.alpha, c.beta, e};
+  const bool uses_aux = mpx::writes_aux(e) || mpx::reads_aux(e);
+  const bool uses_mask = mpx::writes_relu_mask(e) || mpx::reads_relu_mask(e);
   mpx::cpu::gemm<Compute>(a, b, d_cpu, config,
-                          {c.with_c ? &cm : nullptr, mpx::reads_bias(e) ? &bias : nullptr,
-                           mpx::writes_aux(e) || mpx::reads_aux(e) ? &aux_cpu : nullptr,
-                           mpx::writes_bias_grad(e) ? &bias_grad_cpu : nullptr});
+                          {.c = c.with_c ? &cm : nullptr,
+                           .bias = mpx::reads_bias(e) ? &bias : nullptr,
+                           .aux = uses_aux ? &aux_cpu : nullptr,
+                           .relu_mask = uses_mask ? &mask_cpu : nullptr,
+                           .bias_grad = mpx::writes_bias_grad(e) ? &bias_grad_cpu : nullptr});
 
   // GPU.
   const auto a_gpu = mpx::to_device(a);
@@ -87,13 +96,17 @@ void check_case(const Case& c, std::mt19937& rng) {
   const auto c_gpu = mpx::to_device(cm);
   const auto bias_gpu = mpx::to_device(bias);
   auto aux_gpu = mpx::to_device(aux0);
+  auto mask_gpu = mpx::to_device(mask0);
   mpx::Tensor<Acc, mpx::Cuda> bias_grad_gpu(mpx::Shape{bias_grad_length});
   mpx::cuda::gemm<Compute>(a_gpu, b_gpu, d_gpu, config,
-                           {c.with_c ? &c_gpu : nullptr, mpx::reads_bias(e) ? &bias_gpu : nullptr,
-                            mpx::writes_aux(e) || mpx::reads_aux(e) ? &aux_gpu : nullptr,
-                            mpx::writes_bias_grad(e) ? &bias_grad_gpu : nullptr});
+                           {.c = c.with_c ? &c_gpu : nullptr,
+                            .bias = mpx::reads_bias(e) ? &bias_gpu : nullptr,
+                            .aux = uses_aux ? &aux_gpu : nullptr,
+                            .relu_mask = uses_mask ? &mask_gpu : nullptr,
+                            .bias_grad = mpx::writes_bias_grad(e) ? &bias_grad_gpu : nullptr});
   const auto d_back = mpx::to_host(d_gpu);
   const auto aux_back = mpx::to_host(aux_gpu);
+  const auto mask_back = mpx::to_host(mask_gpu);
   const auto bias_grad_back = mpx::to_host(bias_grad_gpu);
 
   // Both results are within the spec's bound of the exact value, so they are within twice it of each
@@ -104,11 +117,16 @@ void check_case(const Case& c, std::mt19937& rng) {
   const auto& c_source = c.with_c ? cm : d0;
   std::vector<double> column_magnitude(static_cast<std::size_t>(c.n), 0.0);
   int failures = 0;
+  std::int64_t mask_bits_checked = 0;
   for (std::int64_t i = 0; i < c.m; ++i) {
     for (std::int64_t j = 0; j < c.n; ++j) {
       double magnitude = 0;
-      for (std::int64_t p = 0; p < c.k; ++p)
-        magnitude += std::abs(op_at(a, c.ta, i, p) * op_at(b, c.tb, p, j));
+      double product = 0;
+      for (std::int64_t p = 0; p < c.k; ++p) {
+        const double term = op_at(a, c.ta, i, p) * op_at(b, c.tb, p, j);
+        magnitude += std::abs(term);
+        product += term;
+      }
       magnitude =
           std::abs(c.alpha) * magnitude + std::abs(c.beta) * std::abs(to_double(c_source[i * c.n + j]));
       if (mpx::reads_bias(e)) magnitude += std::abs(to_double(bias[j]));
@@ -129,8 +147,21 @@ void check_case(const Case& c, std::mt19937& rng) {
           FAIL_CHECK("aux[" << i << "," << j << "] gpu " << aux_actual << " cpu " << aux_expected);
         }
       }
+      if (mpx::writes_relu_mask(e)) {
+        // The sign of the exact t + bias, wherever it is further from zero than the GPU's error
+        // bound (the bit is taken before D's rounding); the padding bits are unspecified.
+        const double pre = c.alpha * product + c.beta * to_double(c_source[i * c.n + j]) + to_double(bias[j]);
+        if (std::abs(pre) > 2 * tol.accumulate * magnitude) {
+          ++mask_bits_checked;
+          const bool bit = mpx::relu_mask_bit(mask_back.data() + i * mpx::relu_mask_words(c.n), j);
+          if (bit != (pre > 0) && failures++ < 5) {
+            FAIL_CHECK("relu_mask bit [" << i << "," << j << "] gpu " << bit << ", pre-activation " << pre);
+          }
+        }
+      }
     }
   }
+  if (mpx::writes_relu_mask(e)) CHECK(mask_bits_checked > 0);
   if (mpx::writes_bias_grad(e)) {
     // BGradA/B sum operands (k = 0 per term, K terms); the *BGrad epilogues sum M products of length
     // K, possibly after rounding them into D's type (see tolerances.hpp).
@@ -158,9 +189,9 @@ void check_case(const Case& c, std::mt19937& rng) {
 }
 
 constexpr mpx::Epilogue all_epilogues[] = {
-    mpx::Epilogue::Default,     mpx::Epilogue::Bias,   mpx::Epilogue::ReluBias,   mpx::Epilogue::GeluBias,
-    mpx::Epilogue::GeluAuxBias, mpx::Epilogue::DRelu,  mpx::Epilogue::DReluBGrad, mpx::Epilogue::DGelu,
-    mpx::Epilogue::DGeluBGrad,  mpx::Epilogue::BGradA, mpx::Epilogue::BGradB};
+    mpx::Epilogue::Default,  mpx::Epilogue::Bias,        mpx::Epilogue::ReluBias, mpx::Epilogue::ReluAuxBias,
+    mpx::Epilogue::GeluBias, mpx::Epilogue::GeluAuxBias, mpx::Epilogue::DRelu,    mpx::Epilogue::DReluBGrad,
+    mpx::Epilogue::DGelu,    mpx::Epilogue::DGeluBGrad,  mpx::Epilogue::BGradA,   mpx::Epilogue::BGradB};
 
 struct Size {
   std::int64_t m, n, k;
@@ -186,6 +217,165 @@ void check_all() {
       }
     }
   }
+}
+
+// The words of mask rows 0 and 1 in hex, for a message about a layout that differs.
+std::string first_mask_rows(const mpx::Tensor<std::int32_t>& mask) {
+  std::string text;
+  const std::int64_t words = mask.shape().cols();
+  for (std::int64_t row = 0; row < 2 && row < mask.shape().rows(); ++row) {
+    text += "\n  row " + std::to_string(row) + ":";
+    for (std::int64_t w = 0; w < words; ++w) {
+      char word[12];
+      std::snprintf(word, sizeof(word), " %08x", static_cast<unsigned>(mask[row * words + w]));
+      text += word;
+    }
+  }
+  return text;
+}
+
+// A ReLU layer's training forward as nn::Linear issues it (ReluAuxBias: y = relu(x W^T + b) and the
+// bit mask), then the next layer's dx GEMM reading that mask (DRelu, as nn::Linear runs it, and
+// DReluBGrad, which also sums the columns of its D). N = 150 is not a multiple of 32: a row's bits end inside
+// its fifth word, and a mask row is relu_mask_words(150) = 8 words. The GPU's mask must hold, for every
+// column below N, the CPU's bit wherever the exact pre-activation is further from zero than the GEMM's error
+// bound; the CPU's DReluBGrad given the GPU's mask must then agree with the GPU's DRelu and DReluBGrad, so
+// cuBLASLt's DRELU and DRELU_BGRAD read bits where mpx puts them.
+template <mpx::NumericTag Compute>
+void check_relu_mask_layout() {
+  using S = mpx::storage_t<Compute>;
+  using Acc = mpx::math_t<Compute>;
+  using OutTag = mpx::tag_of_t<S>;
+  constexpr std::int64_t m = 33, n = 150, k = 64, k_back = 48;
+  const std::int64_t words = mpx::relu_mask_words(n);
+  REQUIRE(words == 8);
+  std::mt19937 rng(150);
+  const auto x = random_host<S>(mpx::Shape{m, k}, rng);
+  const auto w = random_host<S>(mpx::Shape{n, k}, rng);
+  const auto bias = random_host<S>(mpx::Shape{n}, rng);
+  constexpr auto rounding = mpx::test::OperandRounding::nearest_or_truncated;
+
+  // Forward.
+  const mpx::GemmConfig forward{.transpose_b = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::ReluAuxBias};
+  mpx::Tensor<S> y_cpu(mpx::Shape{m, n});
+  mpx::Tensor<std::int32_t> mask_cpu(mpx::relu_mask_shape(y_cpu.shape()));
+  mpx::cpu::gemm<Compute>(x, w, y_cpu, forward, {.bias = &bias, .relu_mask = &mask_cpu});
+  const auto x_gpu = mpx::to_device(x);
+  const auto w_gpu = mpx::to_device(w);
+  const auto bias_gpu = mpx::to_device(bias);
+  mpx::Tensor<S, mpx::Cuda> y_gpu(mpx::Shape{m, n});
+  // The GPU's mask starts as the complement of the CPU's: a word it does not write fails every bit.
+  mpx::Tensor<std::int32_t> complement(mask_cpu.shape());
+  for (std::int64_t i = 0; i < complement.numel(); ++i) complement[i] = ~mask_cpu[i];
+  auto mask_gpu = mpx::to_device(complement);
+  mpx::cuda::reset_gemm_path_counts();
+  mpx::cuda::gemm<Compute>(x_gpu, w_gpu, y_gpu, forward, {.bias = &bias_gpu, .relu_mask = &mask_gpu});
+  const auto forward_paths = mpx::cuda::gemm_path_counts();
+  auto mask_back = mpx::to_host(mask_gpu);
+  const auto y_back = mpx::to_host(y_gpu);
+
+  const auto tol = mpx::test::gemm_tolerance<Compute, OutTag>(k, rounding);
+  std::int64_t checked = 0, positive = 0, differing = 0;
+  int failures = 0;
+  for (std::int64_t row = 0; row < m; ++row) {
+    for (std::int64_t col = 0; col < n; ++col) {
+      double pre = to_double(bias[col]);
+      double magnitude = std::abs(pre);
+      for (std::int64_t p = 0; p < k; ++p) {
+        const double term = to_double(x[row * k + p]) * to_double(w[col * k + p]);
+        pre += term;
+        magnitude += std::abs(term);
+      }
+      const double expected = to_double(y_cpu[row * n + col]);
+      const double actual = to_double(y_back[row * n + col]);
+      if (std::abs(actual - expected) > 2 * tol.bound(magnitude, expected) && failures++ < 5) {
+        FAIL_CHECK("y[" << row << "," << col << "] gpu " << actual << " cpu " << expected);
+      }
+      if (std::abs(pre) <= 2 * tol.accumulate * magnitude) continue;  // either bit is right
+      ++checked;
+      positive += pre > 0 ? 1 : 0;
+      const bool cpu_bit = mpx::relu_mask_bit(mask_cpu.data() + row * words, col);
+      const bool gpu_bit = mpx::relu_mask_bit(mask_back.data() + row * words, col);
+      if (cpu_bit != (pre > 0) && failures++ < 5) {
+        FAIL_CHECK("cpu mask bit (" << row << ", " << col << ") is " << cpu_bit << ", pre-activation "
+                                    << pre);
+      }
+      if (gpu_bit != cpu_bit) ++differing;
+    }
+  }
+  INFO("mask words of rows 0 and 1 (bit c of row r: word r * "
+       << words << " + c / 32, bit c % 32), gpu:" << first_mask_rows(mask_back)
+       << "\ncpu:" << first_mask_rows(mask_cpu));
+  CHECK(differing == 0);
+  CHECK(checked > m * n / 2);     // few elements sit within the bound of zero
+  CHECK(positive > checked / 4);  // both signs: neither an all-ones nor an all-zeros mask passes
+  CHECK(positive < 3 * checked / 4);
+
+  // Backward: dZ = (dY W2) * bit (and its column sums), reading the GPU's mask on both sides.
+  const auto dy = random_host<S>(mpx::Shape{m, k_back}, rng);
+  const auto w2 = random_host<S>(mpx::Shape{k_back, n}, rng);
+  const mpx::GemmConfig backward{.epilogue = mpx::Epilogue::DReluBGrad};
+  mpx::Tensor<S> dz_cpu(mpx::Shape{m, n});
+  mpx::Tensor<Acc> bias_grad_cpu(mpx::Shape{n});
+  mpx::cpu::gemm<Compute>(dy, w2, dz_cpu, backward, {.relu_mask = &mask_back, .bias_grad = &bias_grad_cpu});
+  const auto dy_gpu = mpx::to_device(dy);
+  const auto w2_gpu = mpx::to_device(w2);
+  mpx::Tensor<S, mpx::Cuda> dz_gpu(mpx::Shape{m, n});
+  mpx::Tensor<Acc, mpx::Cuda> bias_grad_gpu(mpx::Shape{n});
+  mpx::cuda::reset_gemm_path_counts();
+  mpx::cuda::gemm<Compute>(dy_gpu, w2_gpu, dz_gpu, backward,
+                           {.relu_mask = &mask_gpu, .bias_grad = &bias_grad_gpu});
+  const auto backward_paths = mpx::cuda::gemm_path_counts();
+  mpx::Tensor<S, mpx::Cuda> dz_only_gpu(mpx::Shape{m, n});
+  mpx::cuda::reset_gemm_path_counts();
+  mpx::cuda::gemm<Compute>(dy_gpu, w2_gpu, dz_only_gpu, {.epilogue = mpx::Epilogue::DRelu},
+                           {.relu_mask = &mask_gpu});
+  const auto drelu_paths = mpx::cuda::gemm_path_counts();
+  const auto dz_back = mpx::to_host(dz_gpu);
+  const auto dz_only_back = mpx::to_host(dz_only_gpu);
+  const auto bias_grad_back = mpx::to_host(bias_grad_gpu);
+
+  const auto tol_back = mpx::test::gemm_tolerance<Compute, OutTag>(k_back, rounding);
+  const auto tol_grad = mpx::test::gemm_bias_grad_tolerance<Compute, OutTag>(k_back, m, rounding);
+  for (std::int64_t col = 0; col < n; ++col) {
+    double column_magnitude = 0;
+    for (std::int64_t row = 0; row < m; ++row) {
+      double magnitude = 0;
+      for (std::int64_t p = 0; p < k_back; ++p)
+        magnitude += std::abs(to_double(dy[row * k_back + p]) * to_double(w2[p * n + col]));
+      if (mpx::relu_mask_bit(mask_back.data() + row * words, col)) column_magnitude += magnitude;
+      const double expected = to_double(dz_cpu[row * n + col]);
+      const double actual = to_double(dz_back[row * n + col]);
+      if (std::abs(actual - expected) > 2 * tol_back.bound(magnitude, expected) && failures++ < 5) {
+        FAIL_CHECK("DReluBGrad's dz[" << row << "," << col << "] gpu " << actual << " cpu " << expected);
+      }
+      const double only = to_double(dz_only_back[row * n + col]);
+      if (std::abs(only - expected) > 2 * tol_back.bound(magnitude, expected) && failures++ < 5) {
+        FAIL_CHECK("DRelu's dz[" << row << "," << col << "] gpu " << only << " cpu " << expected);
+      }
+    }
+    const double expected = to_double(bias_grad_cpu[col]);
+    const double actual = to_double(bias_grad_back[col]);
+    if (std::abs(actual - expected) > 2 * tol_grad.bound(column_magnitude, expected) + 1e-30 &&
+        failures++ < 5) {
+      FAIL_CHECK("bias_grad[" << col << "] gpu " << actual << " cpu " << expected);
+    }
+  }
+  CHECK(failures == 0);
+
+  const auto path = [](const mpx::cuda::GemmPathCounts& counts) {
+    return counts.fused == 1     ? std::string("fused (cuBLASLt)")
+           : counts.refused == 1 ? std::string("unfused (cuBLASLt refused the fused algorithm)")
+           : counts.unfused == 1 ? std::string("unfused (no fused algorithm offered)")
+                                 : std::string("unknown");
+  };
+  WARN(mpx::numeric_traits<Compute>::name
+       << " ReLU mask: RELU_AUX_BIAS ran " << path(forward_paths) << ", DRELU " << path(drelu_paths)
+       << ", DRELU_BGRAD " << path(backward_paths) << "; " << checked << " bits compared, " << differing
+       << " differ from the CPU's");
+  CHECK(forward_paths.fused + forward_paths.unfused == 1);
+  CHECK(drelu_paths.fused + drelu_paths.unfused == 1);
+  CHECK(backward_paths.fused + backward_paths.unfused == 1);
 }
 
 }  // namespace
@@ -282,4 +472,14 @@ TEST_CASE("cuda gemm matches the cpu gemm: bf16", "[cuda][gemm]") {
 }
 TEST_CASE("cuda gemm matches the cpu gemm: bf16 into fp32", "[cuda][gemm]") {
   check_all<mpx::BFloat16, float>();
+}
+
+TEST_CASE("ReluAuxBias's mask on the GPU has the CPU's bit layout, and DRelu and DReluBGrad read it there",
+          "[cuda][gemm][relu]") {
+  SECTION("bf16") {
+    check_relu_mask_layout<mpx::BFloat16>();
+  }
+  SECTION("fp32") {
+    check_relu_mask_layout<mpx::Float>();
+  }
 }

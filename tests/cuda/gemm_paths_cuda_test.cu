@@ -32,10 +32,12 @@ mpx::cuda::GemmPathCounts counts_of(Run&& run) {
   return mpx::cuda::gemm_path_counts();
 }
 
-// A Linear layer's three GEMMs in bf16 (forward with `epilogue`, dW with BGradA into fp32, dX), as
-// nn::Linear issues them and bench/linear_cuda.cu times them.
+// A Linear layer's three GEMMs in bf16 (forward with `epilogue`, dW with BGradA into fp32, dX with
+// `dx_epilogue`), as nn::Linear issues them and bench/linear_cuda.cu times them. A dX GEMM with DRelu
+// is that of a Linear after a Linear<ReLU> in a Sequential: it applies the layer below's ReLU
+// gradient, reading that layer's bit mask (here all zeros: the path, not the values, is tested).
 void linear_gemms(std::int64_t batch, std::int64_t in, std::int64_t out, mpx::Epilogue epilogue,
-                  std::mt19937& rng) {
+                  mpx::Epilogue dx_epilogue, std::mt19937& rng) {
   using B = Eigen::bfloat16;
   const auto x = mpx::to_device(random_host<B>(mpx::Shape{batch, in}, rng));
   const auto w = mpx::to_device(random_host<B>(mpx::Shape{out, in}, rng));
@@ -43,31 +45,46 @@ void linear_gemms(std::int64_t batch, std::int64_t in, std::int64_t out, mpx::Ep
   const auto dz = mpx::to_device(random_host<B>(mpx::Shape{batch, out}, rng));
   mpx::Tensor<B, Cuda> y(mpx::Shape{batch, out});
   mpx::Tensor<B, Cuda> aux(mpx::Shape{batch, out});
+  mpx::Tensor<std::int32_t, Cuda> mask(mpx::relu_mask_shape(y.shape()));
   mpx::Tensor<float, Cuda> dw(mpx::Shape{out, in});
   mpx::Tensor<float, Cuda> db(mpx::Shape{out});
   mpx::Tensor<B, Cuda> dx(mpx::Shape{batch, in});
+  mpx::Tensor<std::int32_t, Cuda> mask_below(mpx::relu_mask_shape(dx.shape()));
   mpx::cuda::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes, .epilogue = epilogue},
-                                 {.bias = &bias, .aux = mpx::writes_aux(epilogue) ? &aux : nullptr});
+                                 {.bias = &bias,
+                                  .aux = mpx::writes_aux(epilogue) ? &aux : nullptr,
+                                  .relu_mask = mpx::writes_relu_mask(epilogue) ? &mask : nullptr});
   mpx::cuda::gemm<mpx::BFloat16>(
       dz, x, dw, {.transpose_a = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::BGradA}, {.bias_grad = &db});
-  mpx::cuda::gemm<mpx::BFloat16>(dz, w, dx, {});
+  mpx::cuda::gemm<mpx::BFloat16>(dz, w, dx, {.epilogue = dx_epilogue},
+                                 {.relu_mask = mpx::reads_relu_mask(dx_epilogue) ? &mask_below : nullptr});
   mpx::cuda_context().synchronize();
 }
 
 }  // namespace
 
-TEST_CASE("the benchmarks' bf16 Linear shapes run fused: bias and activation epilogues, BGRAD into fp32",
-          "[cuda][gemm][paths][large]") {
+TEST_CASE(
+    "the benchmarks' bf16 Linear shapes run fused: bias and activation epilogues, the ReLU mask, BGRAD into "
+    "fp32",
+    "[cuda][gemm][paths][large]") {
   std::mt19937 rng(21);
   // bench/linear_cuda.cu and bench/mlp_step_cuda.cu (4096 features, batch 512 and 4096 in the MLP),
-  // and the Fashion-MNIST MLP's hidden layers (784 -> 256 -> 128, batch 128).
+  // and the Fashion-MNIST MLP's hidden layers (784 -> 256 -> 128, batch 128). A training Linear<ReLU>
+  // runs RELU_AUX_BIAS (ReluBias is its evaluation forward); a Linear above one runs its dX with DRELU.
   struct Shape {
     std::int64_t batch, in, out;
   };
+  struct Epilogues {
+    mpx::Epilogue forward, dx;
+  };
   for (const Shape s : {Shape{512, 4096, 4096}, Shape{128, 784, 256}, Shape{128, 256, 128}}) {
-    for (const mpx::Epilogue e : {mpx::Epilogue::Bias, mpx::Epilogue::ReluBias, mpx::Epilogue::GeluAuxBias}) {
-      INFO("batch " << s.batch << ", " << s.in << " -> " << s.out << ", epilogue " << mpx::to_string(e));
-      const auto counts = counts_of([&] { linear_gemms(s.batch, s.in, s.out, e, rng); });
+    for (const Epilogues e : {Epilogues{mpx::Epilogue::Bias, mpx::Epilogue::Default},
+                              Epilogues{mpx::Epilogue::ReluBias, mpx::Epilogue::Default},
+                              Epilogues{mpx::Epilogue::ReluAuxBias, mpx::Epilogue::DRelu},
+                              Epilogues{mpx::Epilogue::GeluAuxBias, mpx::Epilogue::Default}}) {
+      INFO("batch " << s.batch << ", " << s.in << " -> " << s.out << ", epilogue "
+                    << mpx::to_string(e.forward) << ", dX epilogue " << mpx::to_string(e.dx));
+      const auto counts = counts_of([&] { linear_gemms(s.batch, s.in, s.out, e.forward, e.dx, rng); });
       CHECK(counts.fused == 3);
       CHECK(counts.unfused == 0);
       CHECK(counts.refused == 0);
@@ -80,69 +97,82 @@ TEST_CASE(
     "[cuda][gemm][paths]") {
   std::mt19937 rng(22);
   using B = Eigen::bfloat16;
-  // DRelu has no cuBLASLt form that reads a pre-activation: always unfused, never a refusal.
+  // DGelu with N = 50: cuBLASLt needs the GELU aux's leading dimension (N) to be a multiple of 8, so
+  // mpx never asks it: unfused, neither a refusal nor a missing algorithm.
   const auto a = mpx::to_device(random_host<B>(mpx::Shape{64, 32}, rng));
-  const auto b = mpx::to_device(random_host<B>(mpx::Shape{32, 48}, rng));
-  auto aux = mpx::to_device(random_host<B>(mpx::Shape{64, 48}, rng));
-  mpx::Tensor<B, Cuda> d(mpx::Shape{64, 48});
-  mpx::Tensor<float, Cuda> bias_grad(mpx::Shape{48});
+  const auto b = mpx::to_device(random_host<B>(mpx::Shape{32, 50}, rng));
+  auto aux = mpx::to_device(random_host<B>(mpx::Shape{64, 50}, rng));
+  mpx::Tensor<B, Cuda> d_odd(mpx::Shape{64, 50});
   auto counts = counts_of([&] {
-    mpx::cuda::gemm<mpx::BFloat16>(a, b, d, {.epilogue = mpx::Epilogue::DReluBGrad},
-                                   {.aux = &aux, .bias_grad = &bias_grad});
+    mpx::cuda::gemm<mpx::BFloat16>(a, b, d_odd, {.epilogue = mpx::Epilogue::DGelu}, {.aux = &aux});
   });
   CHECK(counts.unfused == 1);
   CHECK(counts.fused == 0);
   CHECK(counts.refused + counts.no_algorithm == 0);
 
-  // DGELU_BGRAD with a 16-bit D and an fp32 bias gradient: cuBLASLt documents bias gradients in D's
-  // type only, so it may fuse it, offer nothing, or refuse at cublasLtMatmul; every outcome is
-  // counted, a refusal is remembered (the second call asks cuBLASLt nothing), and the result is right.
+  // DGELU_BGRAD and DRELU_BGRAD with a 16-bit D and an fp32 bias gradient: cuBLASLt documents bias
+  // gradients in D's type only, so it may fuse them, offer nothing, or refuse at cublasLtMatmul; every
+  // outcome is counted, a refusal is remembered (the second call asks cuBLASLt nothing), and the
+  // result is right. DRELU_BGRAD reads the bit mask of the same pre-activation's signs.
   const auto host_a = random_host<B>(mpx::Shape{64, 32}, rng);
   const auto host_b = random_host<B>(mpx::Shape{32, 48}, rng);
   const auto host_aux = random_host<B>(mpx::Shape{64, 48}, rng, -2.0, 2.0);
+  const auto host_mask = mpx_test::relu_mask_of(host_aux);
   const auto a2 = mpx::to_device(host_a);
   const auto b2 = mpx::to_device(host_b);
   auto aux2 = mpx::to_device(host_aux);
-  const mpx::GemmConfig config{.epilogue = mpx::Epilogue::DGeluBGrad};
-  counts = counts_of([&] {
-    mpx::cuda::gemm<mpx::BFloat16>(a2, b2, d, config, {.aux = &aux2, .bias_grad = &bias_grad});
-    mpx::cuda::gemm<mpx::BFloat16>(a2, b2, d, config, {.aux = &aux2, .bias_grad = &bias_grad});
-  });
-  std::printf(
-      "gemm paths: bf16 DGELU_BGRAD with an fp32 bias gradient: fused %lld, no algorithm %lld, "
-      "refused %lld\n",
-      static_cast<long long>(counts.fused), static_cast<long long>(counts.no_algorithm),
-      static_cast<long long>(counts.refused));
-  CHECK(counts.fused + counts.unfused == 2);
-  CHECK(counts.refused + counts.no_algorithm == counts.unfused);
-  CHECK((counts.fused == 2 || counts.unfused == 2));  // the plan decides once for both calls
-  auto d_cpu = mpx::Tensor<B>(mpx::Shape{64, 48});
-  auto aux_cpu = host_aux.clone();
-  mpx::Tensor<float> bias_grad_cpu(mpx::Shape{48});
-  mpx::cpu::gemm<mpx::BFloat16>(host_a, host_b, d_cpu, config,
-                                {.aux = &aux_cpu, .bias_grad = &bias_grad_cpu});
-  const auto d_back = mpx::to_host(d);
-  const auto bias_grad_back = mpx::to_host(bias_grad);
-  const auto tol = mpx::test::gemm_tolerance<mpx::BFloat16, mpx::BFloat16>(32);
-  const auto tol_grad = mpx::test::gemm_bias_grad_tolerance<mpx::BFloat16, mpx::BFloat16>(
-      32, 64, mpx::test::OperandRounding::nearest_or_truncated);
-  int failures = 0;
-  for (std::int64_t j = 0; j < 48; ++j) {
-    double column = 0.0;
-    for (std::int64_t i = 0; i < 64; ++i) {
-      double magnitude = 0.0;
-      for (std::int64_t p = 0; p < 32; ++p)
-        magnitude += std::abs(to_double(host_a[i * 32 + p]) * to_double(host_b[p * 48 + j]));
-      magnitude *= 1.2;  // gelu' <= 1.13
-      column += magnitude;
-      const double expected = to_double(d_cpu[i * 48 + j]);
-      if (std::abs(to_double(d_back[i * 48 + j]) - expected) > 2 * tol.bound(magnitude, expected)) ++failures;
+  auto mask2 = mpx::to_device(host_mask);
+  mpx::Tensor<B, Cuda> d(mpx::Shape{64, 48});
+  mpx::Tensor<float, Cuda> bias_grad(mpx::Shape{48});
+  for (const mpx::Epilogue epilogue : {mpx::Epilogue::DGeluBGrad, mpx::Epilogue::DReluBGrad}) {
+    INFO("epilogue " << mpx::to_string(epilogue));
+    const bool relu = mpx::reads_relu_mask(epilogue);
+    const mpx::GemmConfig config{.epilogue = epilogue};
+    const mpx::cuda::GemmOperands<B> operands{
+        .aux = relu ? nullptr : &aux2, .relu_mask = relu ? &mask2 : nullptr, .bias_grad = &bias_grad};
+    counts = counts_of([&] {
+      mpx::cuda::gemm<mpx::BFloat16>(a2, b2, d, config, operands);
+      mpx::cuda::gemm<mpx::BFloat16>(a2, b2, d, config, operands);
+    });
+    std::printf(
+        "gemm paths: bf16 %s with an fp32 bias gradient: fused %lld, no algorithm %lld, refused %lld\n",
+        relu ? "DRELU_BGRAD" : "DGELU_BGRAD", static_cast<long long>(counts.fused),
+        static_cast<long long>(counts.no_algorithm), static_cast<long long>(counts.refused));
+    CHECK(counts.fused + counts.unfused == 2);
+    CHECK(counts.refused + counts.no_algorithm == counts.unfused);
+    CHECK((counts.fused == 2 || counts.unfused == 2));  // the plan decides once for both calls
+    auto d_cpu = mpx::Tensor<B>(mpx::Shape{64, 48});
+    auto aux_cpu = host_aux.clone();
+    auto mask_cpu = host_mask.clone();
+    mpx::Tensor<float> bias_grad_cpu(mpx::Shape{48});
+    mpx::cpu::gemm<mpx::BFloat16>(host_a, host_b, d_cpu, config,
+                                  {.aux = relu ? nullptr : &aux_cpu,
+                                   .relu_mask = relu ? &mask_cpu : nullptr,
+                                   .bias_grad = &bias_grad_cpu});
+    const auto d_back = mpx::to_host(d);
+    const auto bias_grad_back = mpx::to_host(bias_grad);
+    const auto tol = mpx::test::gemm_tolerance<mpx::BFloat16, mpx::BFloat16>(32);
+    const auto tol_grad = mpx::test::gemm_bias_grad_tolerance<mpx::BFloat16, mpx::BFloat16>(
+        32, 64, mpx::test::OperandRounding::nearest_or_truncated);
+    int failures = 0;
+    for (std::int64_t j = 0; j < 48; ++j) {
+      double column = 0.0;
+      for (std::int64_t i = 0; i < 64; ++i) {
+        double magnitude = 0.0;
+        for (std::int64_t p = 0; p < 32; ++p)
+          magnitude += std::abs(to_double(host_a[i * 32 + p]) * to_double(host_b[p * 48 + j]));
+        magnitude *= 1.2;  // gelu' <= 1.13, relu' <= 1
+        column += magnitude;
+        const double expected = to_double(d_cpu[i * 48 + j]);
+        if (std::abs(to_double(d_back[i * 48 + j]) - expected) > 2 * tol.bound(magnitude, expected))
+          ++failures;
+      }
+      const double expected = bias_grad_cpu[j];
+      if (std::abs(static_cast<double>(bias_grad_back[j]) - expected) > 2 * tol_grad.bound(column, expected))
+        ++failures;
     }
-    const double expected = bias_grad_cpu[j];
-    if (std::abs(static_cast<double>(bias_grad_back[j]) - expected) > 2 * tol_grad.bound(column, expected))
-      ++failures;
+    CHECK(failures == 0);
   }
-  CHECK(failures == 0);
 }
 
 TEST_CASE("gemm fuses or falls back correctly on leading dimensions that are not multiples of 16 bytes",
@@ -329,14 +359,15 @@ TEST_CASE("the unfused path can be captured in a CUDA graph once an eager call s
           "[cuda][gemm][paths][graph]") {
   std::mt19937 rng(25);
   using B = Eigen::bfloat16;
+  // DGelu with N = 70, not a multiple of 8: a GELU aux cuBLASLt cannot take, so always unfused.
   const auto a = mpx::to_device(random_host<B>(mpx::Shape{96, 40}, rng));
-  const auto b = mpx::to_device(random_host<B>(mpx::Shape{40, 72}, rng));
-  auto aux = mpx::to_device(random_host<B>(mpx::Shape{96, 72}, rng));
-  mpx::Tensor<B, Cuda> eager(mpx::Shape{96, 72});
-  mpx::Tensor<B, Cuda> replayed(mpx::Shape{96, 72});
-  mpx::Tensor<float, Cuda> bias_grad(mpx::Shape{72});
-  const mpx::GemmConfig config{.epilogue = mpx::Epilogue::DRelu};  // always unfused
-  mpx::cuda::gemm<mpx::BFloat16>(a, b, eager, config, {.aux = &aux});
+  const auto b = mpx::to_device(random_host<B>(mpx::Shape{40, 70}, rng));
+  auto aux = mpx::to_device(random_host<B>(mpx::Shape{96, 70}, rng));
+  mpx::Tensor<B, Cuda> eager(mpx::Shape{96, 70});
+  mpx::Tensor<B, Cuda> replayed(mpx::Shape{96, 70});
+  const mpx::GemmConfig config{.epilogue = mpx::Epilogue::DGelu};
+  const auto counts = counts_of([&] { mpx::cuda::gemm<mpx::BFloat16>(a, b, eager, config, {.aux = &aux}); });
+  REQUIRE(counts.unfused == 1);
   mpx::cuda::Graph graph;
   graph.capture([&] { mpx::cuda::gemm<mpx::BFloat16>(a, b, replayed, config, {.aux = &aux}); });
   graph.launch();
@@ -348,8 +379,8 @@ TEST_CASE("the unfused path can be captured in a CUDA graph once an eager call s
   CHECK(different == 0);
   // A larger unfused product needs a larger scratch, which cannot be allocated during capture.
   const auto big_a = mpx::to_device(random_host<B>(mpx::Shape{512, 40}, rng));
-  auto big_aux = mpx::to_device(random_host<B>(mpx::Shape{512, 72}, rng));
-  mpx::Tensor<B, Cuda> big(mpx::Shape{512, 72});
+  auto big_aux = mpx::to_device(random_host<B>(mpx::Shape{512, 70}, rng));
+  mpx::Tensor<B, Cuda> big(mpx::Shape{512, 70});
   mpx::cuda::clear_gemm_cache();  // (also frees the scratch: the graph above is not replayed again)
   mpx::cuda::Graph refused;
   CHECK_THROWS_WITH(

@@ -13,7 +13,8 @@
 ///
 /// Every mpx epilogue is a cuBLASLt one (BIAS, RELU_BIAS, RELU_AUX_BIAS, DRELU, DRELU_BGRAD, GELU_BIAS,
 /// GELU_AUX_BIAS, DGELU, DGELU_BGRAD, BGRADA/B); the ReLU mask is cuBLASLt's bit mask, with leading
-/// dimension `relu_mask_words(N)` * 32 bits (gemm_spec.hpp). When the heuristic returns no algorithm
+/// dimension `relu_mask_words(N)` * 32 bits (gemm_spec.hpp); where cuBLASLt offers no DRELU alone,
+/// DRelu runs as DRELU_BGRAD with a bias gradient it drops. When the heuristic returns no algorithm
 /// for a fused epilogue (a type or alignment it does not support), or `cublasLtMatmul` itself refuses
 /// the algorithm the heuristic offered (NOT_SUPPORTED or INVALID_VALUE: cuBLASLt documents bias
 /// gradients only in D's type, and mpx asks for fp32 ones), the plan remembers the refusal and the
@@ -83,6 +84,7 @@ struct GemmKey {
   std::int64_t m = 0, n = 0, k = 0;  // our (row-major) problem
   bool transpose_a = false, transpose_b = false;
   cudaDataType_t ab_type{}, d_type{};
+  cudaDataType_t bias_type{};  // of the bias or bias gradient, where the epilogue has one
   cublasComputeType_t compute_type{};
   Epilogue epilogue = Epilogue::Default;  // the one run by cuBLASLt (Default on the unfused path)
   bool separate_c = false;                // C is its own tensor rather than D
@@ -99,13 +101,26 @@ struct GemmKeyHash {
     const auto mix = [&h](std::int64_t value) {
       h ^= std::hash<std::int64_t>{}(value) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     };
-    for (const std::int64_t v :
-         {std::int64_t{key.device}, key.m, key.n, key.k, std::int64_t{key.transpose_a},
-          std::int64_t{key.transpose_b}, std::int64_t{key.ab_type}, std::int64_t{key.d_type},
-          std::int64_t{key.compute_type}, static_cast<std::int64_t>(key.epilogue),
-          std::int64_t{key.separate_c}, std::int64_t{key.beta_zero}, std::int64_t{key.align_a},
-          std::int64_t{key.align_b}, std::int64_t{key.align_c}, std::int64_t{key.align_d},
-          std::int64_t{key.align_bias}, std::int64_t{key.align_aux}, key.batch}) {
+    for (const std::int64_t v : {std::int64_t{key.device},
+                                 key.m,
+                                 key.n,
+                                 key.k,
+                                 std::int64_t{key.transpose_a},
+                                 std::int64_t{key.transpose_b},
+                                 std::int64_t{key.ab_type},
+                                 std::int64_t{key.d_type},
+                                 std::int64_t{key.bias_type},
+                                 std::int64_t{key.compute_type},
+                                 static_cast<std::int64_t>(key.epilogue),
+                                 std::int64_t{key.separate_c},
+                                 std::int64_t{key.beta_zero},
+                                 std::int64_t{key.align_a},
+                                 std::int64_t{key.align_b},
+                                 std::int64_t{key.align_c},
+                                 std::int64_t{key.align_d},
+                                 std::int64_t{key.align_bias},
+                                 std::int64_t{key.align_aux},
+                                 key.batch}) {
       mix(v);
     }
     mix(static_cast<std::int64_t>(key.handle));
@@ -534,10 +549,12 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
     if (reads_bias(epilogue)) {
       fused_call.bias = operands.bias->data();
       fused_call.bias_type = call.key.d_type;
+      fused_call.key.bias_type = fused_call.bias_type;
       fused_call.key.align_bias = detail::alignment_class(fused_call.bias);
     } else if (writes_bias_grad(epilogue)) {
       fused_call.bias = operands.bias_grad->data();
       fused_call.bias_type = cuda_traits<tag_of_t<Acc>>::data_type;
+      fused_call.key.bias_type = fused_call.bias_type;
       fused_call.key.align_bias = detail::alignment_class(fused_call.bias);
     }
     if (operands.aux != nullptr && (writes_aux(epilogue) || reads_aux(epilogue))) {
@@ -547,8 +564,21 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
       fused_call.aux = operands.relu_mask->data();
       fused_call.key.align_aux = detail::alignment_class(fused_call.aux);
     }
-    const detail::MatmulOutcome outcome =
+    detail::MatmulOutcome outcome =
         detail::run_matmul(fused_call, g, context, /*may_refuse=*/epilogue != Epilogue::Default);
+    if (outcome != detail::MatmulOutcome::ran && epilogue == Epilogue::DRelu) {
+      // cublasLt.h documents its ReLU mask as an input of DRELU_BGRAD only. Where DRELU alone is
+      // not offered, DRELU_BGRAD gives the same D in one kernel; its bias gradient, in D's type
+      // (the type cublasLt.h documents), goes to scratch and is dropped.
+      detail::MatmulCall with_bias_grad = fused_call;
+      with_bias_grad.key.epilogue = Epilogue::DReluBGrad;
+      with_bias_grad.bias = detail::gemm_scratches()[context.device()].get(
+          static_cast<std::size_t>(g.n) * sizeof(std::int64_t));  // room for any D type
+      with_bias_grad.bias_type = call.key.d_type;
+      with_bias_grad.key.bias_type = call.key.d_type;
+      with_bias_grad.key.align_bias = detail::alignment_class(with_bias_grad.bias);
+      outcome = detail::run_matmul(with_bias_grad, g, context, /*may_refuse=*/true);
+    }
     if (outcome == detail::MatmulOutcome::ran) {
       ++counts.fused;
       return;
