@@ -9,14 +9,11 @@
 // Launched by `mpirun -np N` in a build with MPI, it trains data-parallel: each rank takes its rows of
 // every global batch of N x --batch windows, and rank 0 alone prints and writes (docs/distributed.md).
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -28,20 +25,13 @@
 #include <boost/hana/type.hpp>
 
 #include <mpx/experiment/char_gpt.hpp>
+#include <mpx/experiment/data_parallel_job.hpp>
 #include <mpx/experiment/progress.hpp>
+#include <mpx/experiment/usage.hpp>
 #include <mpx/mpx.hpp>
 #if MPX_CUDA_COMPILER
 #include <mpx/cuda.hpp>  // the CUDA backend, for train_all<mpx::Cuda>
-#elif MPX_HAS_CUDA
-#include <mpx/backend/cuda/context.hpp>  // mpx::cuda_device_count, for --device
 #endif
-#if MPX_HAS_MPI
-#include <mpx/dist/mpi_gradient_sync.hpp>
-#include <mpx/dist/run.hpp>
-#if MPX_CUDA_COMPILER && MPX_HAS_NCCL
-#include <mpx/dist/nccl_gradient_sync.cuh>
-#endif
-#endif  // MPX_HAS_MPI
 
 // External linkage: the nvcc translation unit defines train_all<mpx::Cuda> for this one's main.
 namespace char_gpt {
@@ -65,78 +55,10 @@ struct Settings {
   bool resume = false;
 };
 
-// The data-parallel job this process belongs to, as in fashion_mnist.cpp: rank 0 of 1, alone, unless
-// mpirun launched it in a build with MPI. Rank 0 prints and writes; every rank computes the same.
-struct Job {
-  int rank = 0;
-  int size = 1;
-#if MPX_HAS_MPI
-  const mpx::dist::Communicator* comm = nullptr;  // null: alone
-#endif
-  [[nodiscard]] bool leader() const {
-    return rank == 0;
-  }
-
-  // The sum of every rank's `value`, added in rank order on every rank: the same bits everywhere.
-  [[nodiscard]] double sum(double value) const {
-#if MPX_HAS_MPI
-    if (comm != nullptr) {
-      double total = 0;
-      for (const std::uint64_t bits : comm->all_gather(std::bit_cast<std::uint64_t>(value)))
-        total += std::bit_cast<double>(bits);
-      return total;
-    }
-#endif
-    return value;
-  }
-
-  // Throws unless every rank computed the same `value` (the ranks hold the same weights, bit for bit).
-  void require_same(const char* what, double value) const {
-#if MPX_HAS_MPI
-    if (comm == nullptr) return;
-    const std::vector<std::uint64_t> all = comm->all_gather(std::bit_cast<std::uint64_t>(value));
-    for (int r = 1; r < size; ++r) {
-      if (all[std::size_t(r)] != all[0]) {
-        throw mpx::error(mpx::detail::concat("char_gpt: ", what, " differs between ranks: rank 0 has ",
-                                             std::bit_cast<double>(all[0]), ", rank ", r, " has ",
-                                             std::bit_cast<double>(all[std::size_t(r)])));
-      }
-    }
-#else
-    static_cast<void>(what);
-    static_cast<void>(value);
-#endif
-  }
-
-  // Waits for every rank (after rank 0 wrote a file the others may read).
-  void barrier() const {
-#if MPX_HAS_MPI
-    if (comm != nullptr) comm->barrier();
-#endif
-  }
-};
-
-// The gradient averaging of a data-parallel job on Device: MPI on the CPU, NCCL on GPUs; none alone.
-template <class Device, class Model>
-auto make_gradient_sync([[maybe_unused]] const Job& job, [[maybe_unused]] Model& model) {
-  using Grad = mpx::accumulate_t<typename Model::precision>;
-  std::unique_ptr<mpx::GradientSync<Device, Grad>> sync;
-#if MPX_HAS_MPI
-  if (job.comm != nullptr) {
-    if constexpr (std::is_same_v<Device, mpx::Host>) {
-      sync = std::make_unique<mpx::dist::MpiGradientSync<Grad>>(*job.comm, model);
-    } else {
-#if MPX_CUDA_COMPILER && MPX_HAS_NCCL
-      sync = std::make_unique<mpx::dist::NcclGradientSync<Grad>>(*job.comm, model);
-#else
-      throw mpx::error(
-          "char_gpt: data parallel on GPUs needs NCCL, which CMake did not find; use --device cpu");
-#endif
-    }
-  }
-#endif  // MPX_HAS_MPI
-  return sync;
-}
+// The data-parallel job this process belongs to (mpx/experiment/data_parallel_job.hpp), as in
+// fashion_mnist.cpp: rank 0 of 1, alone, unless mpirun launched it in a build with MPI. Rank 0 prints
+// and writes; every rank computes the same.
+using mpx::experiment::DataParallelJob;
 
 struct Summary {
   std::string precision;
@@ -168,7 +90,7 @@ double validation_loss(Model& model, Loss& loss, const mpx::data::TextCorpus& co
 }
 
 template <class P, class Device>
-Summary train(const Settings& s, const Job& job, const mpx::data::TextCorpus& corpus) {
+Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::TextCorpus& corpus) {
   // [model]
   using L = mpx::nn::layers<P, Device>;
   const mpx::experiment::GptShape shape{.vocabulary = corpus.vocabulary_size(),
@@ -180,7 +102,7 @@ Summary train(const Settings& s, const Job& job, const mpx::data::TextCorpus& co
   model.initialize(s.seed);
   auto loss = L::softmax_cross_entropy();
   mpx::optim::AdamW optimizer(model, {.lr = s.lr, .beta2 = 0.99, .weight_decay = 0.1});
-  const auto sync = make_gradient_sync<Device>(job, model);  // null when alone
+  const auto sync = mpx::experiment::make_gradient_sync<Device>(job, model);  // null when alone
   mpx::Trainer trainer = sync ? mpx::Trainer(model, loss, optimizer, *sync, {.max_grad_norm = 1.0})
                               : mpx::Trainer(model, loss, optimizer, {.max_grad_norm = 1.0});
   // [model]
@@ -261,7 +183,7 @@ Summary train(const Settings& s, const Job& job, const mpx::data::TextCorpus& co
 }
 
 template <class Device>
-void train_all(const Settings& settings, const Job& job, const mpx::data::TextCorpus& corpus) {
+void train_all(const Settings& settings, const DataParallelJob& job, const mpx::data::TextCorpus& corpus) {
   std::vector<Summary> summaries;
   const std::map<std::string, std::string> short_names{
       {"fp32", "fp32"}, {"bf16_mixed", "bf16"}, {"fp16_mixed", "fp16"}, {"bf16_pure", "bf16_pure"}};
@@ -294,29 +216,27 @@ void train_all(const Settings& settings, const Job& job, const mpx::data::TextCo
 
 #if MPX_CUDA_COMPILER
 // The GPU half of the program: the one instantiation the C++ translation unit leaves to nvcc.
-template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const char_gpt::Job&,
+template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&,
+                                             const mpx::experiment::DataParallelJob&,
                                              const mpx::data::TextCorpus&);
 #else
 #if MPX_HAS_CUDA
-extern template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&, const char_gpt::Job&,
+extern template void char_gpt::train_all<mpx::Cuda>(const char_gpt::Settings&,
+                                                    const mpx::experiment::DataParallelJob&,
                                                     const mpx::data::TextCorpus&);
 #endif  // MPX_HAS_CUDA
 
 namespace {
 
-using char_gpt::Job;
+using char_gpt::DataParallelJob;
 using char_gpt::Settings;
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(
-      stderr,
-      "char_gpt: %s\nusage: char_gpt [--precision fp32|bf16|fp16|bf16_pure|all] [--steps N] [--batch N] "
-      "[--context N] [--width N] [--heads N] [--lr X] [--dropout X] [--seed N] [--eval-windows N] "
-      "[--sample N] [--temperature X] [--device cpu|cuda|auto] [--corpus PATH] [--checkpoint PREFIX] "
-      "[--resume]\n",
-      message.c_str());
-  std::exit(2);
-}
+// Errors in the arguments print the message and this usage line, and exit with code 2.
+const mpx::experiment::Usage usage(
+    "char_gpt",
+    "[--precision fp32|bf16|fp16|bf16_pure|all] [--steps N] [--batch N] [--context N] [--width N] "
+    "[--heads N] [--lr X] [--dropout X] [--seed N] [--eval-windows N] [--sample N] [--temperature X] "
+    "[--device cpu|cuda|auto] [--corpus PATH] [--checkpoint PREFIX] [--resume]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
@@ -326,17 +246,8 @@ Settings parse(int argc, char** argv) {
       s.resume = true;
       continue;
     }
-    if (i + 1 >= argc) usage_error("option " + option + " needs a value");
-    const std::string value = argv[++i];
-    const auto number = [&](double low, double high) {
-      char* end = nullptr;
-      const double v = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(v >= low && v <= high)) {
-        usage_error(option + " " + value + ": expected a number in [" + std::to_string(low) + ", " +
-                    std::to_string(high) + "]");
-      }
-      return v;
-    };
+    const std::string value = usage.value_after(argc, argv, i);
+    const auto number = [&](double low, double high) { return usage.number(option, value, low, high); };
     if (option == "--precision")
       s.precision = value;
     else if (option == "--steps")
@@ -368,75 +279,32 @@ Settings parse(int argc, char** argv) {
     else if (option == "--checkpoint")
       s.checkpoint = value;
     else
-      usage_error("unknown option " + option);
+      usage.fail("unknown option " + option);
   }
-  if (s.precision != "all" && s.precision != "fp32" && s.precision != "bf16" && s.precision != "fp16" &&
-      s.precision != "bf16_pure") {
-    usage_error("--precision " + s.precision + ": expected fp32, bf16, fp16, bf16_pure or all");
-  }
-  if (s.width % s.heads != 0) usage_error("--width must be a multiple of --heads");
-  if (s.device != "cpu" && s.device != "cuda" && s.device != "auto")
-    usage_error("--device " + s.device + ": expected cpu, cuda or auto");
+  usage.require_one_of("--precision", s.precision, {"fp32", "bf16", "fp16", "bf16_pure", "all"});
+  if (s.width % s.heads != 0) usage.fail("--width must be a multiple of --heads");
+  usage.require_one_of("--device", s.device, {"cpu", "cuda", "auto"});
   return s;
-}
-
-// Resolves --device once and calls train_on(mpx::Cuda{}) or train_on(mpx::Host{}). The ranks of a
-// job on GPUs take one each (rank r: GPU r mod the count).
-template <class F>
-void with_device(const std::string& device, const Job& job, F&& train_on) {
-#if MPX_HAS_CUDA
-  if (device == "cuda") mpx::require_cuda_device("char_gpt --device cuda");
-  if (device == "cuda" || (device == "auto" && mpx::cuda_device_count() > 0)) {
-    MPX_CUDA_CHECK(cudaSetDevice(job.rank % mpx::cuda_device_count()));  // before mpx's first CUDA call
-    if (job.leader()) std::printf("device: cuda (%s)\n", mpx::cuda_context().properties().name);
-    return train_on(mpx::Cuda{});
-  }
-  const char* why_not_cuda = " (no CUDA device found)";
-#else
-  if (device == "cuda") {
-    throw mpx::error(
-        "--device cuda: this build has no CUDA (CMake found no CUDA toolkit when it was configured); "
-        "configure again with nvcc on PATH, or use --device cpu or auto");
-  }
-  const char* why_not_cuda = " (this build has no CUDA)";
-#endif  // MPX_HAS_CUDA
-  if (job.leader()) std::printf("device: cpu%s\n", device == "auto" ? why_not_cuda : "");
-  train_on(mpx::Host{});
-}
-
-// Reads the corpus and trains as `job`'s rank.
-void run_job(const Settings& settings, const Job& job) {
-  const auto corpus =
-      settings.corpus.empty() ? mpx::data::TextCorpus() : mpx::data::TextCorpus(settings.corpus);
-  if (job.leader()) {
-    std::printf("corpus: %s, %lld characters (%lld training, %lld validation), %d distinct\n",
-                corpus.path().c_str(), static_cast<long long>(corpus.size()),
-                static_cast<long long>(corpus.train_tokens().size()),
-                static_cast<long long>(corpus.validation_tokens().size()), corpus.vocabulary_size());
-  }
-  with_device(settings.device, job,
-              [&](auto device) { char_gpt::train_all<decltype(device)>(settings, job, corpus); });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
-#if MPX_HAS_MPI
-  // Launched by mpirun: one rank of a data-parallel job (fashion_mnist.cpp does the same).
-  if (mpx::dist::launched_by_mpirun()) {
-    return mpx::dist::run(argc, argv, [&](mpx::dist::Communicator& comm) {
-      if (comm.rank() == 0) std::printf("data parallel: %d ranks (mpirun)\n", comm.size());
-      run_job(settings, Job{.rank = comm.rank(), .size = comm.size(), .comm = &comm});
+  // Launched by mpirun: one rank of a data-parallel job; started by hand: a job of one (as in
+  // fashion_mnist.cpp).
+  return mpx::experiment::run_job(argc, argv, usage.program(), [&](const DataParallelJob& job) {
+    const auto corpus =
+        settings.corpus.empty() ? mpx::data::TextCorpus() : mpx::data::TextCorpus(settings.corpus);
+    if (job.leader()) {
+      std::printf("corpus: %s, %lld characters (%lld training, %lld validation), %d distinct\n",
+                  corpus.path().c_str(), static_cast<long long>(corpus.size()),
+                  static_cast<long long>(corpus.train_tokens().size()),
+                  static_cast<long long>(corpus.validation_tokens().size()), corpus.vocabulary_size());
+    }
+    mpx::experiment::with_device(settings.device, job, [&](auto device) {
+      char_gpt::train_all<decltype(device)>(settings, job, corpus);
     });
-  }
-#endif  // MPX_HAS_MPI
-  try {
-    run_job(settings, Job{});
-  } catch (const mpx::error& e) {
-    std::fprintf(stderr, "char_gpt: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }
 #endif  // MPX_CUDA_COMPILER

@@ -8,16 +8,12 @@
 // translation unit: Eigen turns its CPU SIMD off in anything nvcc compiles. Launched by `mpirun -np N`
 // in a build with MPI, it trains data-parallel: each rank takes its share of every global batch of
 // N x --batch samples, and rank 0 alone prints and writes (docs/distributed.md).
-#include <bit>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <memory>
 #include <numbers>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <boost/hana/for_each.hpp>
@@ -25,21 +21,14 @@
 #include <boost/hana/type.hpp>
 
 #include <mpx/experiment/classification.hpp>
+#include <mpx/experiment/data_parallel_job.hpp>
 #include <mpx/experiment/progress.hpp>
 #include <mpx/experiment/records.hpp>
+#include <mpx/experiment/usage.hpp>
 #include <mpx/mpx.hpp>
 #if MPX_CUDA_COMPILER
 #include <mpx/cuda.hpp>  // the CUDA backend, for train_all<mpx::Cuda>
-#elif MPX_HAS_CUDA
-#include <mpx/backend/cuda/context.hpp>  // mpx::cuda_device_count, for --device
 #endif
-#if MPX_HAS_MPI
-#include <mpx/dist/mpi_gradient_sync.hpp>
-#include <mpx/dist/run.hpp>
-#if MPX_CUDA_COMPILER && MPX_HAS_NCCL
-#include <mpx/dist/nccl_gradient_sync.cuh>
-#endif
-#endif  // MPX_HAS_MPI
 
 // External linkage: the nvcc translation unit defines train_all<mpx::Cuda> for this one's main.
 namespace fashion_mnist {
@@ -55,73 +44,10 @@ struct Settings {
   std::int64_t train_samples = 0;  // 0: all 60000
 };
 
-// [job]
-// The data-parallel job this process belongs to: rank 0 of 1, alone, unless mpirun launched it in a
-// build with MPI. Rank 0 prints and writes files; every rank computes the same results.
-struct Job {
-  int rank = 0;
-  int size = 1;
-#if MPX_HAS_MPI
-  const mpx::dist::Communicator* comm = nullptr;  // null: alone
-#endif
-  [[nodiscard]] bool leader() const {
-    return rank == 0;
-  }
-
-  // The sum of every rank's `value`, added in rank order on every rank: the same bits everywhere.
-  [[nodiscard]] double sum(double value) const {
-#if MPX_HAS_MPI
-    if (comm != nullptr) {
-      double total = 0;
-      for (const std::uint64_t bits : comm->all_gather(std::bit_cast<std::uint64_t>(value)))
-        total += std::bit_cast<double>(bits);
-      return total;
-    }
-#endif
-    return value;
-  }
-
-  // Throws unless every rank computed the same `value` (the ranks hold the same weights, bit for bit).
-  void require_same(const char* what, double value) const {
-#if MPX_HAS_MPI
-    if (comm == nullptr) return;
-    const std::vector<std::uint64_t> all = comm->all_gather(std::bit_cast<std::uint64_t>(value));
-    for (int r = 1; r < size; ++r) {
-      if (all[std::size_t(r)] != all[0]) {
-        throw mpx::error(mpx::detail::concat("fashion_mnist: ", what, " differs between ranks: rank 0 has ",
-                                             std::bit_cast<double>(all[0]), ", rank ", r, " has ",
-                                             std::bit_cast<double>(all[std::size_t(r)])));
-      }
-    }
-#else
-    static_cast<void>(what);
-    static_cast<void>(value);
-#endif
-  }
-};
-
-// The gradient averaging of a data-parallel job on Device: MPI on the CPU, NCCL on GPUs; none alone.
-template <class Device, class Model>
-auto make_gradient_sync([[maybe_unused]] const Job& job, [[maybe_unused]] Model& model) {
-  using Grad = mpx::accumulate_t<typename Model::precision>;
-  std::unique_ptr<mpx::GradientSync<Device, Grad>> sync;
-#if MPX_HAS_MPI
-  if (job.comm != nullptr) {
-    if constexpr (std::is_same_v<Device, mpx::Host>) {
-      sync = std::make_unique<mpx::dist::MpiGradientSync<Grad>>(*job.comm, model);
-    } else {
-#if MPX_CUDA_COMPILER && MPX_HAS_NCCL
-      sync = std::make_unique<mpx::dist::NcclGradientSync<Grad>>(*job.comm, model);
-#else
-      throw mpx::error(
-          "fashion_mnist: data parallel on GPUs needs NCCL, which CMake did not find; use --device cpu");
-#endif
-    }
-  }
-#endif  // MPX_HAS_MPI
-  return sync;
-}
-// [job]
+// The data-parallel job this process belongs to (mpx/experiment/data_parallel_job.hpp): rank 0 of
+// 1, alone, unless mpirun launched it in a build with MPI. Rank 0 prints and writes files; every rank
+// computes the same results.
+using mpx::experiment::DataParallelJob;
 
 struct EpochRecord {
   BOOST_HANA_DEFINE_STRUCT(EpochRecord, (std::string, precision), (int, epoch), (double, train_loss),
@@ -138,7 +64,7 @@ struct Summary {
 };
 
 template <class P, class Device>
-Summary train(const Settings& s, const Job& job, const mpx::data::FashionMnist& data,
+Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::FashionMnist& data,
               std::vector<EpochRecord>& records) {
   // [model]
   // 784-512-256-10, ReLU fused into the first two matmuls, everything in precision P on Device.
@@ -150,7 +76,7 @@ Summary train(const Settings& s, const Job& job, const mpx::data::FashionMnist& 
   // [model]
   mpx::optim::AdamW optimizer(model, {.lr = s.lr, .weight_decay = 1e-4});
   // [data-parallel]
-  const auto sync = make_gradient_sync<Device>(job, model);  // null when alone
+  const auto sync = mpx::experiment::make_gradient_sync<Device>(job, model);  // null when alone
   mpx::Trainer trainer =
       sync ? mpx::Trainer(model, loss, optimizer, *sync) : mpx::Trainer(model, loss, optimizer);
   const mpx::data::Dataset train_set = data.train.subset(
@@ -208,7 +134,7 @@ Summary train(const Settings& s, const Job& job, const mpx::data::FashionMnist& 
 }
 
 template <class Device>
-void train_all(const Settings& settings, const Job& job, const mpx::data::FashionMnist& data) {
+void train_all(const Settings& settings, const DataParallelJob& job, const mpx::data::FashionMnist& data) {
   std::vector<EpochRecord> records;
   std::vector<Summary> summaries;
   const std::map<std::string, std::string> short_names{
@@ -241,43 +167,33 @@ void train_all(const Settings& settings, const Job& job, const mpx::data::Fashio
 
 #if MPX_CUDA_COMPILER
 // The GPU half of the program: the one instantiation the C++ translation unit leaves to nvcc.
-template void fashion_mnist::train_all<mpx::Cuda>(const fashion_mnist::Settings&, const fashion_mnist::Job&,
+template void fashion_mnist::train_all<mpx::Cuda>(const fashion_mnist::Settings&,
+                                                  const mpx::experiment::DataParallelJob&,
                                                   const mpx::data::FashionMnist&);
 #else
 #if MPX_HAS_CUDA
 extern template void fashion_mnist::train_all<mpx::Cuda>(const fashion_mnist::Settings&,
-                                                         const fashion_mnist::Job&,
+                                                         const mpx::experiment::DataParallelJob&,
                                                          const mpx::data::FashionMnist&);
 #endif  // MPX_HAS_CUDA
 
 namespace {
 
-using fashion_mnist::Job;
+using fashion_mnist::DataParallelJob;
 using fashion_mnist::Settings;
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr,
-               "fashion_mnist: %s\nusage: fashion_mnist [--precision fp32|tf32|fp16|bf16|all] [--epochs N] "
-               "[--batch N] [--lr X] [--seed N] [--device cpu|cuda|auto] [--csv PATH] [--train-samples N]\n",
-               message.c_str());
-  std::exit(2);
-}
+// Errors in the arguments print the message and this usage line, and exit with code 2.
+const mpx::experiment::Usage usage(
+    "fashion_mnist",
+    "[--precision fp32|tf32|fp16|bf16|all] [--epochs N] [--batch N] [--lr X] [--seed N] "
+    "[--device cpu|cuda|auto] [--csv PATH] [--train-samples N]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
   for (int i = 1; i < argc; ++i) {
     const std::string option = argv[i];
-    if (i + 1 >= argc) usage_error("option " + option + " needs a value");
-    const std::string value = argv[++i];
-    char* end = nullptr;
-    const auto number = [&](double low, double high) {
-      const double v = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(v >= low && v <= high)) {
-        usage_error(option + " " + value + ": expected a number in [" + std::to_string(low) + ", " +
-                    std::to_string(high) + "]");
-      }
-      return v;
-    };
+    const std::string value = usage.value_after(argc, argv, i);
+    const auto number = [&](double low, double high) { return usage.number(option, value, low, high); };
     if (option == "--precision")
       s.precision = value;
     else if (option == "--epochs")
@@ -295,48 +211,11 @@ Settings parse(int argc, char** argv) {
     else if (option == "--train-samples")
       s.train_samples = std::int64_t(number(1, 60000));
     else
-      usage_error("unknown option " + option);
+      usage.fail("unknown option " + option);
   }
-  if (s.precision != "all" && s.precision != "fp32" && s.precision != "tf32" && s.precision != "fp16" &&
-      s.precision != "bf16") {
-    usage_error("--precision " + s.precision + ": expected fp32, tf32, fp16, bf16 or all");
-  }
-  if (s.device != "cpu" && s.device != "cuda" && s.device != "auto")
-    usage_error("--device " + s.device + ": expected cpu, cuda or auto");
+  usage.require_one_of("--precision", s.precision, {"fp32", "tf32", "fp16", "bf16", "all"});
+  usage.require_one_of("--device", s.device, {"cpu", "cuda", "auto"});
   return s;
-}
-
-// [device]
-// Resolves --device once and calls train_on(mpx::Cuda{}) or train_on(mpx::Host{}): the one place the
-// program names a device. The ranks of a job on GPUs take one each (rank r: GPU r mod the count).
-template <class F>
-void with_device(const std::string& device, const Job& job, F&& train_on) {
-#if MPX_HAS_CUDA
-  if (device == "cuda") mpx::require_cuda_device("fashion_mnist --device cuda");
-  if (device == "cuda" || (device == "auto" && mpx::cuda_device_count() > 0)) {
-    MPX_CUDA_CHECK(cudaSetDevice(job.rank % mpx::cuda_device_count()));  // before mpx's first CUDA call
-    if (job.leader()) std::printf("device: cuda (%s)\n", mpx::cuda_context().properties().name);
-    return train_on(mpx::Cuda{});
-  }
-  const char* why_not_cuda = " (no CUDA device found)";
-#else
-  if (device == "cuda") {
-    throw mpx::error(
-        "--device cuda: this build has no CUDA (CMake found no CUDA toolkit when it was configured); "
-        "configure again with nvcc on PATH, or use --device cpu or auto");
-  }
-  const char* why_not_cuda = " (this build has no CUDA)";
-#endif  // MPX_HAS_CUDA
-  if (job.leader()) std::printf("device: cpu%s\n", device == "auto" ? why_not_cuda : "");
-  train_on(mpx::Host{});
-}
-// [device]
-
-// Loads the data and trains as `job`'s rank.
-void run_job(const Settings& settings, const Job& job) {
-  const auto data = mpx::data::load_fashion_mnist();
-  with_device(settings.device, job,
-              [&](auto device) { fashion_mnist::train_all<decltype(device)>(settings, job, data); });
 }
 
 }  // namespace
@@ -344,23 +223,15 @@ void run_job(const Settings& settings, const Job& job) {
 // [main]
 int main(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
-#if MPX_HAS_MPI
-  // Launched by mpirun (as torchrun launches a DDP script): one rank of a data-parallel job. An error
-  // on any rank ends the job with a message naming the rank.
-  if (mpx::dist::launched_by_mpirun()) {
-    return mpx::dist::run(argc, argv, [&](mpx::dist::Communicator& comm) {
-      if (comm.rank() == 0) std::printf("data parallel: %d ranks (mpirun)\n", comm.size());
-      run_job(settings, Job{.rank = comm.rank(), .size = comm.size(), .comm = &comm});
+  // Launched by mpirun (as torchrun launches a DDP script): one rank of a data-parallel job, and an
+  // error on any rank ends the job with a message naming the rank. Started by hand: a job of one.
+  return mpx::experiment::run_job(argc, argv, usage.program(), [&](const DataParallelJob& job) {
+    const auto data = mpx::data::load_fashion_mnist();
+    // The one place the program names a device: the GPU of this rank, or the CPU.
+    mpx::experiment::with_device(settings.device, job, [&](auto device) {
+      fashion_mnist::train_all<decltype(device)>(settings, job, data);
     });
-  }
-#endif  // MPX_HAS_MPI
-  try {
-    run_job(settings, Job{});
-  } catch (const mpx::error& e) {
-    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }
 // [main]
 #endif  // MPX_CUDA_COMPILER
