@@ -1,29 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
-# What linking mpx::mpi (data parallel over MPI, include/mpx/dist/) and mpx::nccl (its GPU form over
-# NCCL) means, in one place: mpx's own build (CMakeLists.txt) and the installed mpxConfig.cmake apply
-# it to their targets.
+# What linking mpx::mpi (data parallel over MPI, include/mpx/dist/) means, in one place: mpx's own
+# build (CMakeLists.txt) and the installed mpxConfig.cmake apply it to their targets. Its GPU form
+# over NCCL is mpx::nccl (cmake/mpxNcclTarget.cmake), which needs no MPI.
 include_guard(GLOBAL)
 
 # Needs MPI::MPI_CXX (find_package(MPI COMPONENTS CXX)) and mpx::mpx.
 function(mpx_mpi_target_usage target)
   target_link_libraries(${target} INTERFACE mpx::mpx MPI::MPI_CXX)
   target_compile_definitions(${target} INTERFACE MPX_HAS_MPI=1)
-endfunction()
-
-# Looks for NCCL beside the CUDA toolkit (it ships there with CUDA 13 on mpx's machines) or where
-# MPX_NCCL_ROOT / NCCL_ROOT point; sets MPX_NCCL_INCLUDE_DIR and MPX_NCCL_LIBRARY in the cache.
-function(mpx_find_nccl)
-  set(hints ${MPX_NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_ROOT})
-  find_path(MPX_NCCL_INCLUDE_DIR nccl.h HINTS ${hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include
-    DOC "Directory holding nccl.h")
-  find_library(MPX_NCCL_LIBRARY nccl HINTS ${hints} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64
-    DOC "The NCCL library (libnccl.so)")
-endfunction()
-
-# Needs mpx::cuda, mpx::mpi and mpx_find_nccl() to have found NCCL.
-function(mpx_nccl_target_usage target)
-  target_link_libraries(${target} INTERFACE mpx::cuda mpx::mpi ${MPX_NCCL_LIBRARY})
-  target_include_directories(${target} SYSTEM INTERFACE ${MPX_NCCL_INCLUDE_DIR})
-  target_compile_definitions(${target} INTERFACE MPX_HAS_NCCL=1)
 endfunction()

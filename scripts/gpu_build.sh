@@ -8,26 +8,35 @@
 # as fallbacks for an image that lacks them (scripts/gpu_session.sh puts them last on the library path). Release, sm_90, no -march=native (the device's CPU is another one), -lineinfo so
 # that compute-sanitizer names source lines. The CMake tree itself stays in build/gpu-tree.
 #
-# Usage: scripts/gpu_build.sh            (JOBS=N to change the 2 parallel jobs)
+# The device has no MPI, so the tree is configured without it (MPX_ENABLE_MPI=OFF: the example trains
+# alone) and no carried binary may need libmpi. NCCL stays: bin/mpx_nccl_smoke (tests/mpi/
+# nccl_smoke_test.cu) links libnccl.so.2, which is not carried (over 200 MB): the device has its own,
+# in the CUDA toolkit's lib or in pip's nvidia-nccl-cu13 (python3's site-packages/nvidia/nccl/lib),
+# and scripts/gpu_session.sh puts whichever it finds on the library path.
+#
+# Usage: scripts/gpu_build.sh            (JOBS=N to change the 2 parallel jobs; TARGETS="a b" to build
+#                                        and carry only those, e.g. TARGETS=mpx_nccl_smoke)
 # Then carry "build-gpu" and run scripts/gpu_session.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tree=build/gpu-tree
 carry=build-gpu
-targets=(mpx_cuda_tests gemm_cuda linear_cuda mlp_step_cuda fashion_mnist_step_cuda example_fashion_mnist)
+targets=(mpx_cuda_tests mpx_nccl_smoke gemm_cuda linear_cuda mlp_step_cuda fashion_mnist_step_cuda
+         example_fashion_mnist)
+if [[ -n "${TARGETS:-}" ]]; then read -r -a targets <<<"$TARGETS"; fi
 limit_bytes=$((60 * 1024 * 1024))  # the device tool carries 64 MiB with the working tree
 
 options=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DMPX_ENABLE_CUDA=ON
-         -DMPX_NATIVE_ARCH=OFF -DMPX_BUILD_TESTS=ON -DMPX_BUILD_BENCH=ON -DMPX_BUILD_EXAMPLES=ON
-         -DMPX_INSTALL=OFF "-DCMAKE_CUDA_FLAGS=-lineinfo")
-if command -v ninja >/dev/null; then options+=(-G Ninja); fi
+         -DMPX_ENABLE_MPI=OFF -DMPX_ENABLE_NCCL=ON -DMPX_NATIVE_ARCH=OFF -DMPX_BUILD_TESTS=ON
+         -DMPX_BUILD_BENCH=ON -DMPX_BUILD_EXAMPLES=ON -DMPX_INSTALL=OFF "-DCMAKE_CUDA_FLAGS=-lineinfo")
 if command -v ccache >/dev/null; then
   options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
 if [[ -f "$tree/CMakeCache.txt" ]]; then
-  cmake -S . -B "$tree" >/dev/null  # already configured: keep its generator, refresh the sources
+  cmake -S . -B "$tree" "${options[@]}" >/dev/null  # already configured: keep its generator
 else
+  if command -v ninja >/dev/null; then options+=(-G Ninja); fi
   cmake -S . -B "$tree" "${options[@]}"
 fi
 cmake --build "$tree" --parallel "${JOBS:-2}" --target "${targets[@]}"
@@ -44,6 +53,11 @@ for target in "${targets[@]}"; do
   strip --strip-unneeded -o "$carry/bin/$name" "$binary"
 done
 needed=$(for binary in "$carry"/bin/*; do ldd "$binary"; done)
+if grep -q "libmpi" <<<"$needed"; then
+  echo "gpu_build.sh: a carried binary needs libmpi, which the device does not have:" >&2
+  for binary in "$carry"/bin/*; do ldd "$binary" | grep -q libmpi && echo "  $binary" >&2; done
+  exit 1
+fi
 for library in libgomp.so.1 libz.so.1; do
   grep -q "$library" <<<"$needed" || continue
   path=$(ldconfig -p | awk -v name="$library" '$1 == name && /x86-64/ && !found {print $NF; found = 1}')

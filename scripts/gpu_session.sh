@@ -4,6 +4,10 @@
 # Runs ON a lent GPU machine, from the repository root, with build-gpu/ carried over (made here by
 # scripts/gpu_build.sh; the device has the CUDA 13 runtime, cuBLASLt and PyTorch, but no headers and
 # nothing to download). Stages, in order, each logged, each allowed to fail without stopping the rest:
+#   nccl       mpx_nccl_smoke: one rank joins NCCL from its own unique id (no MPI: the image has
+#              none) and trains through dist::NcclGradientSync, bit-identical to no sync; prints the
+#              NCCL version and file it ran with. On a failure it runs again with NCCL_DEBUG=INFO
+#              and NCCL_SOCKET_IFNAME=lo (bootstrap over loopback), that log kept
 #   tests      mpx_cuda_tests, one process per tag (its tests not run under an earlier tag), each with
 #              its own time limit, so a crash or a hang loses one tag; a failed tag holding GEMM tests
 #              runs again with CUBLASLT_LOG_LEVEL=2 and its cuBLASLt log kept
@@ -21,7 +25,7 @@
 #
 # The device tool stops a command after 600 s, so the stages come in two calls of at most 10 minutes
 # (each cut to --budget, default 540 s; a step that would start too late is reported as skipped):
-#   scripts/gpu_session.sh run1     tests memcheck racecheck example   (the default)
+#   scripts/gpu_session.sh run1     nccl tests memcheck racecheck example   (the default)
 #   scripts/gpu_session.sh run2     gemm linear mlp fashion: benchmarks and peers, --quick
 # By default the benchmarks and peers run with --quick (fewer repetitions; gemm and linear at 4096
 # only; torch.compile for bf16 only). With --full they use their default settings: run the stages
@@ -40,21 +44,21 @@ full=0
 dry_run=0
 budget=540
 stages=()
-usage="usage: scripts/gpu_session.sh [--full] [--dry-run] [--budget SECONDS] [run1 | run2 | all | bench | tests memcheck racecheck example gemm linear mlp fashion]"
+usage="usage: scripts/gpu_session.sh [--full] [--dry-run] [--budget SECONDS] [run1 | run2 | all | bench | nccl tests memcheck racecheck example gemm linear mlp fashion]"
 while (($#)); do
   case $1 in
     --full) full=1 ;;
     --dry-run) dry_run=1 ;;
     --budget) budget=$2; shift ;;
-    run1) stages+=(tests memcheck racecheck example) ;;
+    run1) stages+=(nccl tests memcheck racecheck example) ;;
     run2 | bench) stages+=(gemm linear mlp fashion) ;;
-    all) stages+=(tests memcheck racecheck example gemm linear mlp fashion) ;;
-    tests | example | memcheck | racecheck | gemm | linear | mlp | fashion) stages+=("$1") ;;
+    all) stages+=(nccl tests memcheck racecheck example gemm linear mlp fashion) ;;
+    nccl | tests | example | memcheck | racecheck | gemm | linear | mlp | fashion) stages+=("$1") ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
   shift
 done
-((${#stages[@]})) || stages=(tests memcheck racecheck example)
+((${#stages[@]})) || stages=(nccl tests memcheck racecheck example)
 # Sanitizers are 10-100x slower: a subset that covers the hand-written kernels (reductions with
 # shared memory, the unfused GEMM path, the optimizers, the graph of a step).
 # [large] marks the tests whose GEMMs are benchmark-sized: too slow under a sanitizer.
@@ -83,6 +87,27 @@ for library in libcudart.so.13 libcublasLt.so.13; do
     [[ -n "$found" ]] && library_dirs+=("$(dirname "$found")")
   fi
 done
+# libnccl.so.2, which bin/mpx_nccl_smoke needs and gpu_build.sh does not carry (over 200 MB): where the
+# loader's cache has none, the CUDA toolkit's lib directory, else pip's nvidia-nccl-cu13 (the NCCL
+# PyTorch loads) in python3's site-packages: nvidia/nccl/lib.
+nccl_dir=""
+if ! ldconfig -p | grep -q "libnccl.so.2"; then
+  for candidate in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+                   /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/lib /usr/local/cuda-13*/targets/x86_64-linux/lib; do
+    if [[ -e "$candidate/libnccl.so.2" ]]; then nccl_dir=$candidate; break; fi
+  done
+  if [[ -z "$nccl_dir" ]]; then
+    nccl_dir=$(python3 -c '
+import glob, os, site, sys
+roots = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
+for root in roots:
+    for found in glob.glob(os.path.join(root, "nvidia", "nccl", "lib", "libnccl.so.2")):
+        print(os.path.dirname(found))
+        raise SystemExit
+' 2>/dev/null)
+  fi
+  [[ -n "$nccl_dir" ]] && library_dirs+=("$nccl_dir")
+fi
 library_path=$(IFS=:; echo "${library_dirs[*]-}")
 export LD_LIBRARY_PATH="${library_path:+$library_path:}${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$root/build-gpu/lib"
 
@@ -148,7 +173,8 @@ else
     nvidia-smi
     echo "== libraries"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-    for binary in "$bin"/*; do echo "$binary:"; ldd "$binary" | grep -E "not found|cuda|cublas|gomp|libz" ; done
+    for binary in "$bin"/*; do echo "$binary:"; ldd "$binary" | grep -E "not found|cuda|cublas|nccl|mpi|gomp|libz" ; done
+    echo "libnccl.so.2: $(ldconfig -p | grep -q libnccl.so.2 && echo "in the loader's cache" || echo "${nccl_dir:-not found}")"
     echo "compute-sanitizer: ${sanitizer:-not found}"
     python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'
   } >"$logs/environment.log" 2>&1
@@ -191,8 +217,24 @@ run_tests_by_tag() {
   done
 }
 
+# nccl: the smoke binary, again with NCCL's own log when it fails (not when it skips).
+run_nccl_smoke() {
+  if [[ ! -x "$bin/mpx_nccl_smoke" ]]; then
+    echo "| nccl_smoke | **not found: $bin/mpx_nccl_smoke (run scripts/gpu_build.sh and carry build-gpu)** | 0 s | |" >>"$steps_table"
+    ((dry_run)) || failures=$((failures + 1))
+    return
+  fi
+  NCCL_DEBUG=${NCCL_DEBUG:-WARN} run_step nccl_smoke 120 "$bin/mpx_nccl_smoke"
+  if ((step_rc != 0 && step_rc != 77)); then
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,NET,ENV NCCL_SOCKET_IFNAME=lo \
+      run_step nccl_smoke.debug 120 "$bin/mpx_nccl_smoke"
+    failures=$((failures - (step_rc != 0 ? 1 : 0)))  # the rerun repeats a failure already counted
+  fi
+}
+
 for stage in "${stages[@]}"; do
   case $stage in
+    nccl) run_nccl_smoke ;;
     tests) run_tests_by_tag ;;
     example)
       example_settings=(--precision bf16 --epochs 1)

@@ -3,11 +3,16 @@
 #pragma once
 /// @file
 /// @brief `dist::NcclGradientSync`: data-parallel training on GPUs (one rank per GPU), the GPU form
-/// of `dist::MpiGradientSync` behind the same `GradientSync` interface. MPI launches the ranks,
-/// checks that they hold the same model and broadcasts NCCL's unique id; NCCL reduces the gradients
+/// of `dist::MpiGradientSync` behind the same `GradientSync` interface. NCCL reduces the gradients
 /// on a communication stream of its own, each bucket ordered after the backward kernels that
 /// finished it by an event, so that reduction overlaps the rest of backward; the training stream
 /// waits for all of it before the gradients are inspected. Nothing here waits on the host.
+///
+/// This header needs no MPI: the ranks join NCCL from a `dist::NcclBootstrap` (NCCL's unique id,
+/// shared by the caller, this rank and the number of ranks), as PyTorch's ProcessGroupNCCL joins
+/// from its store. With MPI (`mpx::mpi` linked, MPX_HAS_MPI=1) it also brings in
+/// mpx/dist/nccl_gradient_sync_mpi.cuh, the constructor from a `dist::Communicator`: MPI launches
+/// the ranks, checks that they hold the same model and broadcasts the unique id.
 ///
 /// Every rank gets the same bits: NCCL's ring and tree all-reduces sum each element along one chain
 /// and then broadcast that one result (ring: reduce-scatter, then all-gather; tree: reduce up, then
@@ -19,7 +24,6 @@
     "mpx/dist/nccl_gradient_sync.cuh holds CUDA code: compile this translation unit with nvcc (a .cu file) and link mpx::nccl"
 #endif  // !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
 
-#include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -33,9 +37,7 @@
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/nccl.cuh"
 #include "mpx/dist/buckets.hpp"
-#include "mpx/dist/communicator.hpp"
-#include "mpx/dist/model_signature.hpp"
-#include "mpx/dist/mpi_gradient_sync.hpp"
+#include "mpx/error.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -43,6 +45,17 @@
 #include "mpx/train/step_scalars.hpp"
 
 namespace mpx::dist {
+
+class Communicator;  // mpx/dist/communicator.hpp, with MPI
+
+/// @brief What one rank needs to join an NCCL job, as `ncclCommInitRank` takes it: NCCL's unique
+/// id, made once by one rank (`ncclGetUniqueId`) and handed to every rank by the caller's own means
+/// (a key-value store, a file, a socket, MPI), this rank and the number of ranks.
+struct NcclBootstrap {
+  ncclUniqueId id{};  ///< the same bytes on every rank
+  int rank = 0;       ///< this rank, 0 to `size - 1`
+  int size = 1;       ///< the number of ranks (one per GPU)
+};
 
 namespace detail {
 /// The loss sum over ranks becomes their mean, where the step's scalars live.
@@ -53,12 +66,14 @@ struct LossSumMean {
 }  // namespace detail
 
 /// @brief Averages `mpx::Trainer`'s gradients across ranks on their GPUs with NCCL; see the file
-/// comment. Construct it on every rank after the model (collective), with the device selected:
+/// comment. Construct it on every rank after the model (collective), with the rank's GPU selected,
+/// from an MPI `Communicator` (which checks that the ranks hold the same model):
 /// @code
 /// mpx::dist::NcclGradientSync sync(comm, model);
 /// mpx::Trainer trainer(model, loss, optimizer, sync);
 /// @endcode
-/// `SyncOptions::reduction` does not apply (NCCL always reduces with ncclAllReduce).
+/// or, without MPI, from an `NcclBootstrap` (see the constructor). After construction only NCCL is
+/// used. `SyncOptions::reduction` does not apply (NCCL always reduces with ncclAllReduce).
 /// @tparam Grad the gradients' element type (fp32, or fp64 under fp64).
 template <class Grad>
 class NcclGradientSync final : public GradientSync<Cuda, Grad> {
@@ -66,13 +81,24 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   /// @brief The gradient tensors the trainer hands over.
   using GradientList = typename GradientSync<Cuda, Grad>::GradientList;
 
-  /// @brief Checks that every rank holds the same model, joins the NCCL communicator (rank 0's
-  /// unique id, broadcast over `comm`) and plans the buckets.
+  /// @brief Joins the NCCL communicator that `bootstrap` names and plans the buckets; needs no MPI.
+  ///
+  /// Every rank constructs one (collective: NCCL waits for all `bootstrap.size` ranks), with its GPU
+  /// selected and the same model built. How the unique id reaches the ranks is the caller's
+  /// business, as with PyTorch's ProcessGroupNCCL and its store; nothing here compares the ranks'
+  /// models (the `Communicator` constructor does). A job of one rank has nothing to share:
+  /// @code
+  /// mpx::dist::NcclBootstrap bootstrap{.rank = 0, .size = 1};
+  /// ncclGetUniqueId(&bootstrap.id);  // with several ranks: rank 0 does this and sends the bytes
+  /// mpx::dist::NcclGradientSync sync(bootstrap, model);
+  /// mpx::Trainer trainer(model, loss, optimizer, sync);
+  /// @endcode
+  /// Throws `mpx::invalid_argument` unless 0 <= `bootstrap.rank` < `bootstrap.size` (before calling
+  /// NCCL), and `cuda::nccl_error` when NCCL fails.
   template <class Model>
-  NcclGradientSync(const Communicator& comm, Model& model, const SyncOptions& options = {})
-      : comm_(comm), options_(options), nccl_(share_unique_id(comm), comm.rank(), comm.size()) {
+  NcclGradientSync(const NcclBootstrap& bootstrap, Model& model, const SyncOptions& options = {})
+      : options_(options), nccl_(bootstrap.id, bootstrap.rank, bootstrap.size) {
     options_.validate();
-    detail::require_same_model(comm_, model_signature(model), "mpx::dist::NcclGradientSync");
     std::vector<std::int64_t> sizes;
     model.for_each_parameter([&](std::string_view, auto& parameter) {
       auto& gradient = parameter.grad();
@@ -93,6 +119,17 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
   }
+
+  /// @brief Joins NCCL from the ranks of an MPI communicator (collective over `comm`).
+  ///
+  /// Checks that every rank of `comm` holds the same model (throws `mpx::invalid_argument` naming
+  /// the ranks that differ), broadcasts rank 0's NCCL unique id over `comm`, then does what the
+  /// `NcclBootstrap` constructor does; `comm` is not used afterwards. Defined in
+  /// mpx/dist/nccl_gradient_sync_mpi.cuh, which this header includes when MPX_HAS_MPI is 1: link
+  /// `mpx::mpi` beside `mpx::nccl`.
+  template <class Model>
+  NcclGradientSync(const Communicator& comm, Model& model, const SyncOptions& options = {});
+
   /// @brief Releases the stream and events (after the work queued on them).
   ~NcclGradientSync() override {
     if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
@@ -144,7 +181,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     }
     follow_training_stream();
     while (next_launch_ < plans_.size()) launch(next_launch_++);
-    const int rank = comm_.rank();
+    const int rank = nccl_.rank();
     cuda::check_nccl(ncclGroupStart(), "ncclGroupStart", rank);
     cuda::check_nccl(ncclAllReduce(&scalars->loss_sum, &scalars->loss_sum, 1, ncclFloat64, ncclSum,
                                    nccl_.native(), stream_),
@@ -156,23 +193,16 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     MPX_CUDA_CHECK(cudaEventRecord(done_, stream_));
     const cudaStream_t training = cuda::detail::stream();
     MPX_CUDA_CHECK(cudaStreamWaitEvent(training, done_, 0));
-    const auto world = static_cast<Grad>(comm_.size());
+    const auto world = static_cast<Grad>(nccl_.size());
     for (Tensor<Grad, Cuda>* gradient : gradients_)
       cuda::divide(gradient->data(), gradient->numel(), world, training);
-    cuda::single_thread(detail::LossSumMean{static_cast<double>(comm_.size())}, scalars);
+    cuda::single_thread(detail::LossSumMean{static_cast<double>(nccl_.size())}, scalars);
   }
 
   /// @brief The buckets, in launch order.
   [[nodiscard]] const std::vector<Bucket>& buckets() const noexcept { return plans_; }
 
  private:
-  static ncclUniqueId share_unique_id(const Communicator& comm) {
-    ncclUniqueId id{};
-    if (comm.rank() == 0) cuda::check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", 0);
-    comm.check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm.native()), "MPI_Bcast (NCCL unique id)");
-    return id;
-  }
-
   // The communication stream waits for what the training stream has queued so far.
   void follow_training_stream() {
     MPX_CUDA_CHECK(cudaEventRecord(ready_, cuda::detail::stream()));
@@ -180,7 +210,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   }
 
   void launch(std::size_t b) {
-    const int rank = comm_.rank();
+    const int rank = nccl_.rank();
     cuda::check_nccl(ncclGroupStart(), "ncclGroupStart", rank);
     for (std::size_t t : plans_[b].tensors) {
       Tensor<Grad, Cuda>& gradient = *gradients_[t];
@@ -192,7 +222,6 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     cuda::check_nccl(ncclGroupEnd(), "ncclGroupEnd", rank);
   }
 
-  const Communicator& comm_;
   SyncOptions options_;
   cuda::NcclCommunicator nccl_;
   std::vector<Tensor<Grad, Cuda>*> gradients_;
@@ -209,6 +238,13 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
 
 /// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.
 template <class Model>
+NcclGradientSync(const NcclBootstrap&, Model&) -> NcclGradientSync<accumulate_t<typename Model::precision>>;
+/// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.
+template <class Model>
+NcclGradientSync(const NcclBootstrap&, Model&, const SyncOptions&)
+    -> NcclGradientSync<accumulate_t<typename Model::precision>>;
+/// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.
+template <class Model>
 NcclGradientSync(const Communicator&, Model&) -> NcclGradientSync<accumulate_t<typename Model::precision>>;
 /// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.
 template <class Model>
@@ -216,3 +252,8 @@ NcclGradientSync(const Communicator&, Model&, const SyncOptions&)
     -> NcclGradientSync<accumulate_t<typename Model::precision>>;
 
 }  // namespace mpx::dist
+
+// With MPI, the constructor from a Communicator (declared above) is defined there.
+#if MPX_HAS_MPI
+#include "mpx/dist/nccl_gradient_sync_mpi.cuh"
+#endif  // MPX_HAS_MPI

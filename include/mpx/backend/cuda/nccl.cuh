@@ -4,7 +4,8 @@
 /// @file
 /// @brief NCCL, the GPU's collectives: `cuda::NcclCommunicator` (ncclCommInitRank as an object),
 /// `cuda::check_nccl`, and `cuda::divide`, the kernel that turns a sum over ranks into a mean.
-/// Bootstrapping (sharing the unique id) is the caller's: mpx::dist broadcasts it over MPI.
+/// Bootstrapping (sharing the unique id) is the caller's: mpx::dist takes it from the caller
+/// (`dist::NcclBootstrap`) or broadcasts it over MPI.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
@@ -53,8 +54,13 @@ ncclDataType_t nccl_type() {
 /// shares (collective: every rank constructs its own with the same id).
 class NcclCommunicator {
  public:
-  /// @brief Joins the communicator of `size` ranks identified by `id` as rank `rank`.
+  /// @brief Joins the communicator of `size` ranks identified by `id` as rank `rank`; throws
+  /// `mpx::invalid_argument` (before any NCCL or CUDA call) unless 0 <= rank < size.
   NcclCommunicator(const ncclUniqueId& id, int rank, int size) : rank_(rank), size_(size) {
+    if (size < 1 || rank < 0 || rank >= size) {
+      throw invalid_argument(mpx::detail::concat("mpx::cuda::NcclCommunicator: rank ", rank, " of ", size,
+                                                 " ranks; expected size >= 1 and 0 <= rank < size"));
+    }
     check_nccl(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank", rank);
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
