@@ -128,8 +128,9 @@ struct DataParallelJob {
 /// CPU, `dist::NcclGradientSync` on GPUs, null when alone. Hand it to the `mpx::Trainer`
 /// constructor that takes one.
 ///
-/// NCCL's sync is a CUDA kernel user: a `Device = mpx::Cuda` job needs this called from a
-/// translation unit nvcc compiles in a build with NCCL; elsewhere a job of more than one rank on
+/// NCCL's sync is CUDA code: in a build with MPI, `make_gradient_sync<mpx::Cuda>` compiles only in a
+/// translation unit nvcc compiles (in a C++ one it would be a second definition that cannot make
+/// one, and the linker may keep either), and in a build without NCCL a job of more than one rank on
 /// GPUs throws `mpx::error` saying so.
 /// @tparam Device where the model lives (`mpx::Host` or `mpx::Cuda`).
 /// @tparam Model the model (its `precision` gives the gradients' type).
@@ -145,9 +146,14 @@ template <class Device, class Model>
     } else {
 #if MPX_CUDA_COMPILER && MPX_HAS_NCCL
       sync = std::make_unique<dist::NcclGradientSync<Grad>>(*job.comm, model);
-#else
+#elif MPX_CUDA_COMPILER
       throw error(mpx::detail::concat(
           job.program, ": data parallel on GPUs needs NCCL, which CMake did not find; use --device cpu"));
+#else
+      static_assert(
+          !std::is_same_v<Device, Device>,
+          "mpx::experiment::make_gradient_sync<mpx::Cuda>: call it from a translation unit that nvcc "
+          "compiles (a .cu file), where NCCL's sync is available");
 #endif  // MPX_CUDA_COMPILER && MPX_HAS_NCCL
     }
   }
