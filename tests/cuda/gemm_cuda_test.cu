@@ -17,6 +17,7 @@
 
 #include <mpx/cuda.hpp>
 
+#include "../support/relu_mask.hpp"
 #include "../support/tolerances.hpp"
 #include "support.hpp"
 
@@ -70,7 +71,7 @@ void check_case(const Case& c, std::mt19937& rng) {
   const auto bias = random_host<TD>(mpx::Shape{c.n}, rng);
   const auto aux0 = random_host<TD>(mpx::Shape{c.m, c.n}, rng, -2.0, 2.0);
   // The mask DRelu reads: the signs of aux0 as a forward pre-activation (ReluAuxBias overwrites it).
-  const auto mask0 = mpx_test::relu_mask_of(aux0);
+  const auto mask0 = mpx::test::relu_mask_of(aux0);
   const std::int64_t bias_grad_length = e == mpx::Epilogue::BGradA ? c.m : c.n;
 
   // CPU reference.

@@ -12,6 +12,7 @@
 #include <mpx/backend/cuda/memory.hpp>
 #include <mpx/mpx.hpp>
 
+#include "../support/relu_mask.hpp"
 #include "support.hpp"
 
 namespace {
@@ -55,7 +56,7 @@ TEST_CASE("host-compiled code runs cuda::gemm's unfused path", "[cuda][gemm]") {
     // sure to take the unfused path.
     const mpx::GemmConfig config{.epilogue = mpx::Epilogue::DReluBGrad};
     mpx::Tensor<S> d_cpu(mpx::Shape{m, n});
-    auto mask_cpu = mpx_test::relu_mask_of(pre);
+    auto mask_cpu = mpx::test::relu_mask_of(pre);
     mpx::Tensor<float> bias_grad_cpu(mpx::Shape{n});
     mpx::cpu::gemm<mpx::BFloat16>(a, b, d_cpu, config, {.relu_mask = &mask_cpu, .bias_grad = &bias_grad_cpu});
 

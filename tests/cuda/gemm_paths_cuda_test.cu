@@ -15,6 +15,7 @@
 
 #include <mpx/cuda.hpp>
 
+#include "../support/relu_mask.hpp"
 #include "../support/tolerances.hpp"
 #include "support.hpp"
 
@@ -117,7 +118,7 @@ TEST_CASE(
   const auto host_a = random_host<B>(mpx::Shape{64, 32}, rng);
   const auto host_b = random_host<B>(mpx::Shape{32, 48}, rng);
   const auto host_aux = random_host<B>(mpx::Shape{64, 48}, rng, -2.0, 2.0);
-  const auto host_mask = mpx_test::relu_mask_of(host_aux);
+  const auto host_mask = mpx::test::relu_mask_of(host_aux);
   const auto a2 = mpx::to_device(host_a);
   const auto b2 = mpx::to_device(host_b);
   auto aux2 = mpx::to_device(host_aux);

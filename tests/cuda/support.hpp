@@ -34,24 +34,6 @@ mpx::Tensor<T> random_host(const mpx::Shape& shape, std::mt19937& rng, double lo
   return t;
 }
 
-/// @brief The ReLU bit mask (backend/gemm_spec.hpp's layout) of the pre-activation `pre`: bit set
-/// where the element is positive, padding bits zero, as `mpx::cpu::gemm`'s ReluAuxBias writes it.
-template <mpx::Element T>
-mpx::Tensor<std::int32_t> relu_mask_of(const mpx::Tensor<T>& pre) {
-  const std::int64_t rows = pre.shape().rows();
-  const std::int64_t cols = pre.shape().cols();
-  const std::int64_t words = mpx::relu_mask_words(cols);
-  mpx::Tensor<std::int32_t> mask(mpx::relu_mask_shape(pre.shape()));
-  for (std::int64_t row = 0; row < rows; ++row) {
-    for (std::int64_t col = 0; col < cols; ++col) {
-      if (to_double(pre[row * cols + col]) > 0.0) {
-        mask[row * words + col / 32] |= static_cast<std::int32_t>(1u << (col % 32));
-      }
-    }
-  }
-  return mask;
-}
-
 /// @brief Whether two elements have the same bits, or are both NaN (whose payloads may differ).
 template <class T>
 bool same_bits_or_both_nan(T a, T b) {

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../support/relu_mask.hpp"
 #include "../support/tolerances.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/gemm_spec.hpp"
@@ -298,14 +299,7 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
   // aux read by DGelu, and the sign bits of DRelu's mask: a forward pre-activation, both signs and
   // well into gelu's curve.
   auto aux = random_tensor<TD>(Shape{m, n}, rng, -3.0, 3.0);
-  Tensor<std::int32_t> relu_mask(mpx::relu_mask_shape(Shape{m, n}));
-  for (std::int64_t row = 0; row < m; ++row) {
-    for (std::int64_t col = 0; col < n; ++col) {
-      if (static_cast<double>(aux[row * n + col]) > 0.0) {
-        relu_mask[row * mpx::relu_mask_words(n) + col / 32] |= static_cast<std::int32_t>(1u << (col % 32));
-      }
-    }
-  }
+  Tensor<std::int32_t> relu_mask = mpx::test::relu_mask_of(aux);
   // bias_grad starts as garbage: the epilogue must overwrite it, not add to it.
   Tensor<Acc> bias_grad(Shape{e == Epilogue::BGradA ? m : n});
   bias_grad.fill(static_cast<Acc>(1234.5));

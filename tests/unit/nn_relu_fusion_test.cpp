@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/error_matchers.hpp"
+#include "../support/gradient_check.hpp"
 
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/error.hpp"
@@ -37,12 +38,10 @@ using mpx::GemmConfig;
 using mpx::Shape;
 using mpx::Tensor;
 
-Tensor<float> uniform_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f) {
+// Uniform on [-1, 1) from the stream `seed`.
+Tensor<float> uniform_tensor(const Shape& shape, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> distribution(low, high);
-  Tensor<float> tensor(shape);
-  for (float& value : tensor.values()) value = distribution(rng);
-  return tensor;
+  return mpx::test::uniform_tensor<float>(shape, rng, -1.0, 1.0);
 }
 
 TEST_CASE("ReluAuxBias writes relu(t + bias) and a bit mask of t + bias > 0 with zero padding",

@@ -20,8 +20,8 @@
 /// ReLU's backward reads a bit mask rather than a matrix, as cuBLASLt's RELU_AUX_BIAS and DRELU_BGRAD
 /// do: one bit per element of D, set where the pre-activation is positive, rows (our rows of D,
 /// cuBLASLt's columns) `relu_mask_words(N)` 32-bit words apart, bit c of a row in word c / 32 at
-/// position c % 32 (the padding bits after column N - 1 are unspecified). A layer keeps N / 8 bytes
-/// per row for its ReLU's backward instead of its N-element output.
+/// position c % 32 (the padding bits after column N - 1 are unspecified). A layer keeps
+/// `relu_mask_words(N)` * 4 bytes per row (N / 8, N rounded up to 128) for its ReLU's backward.
 
 #include <cmath>
 #include <cstdint>
