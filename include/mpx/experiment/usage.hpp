@@ -13,6 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "mpx/error.hpp"
+
 namespace mpx::experiment {
 
 /// @brief A program's name and option synopsis, and the checks of an argument parser that end the
@@ -62,8 +64,10 @@ class Usage {
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
     if (end == value.c_str() || *end != '\0' || !(v >= low && v <= high)) {
-      fail(option + " " + value + ": expected a number in [" + std::to_string(low) + ", " +
-           std::to_string(high) + "]");
+      // The bounds as exact_text writes them ("1e-12", "60000"), not std::to_string's six decimals,
+      // which would print a lower bound of 1e-12 as 0.000000.
+      fail(option + " " + value + ": expected a number in [" + mpx::detail::exact_text(low) + ", " +
+           mpx::detail::exact_text(high) + "]");
     }
     return v;
   }
