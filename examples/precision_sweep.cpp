@@ -6,7 +6,6 @@
 #include <boost/hana/tuple.hpp>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <numbers>
 #include <string>
@@ -16,6 +15,7 @@
 #include <mpx/experiment/models.hpp>
 #include <mpx/experiment/records.hpp>
 #include <mpx/experiment/sweep.hpp>
+#include <mpx/experiment/usage.hpp>
 #include <mpx/mpx.hpp>
 
 namespace {
@@ -117,34 +117,30 @@ Run train(const Settings& s, const mpx::data::Dataset& train_set, const mpx::dat
   return run;
 }
 
+// Errors in the arguments print the message and this usage line, and exit with code 2.
+const ex::Usage usage("precision_sweep", "[--epochs N] [--train-samples N] [--lr X] [--seed N] [--out DIR]");
+
 Settings parse(int argc, char** argv) {
   Settings s;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string option = argv[i], value = argv[i + 1];
-    char* end = nullptr;
-    double number = std::strtod(value.c_str(), &end);
-    if (end == value.c_str() || *end != '\0') number = -1;  // not a number: no option accepts it
-    if (option == "--epochs" && number >= 1) {
-      s.epochs = int(number);
-    } else if (option == "--train-samples" && number >= 1 && number <= 60000) {
-      s.train_samples = std::int64_t(number);
-    } else if (option == "--lr" && number > 0) {
-      s.lr = number;
-    } else if (option == "--seed" && number >= 0 && number == std::floor(number)) {
-      s.seed = std::uint64_t(number);
+  for (int i = 1; i < argc; ++i) {
+    const std::string option = argv[i];
+    const std::string value = usage.value_after(argc, argv, i);
+    const auto number = [&](double low, double high) { return usage.number(option, value, low, high); };
+    if (option == "--epochs") {
+      s.epochs = int(number(1, 1000));
+    } else if (option == "--train-samples") {
+      s.train_samples = std::int64_t(number(1, 60000));
+    } else if (option == "--lr") {
+      s.lr = number(1e-12, 10);
+    } else if (option == "--seed") {
+      const double seed = number(0, 9007199254740992.0);
+      if (seed != std::floor(seed)) usage.fail(option + " " + value + ": expected a whole number");
+      s.seed = std::uint64_t(seed);
     } else if (option == "--out") {
       s.out = value;
     } else {
-      std::fprintf(stderr,
-                   "precision_sweep: bad option %s %s\nusage: precision_sweep [--epochs N >= 1] "
-                   "[--train-samples 1..60000] [--lr X > 0] [--seed N] [--out DIR]\n",
-                   option.c_str(), value.c_str());
-      std::exit(2);
+      usage.fail("unknown option " + option);
     }
-  }
-  if (argc % 2 == 0) {
-    std::fprintf(stderr, "precision_sweep: option %s needs a value\n", argv[argc - 1]);
-    std::exit(2);
   }
   return s;
 }
@@ -172,7 +168,7 @@ int main(int argc, char** argv) {
     std::printf("\n%s\nwritten: %s/{runs.csv,runs.json,runs.md,curves.csv}\n", table.c_str(),
                 settings.out.c_str());
   } catch (const std::exception& e) {  // mpx::error, and std::filesystem errors for --out
-    std::fprintf(stderr, "precision_sweep: %s\n", e.what());
+    std::fprintf(stderr, "%s: %s\n", usage.program().c_str(), e.what());
     return 1;
   }
   return 0;
