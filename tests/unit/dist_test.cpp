@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
-// The parts of data parallelism that need no MPI, in one process: the bucket plan, the fixed-order
-// average, the model signature, the batcher's shards, Sequential's per-layer backward report, and
-// how mpx::Trainer calls a GradientSync. The multi-rank tests are in tests/mpi/.
+// The parts of data parallelism that need no MPI, in one process: the bucket plan and schedule, the
+// fixed-order average, the model signature and its comparison, the batcher's shards, Sequential's per-layer
+// backward report, and how mpx::Trainer calls a GradientSync. The multi-rank tests are in tests/mpi/.
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <mpx/dist/bucket_schedule.hpp>
 #include <mpx/dist/buckets.hpp>
 #include <mpx/dist/model_signature.hpp>
 #include <mpx/mpx.hpp>
@@ -50,6 +51,68 @@ TEST_CASE("plan_buckets groups gradients last to first, up to the bucket size", 
                     Contains("bucket_bytes = 2147483648"));
 }
 
+TEST_CASE("BucketSchedule hands out buckets in order, once all their gradients are final", "[dist]") {
+  // Gradients of 100, 10, 40, 40, 5, 300 elements: buckets {5}, {4, 3, 2}, {1}, {0} (as above).
+  std::vector<mpx::Tensor<float>> storage;
+  for (std::int64_t size : {100, 10, 40, 40, 5, 300}) storage.emplace_back(mpx::Shape{size});
+  std::vector<mpx::Tensor<float>*> gradients;
+  for (auto& tensor : storage) gradients.push_back(&tensor);
+  mpx::dist::BucketSchedule<mpx::Tensor<float>> schedule(gradients, 90, "test sync");
+  REQUIRE(schedule.buckets().size() == 4);
+  CHECK(schedule.gradients() == gradients);
+  const auto report = [&](std::initializer_list<std::size_t> indices) {
+    std::vector<mpx::Tensor<float>*> final_gradients;
+    for (std::size_t i : indices) final_gradients.push_back(gradients[i]);
+    schedule.report(final_gradients);
+  };
+  const auto take_ready = [&] {
+    std::vector<std::size_t> taken;
+    while (schedule.next_ready()) taken.push_back(schedule.take_next());
+    return taken;
+  };
+
+  for (int backward = 0; backward < 2; ++backward) {  // begin() resets everything
+    schedule.begin();
+    CHECK(take_ready().empty());
+    report({2, 3});  // bucket 1 is still missing gradient 4, and bucket 0 comes first anyway
+    CHECK(take_ready().empty());
+    report({0});  // bucket 3 complete, but it waits for buckets 0 to 2
+    CHECK(take_ready().empty());
+    report({5});
+    CHECK(take_ready() == std::vector<std::size_t>{0});
+    report({4});
+    CHECK(take_ready() == std::vector<std::size_t>{1});
+    CHECK_FALSE(schedule.all_taken());
+    report({1});
+    CHECK(take_ready() == std::vector<std::size_t>{2, 3});
+    CHECK(schedule.all_taken());
+  }
+
+  // After backward the rest go, ready or not.
+  schedule.begin();
+  report({5});
+  std::vector<std::size_t> taken = take_ready();
+  while (!schedule.all_taken()) taken.push_back(schedule.take_next());
+  CHECK(taken == std::vector<std::size_t>{0, 1, 2, 3});
+
+  schedule.begin();
+  report({1});
+  CHECK_THROWS_WITH(report({1}), Contains("test sync: gradient 1 was reported final twice in one backward"));
+  mpx::Tensor<float> stranger(mpx::Shape{3});
+  std::vector<mpx::Tensor<float>*> strangers{&stranger};
+  CHECK_THROWS_WITH(schedule.report(strangers),
+                    Contains("test sync: a gradient reported final is not one of"));
+
+  CHECK_NOTHROW(schedule.require_same_gradients(gradients));
+  CHECK_THROWS_WITH(schedule.require_same_gradients(strangers),
+                    Contains("test sync: the trainer's 1 gradients are not the 6 this sync was built for"));
+  std::vector<mpx::Tensor<float>*> reordered = gradients;
+  std::swap(reordered[0], reordered[1]);
+  CHECK_THROWS_WITH(schedule.require_same_gradients(reordered), Contains("are not the 6"));
+  CHECK_THROWS_WITH((mpx::dist::SyncOptions{.timeout = std::chrono::milliseconds(-1)}.validate()),
+                    Contains("timeout = -1 ms is invalid"));
+}
+
 TEST_CASE("average_in_rank_order sums in rank order then divides once, and propagates inf/NaN", "[dist]") {
   // 1 + 2^-24 + 2^-24: in rank order each tiny addend is lost (round to even); summed the other way
   // round they would add up to 2^-23 and survive. The order is the one written.
@@ -79,6 +142,28 @@ TEST_CASE("model_signature tells models apart by names, shapes and element sizes
   // Same names and shapes; the master weights are fp32 in both, so only the compute type differs,
   // and ranks with different compute precisions still average fp32 gradients correctly.
   CHECK(mpx::dist::model_signature(fp32) == sa);
+}
+
+TEST_CASE("require_same_model names every rank whose signature differs from rank 0's", "[dist]") {
+  auto a = make_model();
+  auto wider = make_model(16);
+  const mpx::dist::ModelSignature same = mpx::dist::model_signature(a);
+  const mpx::dist::ModelSignature other = mpx::dist::model_signature(wider);
+  const std::vector<mpx::dist::ModelSignature> agree{same, same, same};
+  CHECK_NOTHROW(mpx::dist::require_same_model(agree, "here"));
+  CHECK_NOTHROW(mpx::dist::require_same_model(std::span<const mpx::dist::ModelSignature>{}, "here"));
+  const std::vector<mpx::dist::ModelSignature> disagree{same, other, same, other};
+  try {
+    mpx::dist::require_same_model(disagree, "here");
+    FAIL("no exception");
+  } catch (const mpx::invalid_argument& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Contains("here: the ranks hold different models: rank 0 has 6 parameter tensors of " +
+                                 std::to_string(same.scalars) + " scalars"));
+    CHECK_THAT(message, Contains("; rank 1 has 6 parameter tensors of " + std::to_string(other.scalars)));
+    CHECK_THAT(message, Contains("; rank 3 has"));
+    CHECK_THAT(message, !Contains("rank 2"));
+  }
 }
 
 TEST_CASE("A sharded batcher deals disjoint slices of the global batch and counts global positions",

@@ -6,6 +6,7 @@
 /// reduction mpx trusts to give every rank the same bits (`average_in_rank_order`). Plain functions,
 /// no MPI: the MPI and NCCL gradient syncs use them, and the unit tests check them alone.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -32,7 +33,7 @@ enum class Reduction {
   mpi_allreduce,
 };
 
-/// @brief How a gradient sync (MPI or NCCL) groups and reduces gradients.
+/// @brief How a gradient sync (MPI or NCCL) groups and reduces gradients; the same on every rank.
 struct SyncOptions {
   /// @brief Bytes of gradient per bucket (PyTorch DDP uses 25 MiB; smaller buckets start
   /// communicating earlier in backward, larger ones pay less per-call overhead).
@@ -47,9 +48,20 @@ struct SyncOptions {
   /// progresses only when backward reports a layer. Needs MPI at MPI_THREAD_SERIALIZED or more
   /// (what `dist::Environment` asks for); costs some of a core while a step communicates.
   bool progress_thread = false;
+  /// @brief MPI only: how long a rank waits in a step's gradient exchange for the other ranks
+  /// before it throws `dist::timeout_error` naming the ranks that never reached it (a rank that
+  /// hangs without dying: a dead one ends the job through mpirun at once). The default is PyTorch's
+  /// for NCCL process groups, ten minutes. Zero waits forever and saves the arrival messages that
+  /// name the late ranks (two empty messages per pair of ranks per step).
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);
 
-  /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `bucket_bytes` < 2^31.
+  /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `bucket_bytes` < 2^31 and
+  /// `timeout` >= 0.
   void validate() const {
+    if (timeout.count() < 0) {
+      throw invalid_argument(mpx::detail::concat("mpx::dist::SyncOptions: timeout = ", timeout.count(),
+                                                 " ms is invalid; expected >= 0 (0: wait forever)"));
+    }
     if (bucket_bytes < 1 || bucket_bytes >= (std::int64_t{1} << 31)) {
       throw invalid_argument(mpx::detail::concat("mpx::dist::SyncOptions: bucket_bytes = ", bucket_bytes,
                                                  " is invalid; expected 1 <= bucket_bytes < 2^31"));

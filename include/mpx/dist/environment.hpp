@@ -21,6 +21,13 @@ class mpi_error : public error {
   using error::error;
 };
 
+/// @brief Ranks that stopped meeting: a collective that did not complete within its timeout
+/// (`SyncOptions::timeout`); the message names the ranks that never reached it.
+class timeout_error : public mpi_error {
+ public:
+  using mpi_error::mpi_error;
+};
+
 /// @brief Throws `mpi_error` naming `call` and `rank` unless `code` is `MPI_SUCCESS`. The
 /// communicators mpx creates return errors (MPI_ERRORS_RETURN) instead of aborting, so every
 /// failure reaches the caller as an exception with its place.

@@ -7,7 +7,12 @@
 /// model fails at once with a clear message instead of reducing mismatched buffers.
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
+#include <type_traits>
+
+#include "mpx/error.hpp"
 
 namespace mpx::dist {
 
@@ -20,6 +25,8 @@ struct ModelSignature {
   /// @brief Equal in all three fields.
   friend bool operator==(const ModelSignature&, const ModelSignature&) = default;
 };
+// Ranks exchange signatures as plain bytes (MPI_BYTE, ncclUint8).
+static_assert(std::is_trivially_copyable_v<ModelSignature> && sizeof(ModelSignature) == 24);
 
 namespace detail {
 // FNV-1a, 64-bit: a fixed, portable hash (std::hash may differ between builds).
@@ -54,6 +61,29 @@ template <class Model>
     signature.scalars += shape.numel();
   });
   return signature;
+}
+
+/// @brief Throws `mpx::invalid_argument` unless every rank's signature (`signatures[r]` from rank
+/// r, gathered by the caller's collective) equals rank 0's; the message names each rank that
+/// differs and what it holds. `where` names the caller. Every rank that calls it on the same
+/// gathered list decides the same.
+inline void require_same_model(std::span<const ModelSignature> signatures, std::string_view where) {
+  if (signatures.empty()) return;
+  const ModelSignature& first = signatures[0];
+  std::string differing;
+  for (std::size_t r = 1; r < signatures.size(); ++r) {
+    const ModelSignature& theirs = signatures[r];
+    if (theirs == first) continue;
+    differing.append(mpx::detail::concat(differing.empty() ? "" : "; ", "rank ", r, " has ",
+                                         theirs.parameters, " parameter tensors of ", theirs.scalars,
+                                         " scalars (signature ", theirs.hash, ")"));
+  }
+  if (!differing.empty()) {
+    throw invalid_argument(mpx::detail::concat(
+        where, ": the ranks hold different models: rank 0 has ", first.parameters, " parameter tensors of ",
+        first.scalars, " scalars (signature ", first.hash, "); ", differing,
+        ". Every rank must build the same model (same layers, sizes and precisions)"));
+  }
 }
 
 }  // namespace mpx::dist

@@ -21,9 +21,9 @@
 #include <string_view>
 #include <thread>
 #include <type_traits>
-#include <unordered_map>
 #include <vector>
 
+#include "mpx/dist/bucket_schedule.hpp"
 #include "mpx/dist/buckets.hpp"
 #include "mpx/dist/communicator.hpp"
 #include "mpx/dist/model_signature.hpp"
@@ -47,28 +47,13 @@ MPI_Datatype mpi_type() {
   }
 }
 
-// Compares every rank's model signature with rank 0's; throws naming the ranks that differ.
-inline void require_same_model(const Communicator& comm, const ModelSignature& mine, const char* where) {
-  const std::uint64_t local[3] = {mine.hash, static_cast<std::uint64_t>(mine.parameters),
-                                  static_cast<std::uint64_t>(mine.scalars)};
-  std::vector<std::uint64_t> all(3 * static_cast<std::size_t>(comm.size()));
-  comm.check(MPI_Allgather(local, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, comm.native()),
+// Gathers every rank's model signature and compares them (dist::require_same_model): collective.
+inline void require_same_model_across(const Communicator& comm, const ModelSignature& mine,
+                                      std::string_view where) {
+  std::vector<ModelSignature> all(static_cast<std::size_t>(comm.size()));
+  comm.check(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm.native()),
              "MPI_Allgather (model signature)");
-  std::string differing;
-  for (int r = 1; r < comm.size(); ++r) {
-    const std::uint64_t* theirs = all.data() + 3 * r;
-    if (theirs[0] != all[0] || theirs[1] != all[1] || theirs[2] != all[2]) {
-      differing.append(mpx::detail::concat(differing.empty() ? "" : "; ", "rank ", r, " has ", theirs[1],
-                                           " parameter tensors of ", theirs[2], " scalars (signature ",
-                                           theirs[0], ")"));
-    }
-  }
-  if (!differing.empty()) {
-    throw invalid_argument(mpx::detail::concat(
-        where, ": the ranks hold different models: rank 0 has ", all[1], " parameter tensors of ", all[2],
-        " scalars (signature ", all[0], "); ", differing,
-        ". Every rank must build the same model (same layers, sizes and precisions)"));
-  }
+  dist::require_same_model(all, where);
 }
 }  // namespace detail
 
@@ -92,34 +77,22 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   /// same model (throws `mpx::invalid_argument` naming the ranks that differ).
   template <class Model>
   MpiGradientSync(const Communicator& comm, Model& model, const SyncOptions& options = {})
-      : comm_(comm), options_(options) {
-    options_.validate();
-    detail::require_same_model(comm_, model_signature(model), "mpx::dist::MpiGradientSync");
-    std::vector<std::int64_t> sizes;
-    model.for_each_parameter([&](std::string_view, auto& parameter) {
-      auto& gradient = parameter.grad();
-      static_assert(std::is_same_v<std::remove_cvref_t<decltype(gradient)>, Tensor<Grad, Host>>,
-                    "mpx::dist::MpiGradientSync<Grad>: Grad must be the model's gradient type");
-      index_.emplace(&gradient, gradients_.size());
-      gradients_.push_back(&gradient);
-      sizes.push_back(gradient.numel());
-    });
-    const auto bucket_elements =
-        std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)});
-    for (Bucket& plan : plan_buckets(sizes, bucket_elements)) {
+      : comm_(comm),
+        options_(validated(options)),
+        schedule_(model_gradients<Tensor<Grad, Host>>(model),
+                  std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}), owner) {
+    detail::require_same_model_across(comm_, model_signature(model), owner);
+    for (const Bucket& plan : schedule_.buckets()) {
       if (plan.elements > std::int64_t{0x7fffffff}) {
-        throw invalid_argument(mpx::detail::concat("mpx::dist::MpiGradientSync: a gradient of ",
-                                                   plan.elements,
+        throw invalid_argument(mpx::detail::concat(owner, ": a gradient of ", plan.elements,
                                                    " elements is larger than one MPI message (2^31 - 1)"));
       }
-      BucketState state;
-      state.plan = std::move(plan);
-      buckets_.push_back(std::move(state));
     }
-    bucket_of_.resize(gradients_.size());
-    for (std::size_t b = 0; b < buckets_.size(); ++b)
-      for (std::size_t t : buckets_[b].plan.tensors) bucket_of_[t] = b;
-    reported_.assign(gradients_.size(), 0);
+    buckets_.resize(schedule_.buckets().size());
+    // Collective on every rank, whatever its options, so that no rank's construction hangs.
+    comm_.check(MPI_Comm_dup(comm_.native(), &arrivals_comm_), "MPI_Comm_dup (arrivals)");
+    comm_.check(MPI_Comm_set_errhandler(arrivals_comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    arrivals_.resize(2 * static_cast<std::size_t>(comm_.size()), MPI_REQUEST_NULL);
     if (options_.progress_thread) {
       int level = MPI_THREAD_SINGLE;
       comm_.check(MPI_Query_thread(&level), "MPI_Query_thread");
@@ -149,57 +122,45 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       return bucket.request != MPI_REQUEST_NULL;
     });
     if (in_flight) new std::vector<BucketState>(std::move(buckets_));  // deliberately never freed
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized == 0 && arrivals_comm_ != MPI_COMM_NULL) MPI_Comm_free(&arrivals_comm_);
   }
 
   /// @brief Forgets the last step's reports: every bucket waits for its gradients again.
   void begin_backward() override {
-    for (BucketState& bucket : buckets_) {
+    for (const BucketState& bucket : buckets_) {
       if (bucket.request != MPI_REQUEST_NULL) {
-        throw error(
-            "mpx::dist::MpiGradientSync: a bucket's reduction is still in flight at the start of a "
-            "backward; the previous step did not finish");
+        throw error(mpx::detail::concat(owner,
+                                        ": a bucket's reduction is still in flight at the start of a "
+                                        "backward; the previous step did not finish"));
       }
-      bucket.pending = bucket.plan.tensors.size();
     }
-    std::fill(reported_.begin(), reported_.end(), 0);
-    next_launch_ = 0;
+    schedule_.begin();
   }
 
   /// @brief Marks `gradients` final and starts the reduction of every bucket, in bucket order, whose
   /// gradients are all final (the order is the same on every rank, as MPI's collectives need).
   void gradients_final(GradientList gradients) override {
-    for (Tensor<Grad, Host>* gradient : gradients) {
-      const std::size_t t = index_of(gradient);
-      if (reported_[t] != 0) {
-        throw error(mpx::detail::concat("mpx::dist::MpiGradientSync: gradient ", t,
-                                        " was reported final twice in one backward"));
-      }
-      reported_[t] = 1;
-      --buckets_[bucket_of_[t]].pending;
-    }
+    schedule_.report(gradients);
     if (!options_.overlap) return;
-    while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) launch(next_launch_++);
+    while (schedule_.next_ready()) launch(schedule_.take_next());
     if (!options_.progress_thread) progress();
   }
 
   /// @brief Starts the buckets not started yet, reduces the step's flags, waits for everything and
   /// writes the averaged gradients back.
   void finish(GradientList gradients, StepScalars* scalars) override {
-    if (gradients.size() != gradients_.size() ||
-        !std::equal(gradients.begin(), gradients.end(), gradients_.begin())) {
-      throw error(
-          mpx::detail::concat("mpx::dist::MpiGradientSync: the trainer's ", gradients.size(),
-                              " gradients are not the ", gradients_.size(),
-                              " this sync was built for; build the sync from the model the trainer trains, "
-                              "after the model is in place (it must not move afterwards)"));
-    }
-    while (next_launch_ < buckets_.size()) launch(next_launch_++);
+    schedule_.require_same_gradients(gradients);
+    ++exchanges_;
+    while (!schedule_.all_taken()) launch(schedule_.take_next());
     // From here the training thread makes the MPI calls; the progress thread waits for the next step.
     std::unique_lock lock(mpi_mutex_, std::defer_lock);
     if (options_.progress_thread) {
       lock.lock();
       communicating_ = false;
     }
+    if (options_.timeout.count() > 0) announce_arrival();
     // The step's own flags: each rank's loss sum and its non-finite-input flag. Gathered, then combined
     // in rank order, so the loss every rank reports is the same global mean.
     const double local[2] = {scalars->loss_sum, static_cast<double>(scalars->inputs_nonfinite)};
@@ -209,11 +170,9 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
         MPI_Iallgather(local, 2, MPI_DOUBLE, flags_.data(), 2, MPI_DOUBLE, comm_.native(), &flags_request),
         "MPI_Iallgather (step flags)");
     const auto start = std::chrono::steady_clock::now();
-    comm_.check(MPI_Wait(&flags_request, MPI_STATUS_IGNORE), "MPI_Wait (step flags)");
-    for (BucketState& bucket : buckets_)
-      comm_.check(MPI_Wait(&bucket.request, MPI_STATUS_IGNORE), "MPI_Wait");
+    wait_for_everything(flags_request, start);
     last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (BucketState& bucket : buckets_) unpack(bucket);
+    for (std::size_t b = 0; b < buckets_.size(); ++b) unpack(b);
     double loss_sum = flags_[0];
     int inputs_nonfinite = flags_[1] != 0.0 ? 1 : 0;
     for (int r = 1; r < comm_.size(); ++r) {
@@ -225,11 +184,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   }
 
   /// @brief The buckets, in launch order.
-  [[nodiscard]] std::vector<Bucket> buckets() const {
-    std::vector<Bucket> plans;
-    for (const BucketState& bucket : buckets_) plans.push_back(bucket.plan);
-    return plans;
-  }
+  [[nodiscard]] const std::vector<Bucket>& buckets() const noexcept { return schedule_.buckets(); }
   /// @brief Seconds the last `finish` waited for communication after backward: what overlap did not
   /// hide.
   [[nodiscard]] double last_wait_seconds() const noexcept { return last_wait_seconds_; }
@@ -237,41 +192,37 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   [[nodiscard]] const SyncOptions& options() const noexcept { return options_; }
 
  private:
+  static constexpr std::string_view owner = "mpx::dist::MpiGradientSync";
+
   struct BucketState {
-    Bucket plan;
     std::vector<Grad> send;     // this rank's gradients, packed (fixed_order only)
     std::vector<Grad> receive;  // every rank's (fixed_order) or the sum (mpi_allreduce)
     MPI_Request request = MPI_REQUEST_NULL;
-    std::size_t pending = 0;  // gradients not yet final in this backward
   };
 
-  std::size_t index_of(const Tensor<Grad, Host>* gradient) const {
-    const auto found = index_.find(gradient);
-    if (found == index_.end()) {
-      throw error(
-          "mpx::dist::MpiGradientSync: a gradient reported final is not one of the model's this sync "
-          "was built for");
-    }
-    return found->second;
+  static SyncOptions validated(const SyncOptions& options) {
+    options.validate();
+    return options;
   }
 
   void launch(std::size_t b) {
     std::unique_lock lock(mpi_mutex_, std::defer_lock);
     if (options_.progress_thread) lock.lock();
     BucketState& bucket = buckets_[b];
-    const auto n = static_cast<std::size_t>(bucket.plan.elements);
+    const Bucket& plan = schedule_.buckets()[b];
+    const auto n = static_cast<std::size_t>(plan.elements);
     const bool gather = options_.reduction == Reduction::fixed_order;
     std::vector<Grad>& packed = gather ? bucket.send : bucket.receive;
     packed.resize(n);
     std::size_t offset = 0;
-    for (std::size_t t : bucket.plan.tensors) {
-      const Tensor<Grad, Host>& gradient = *gradients_[t];
+    for (std::size_t t : plan.tensors) {
+      const Tensor<Grad, Host>& gradient = *schedule_.gradients()[t];
       const auto size = static_cast<std::size_t>(gradient.numel());
       std::memcpy(packed.data() + offset, gradient.data(), size * sizeof(Grad));
       offset += size;
     }
     if (offset != n) {
-      throw error(mpx::detail::concat("mpx::dist::MpiGradientSync: bucket ", b, " holds ", offset,
+      throw error(mpx::detail::concat(owner, ": bucket ", b, " holds ", offset,
                                       " gradient elements; its plan has ", n));
     }
     const int count = static_cast<int>(n);
@@ -312,6 +263,72 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     }
   }
 
+  // With a timeout: tells every other rank that this one has reached this exchange, and listens for
+  // theirs (empty messages on a communicator of their own). When the exchange times out, the
+  // receives that have not completed name the ranks that never came.
+  void announce_arrival() {
+    const int world = comm_.size();
+    for (int r = 0; r < world; ++r) {
+      if (r == comm_.rank()) continue;
+      comm_.check(
+          MPI_Irecv(nullptr, 0, MPI_BYTE, r, 0, arrivals_comm_, &arrivals_[static_cast<std::size_t>(r)]),
+          "MPI_Irecv (arrival)");
+      comm_.check(MPI_Isend(nullptr, 0, MPI_BYTE, r, 0, arrivals_comm_,
+                            &arrivals_[static_cast<std::size_t>(world + r)]),
+                  "MPI_Isend (arrival)");
+    }
+  }
+
+  // Waits for the step flags, every bucket and the arrival messages. Without a timeout, MPI_Wait
+  // each; with one, tests them all until done or until `options_.timeout` after `start`, then throws
+  // `timeout_error` naming the ranks that have not reached this exchange.
+  void wait_for_everything(MPI_Request& flags_request, std::chrono::steady_clock::time_point start) {
+    if (options_.timeout.count() == 0) {
+      comm_.check(MPI_Wait(&flags_request, MPI_STATUS_IGNORE), "MPI_Wait (step flags)");
+      for (BucketState& bucket : buckets_)
+        comm_.check(MPI_Wait(&bucket.request, MPI_STATUS_IGNORE), "MPI_Wait");
+      return;
+    }
+    const auto deadline = start + options_.timeout;
+    for (;;) {
+      int done = 0;
+      comm_.check(MPI_Test(&flags_request, &done, MPI_STATUS_IGNORE), "MPI_Test (step flags)");
+      bool all_done = done != 0;
+      for (BucketState& bucket : buckets_) {
+        comm_.check(MPI_Test(&bucket.request, &done, MPI_STATUS_IGNORE), "MPI_Test (gradient bucket)");
+        all_done = all_done && done != 0;
+      }
+      comm_.check(
+          MPI_Testall(static_cast<int>(arrivals_.size()), arrivals_.data(), &done, MPI_STATUSES_IGNORE),
+          "MPI_Testall (arrivals)");
+      if (all_done && done != 0) return;
+      if (std::chrono::steady_clock::now() >= deadline) throw_timeout();
+    }
+  }
+
+  [[noreturn]] void throw_timeout() {
+    const int world = comm_.size();
+    std::string missing;
+    for (int r = 0; r < world; ++r) {
+      // MPI_Testall completes none of the requests unless all are complete: test each receive.
+      int came = 0;
+      (void)MPI_Test(&arrivals_[static_cast<std::size_t>(r)], &came, MPI_STATUS_IGNORE);  // null: this rank
+      if (came == 0) missing.append(mpx::detail::concat(missing.empty() ? "" : ", ", r));
+    }
+    const auto seconds = std::chrono::duration<double>(options_.timeout).count();
+    const std::string who =
+        missing.empty()
+            ? std::string(
+                  "every rank reached it, but the reduction did not complete (a rank or the network "
+                  "stalled inside MPI)")
+            : mpx::detail::concat(missing.find(',') == std::string::npos ? "rank " : "ranks ", missing,
+                                  " did not reach it (hung, or far slower than this rank)");
+    throw timeout_error(mpx::detail::concat(owner, ": rank ", comm_.rank(), " of ", world, " waited ",
+                                            seconds, " s (SyncOptions::timeout) for gradient exchange ",
+                                            exchanges_, ": ", who,
+                                            "; a job whose ranks no longer meet cannot go on"));
+  }
+
   // Open MPI advances non-blocking collectives only inside MPI calls: a test per layer keeps the
   // launched buckets moving while backward computes.
   void progress() {
@@ -322,8 +339,10 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     }
   }
 
-  void unpack(BucketState& bucket) {
-    const auto n = static_cast<std::size_t>(bucket.plan.elements);
+  void unpack(std::size_t b) {
+    BucketState& bucket = buckets_[b];
+    const Bucket& plan = schedule_.buckets()[b];
+    const auto n = static_cast<std::size_t>(plan.elements);
     if (options_.reduction == Reduction::fixed_order) {
       bucket.send.resize(n);  // reused as the average
       average_in_rank_order<Grad>(bucket.receive, comm_.size(), bucket.send);
@@ -332,8 +351,8 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
         options_.reduction == Reduction::fixed_order ? bucket.send : bucket.receive;
     const Grad divisor = static_cast<Grad>(comm_.size());
     std::size_t offset = 0;
-    for (std::size_t t : bucket.plan.tensors) {
-      Tensor<Grad, Host>& gradient = *gradients_[t];
+    for (std::size_t t : plan.tensors) {
+      Tensor<Grad, Host>& gradient = *schedule_.gradients()[t];
       const auto size = static_cast<std::size_t>(gradient.numel());
       Grad* out = gradient.data();
       if (options_.reduction == Reduction::fixed_order) {
@@ -347,13 +366,12 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
 
   const Communicator& comm_;
   SyncOptions options_;
-  std::vector<Tensor<Grad, Host>*> gradients_;  // the model's, in for_each_parameter order
-  std::unordered_map<const Tensor<Grad, Host>*, std::size_t> index_;
-  std::vector<std::size_t> bucket_of_;
-  std::vector<char> reported_;
-  std::vector<BucketState> buckets_;
+  BucketSchedule<Tensor<Grad, Host>> schedule_;
+  std::vector<BucketState> buckets_;  // MPI's side of `schedule_.buckets()`, index for index
   std::vector<double> flags_;
-  std::size_t next_launch_ = 0;
+  std::int64_t exchanges_ = 0;              // `finish` calls so far, this one included
+  MPI_Comm arrivals_comm_ = MPI_COMM_NULL;  // arrival messages (with a timeout), apart from the rest
+  std::vector<MPI_Request> arrivals_;       // [0, world): receives by source; [world, 2 world): sends
   double last_wait_seconds_ = 0.0;
   std::mutex mpi_mutex_;          // with a progress thread: one thread at a time in MPI
   std::condition_variable wake_;  // a step started communicating, or the sync is going away

@@ -28,15 +28,18 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <vector>
 
 #include "mpx/backend/cuda/check.hpp"
 #include "mpx/backend/cuda/launch.cuh"
+#include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/nccl.cuh"
+#include "mpx/dist/bucket_schedule.hpp"
 #include "mpx/dist/buckets.hpp"
+#include "mpx/dist/model_signature.hpp"
 #include "mpx/error.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
@@ -66,14 +69,16 @@ struct LossSumMean {
 }  // namespace detail
 
 /// @brief Averages `mpx::Trainer`'s gradients across ranks on their GPUs with NCCL; see the file
-/// comment. Construct it on every rank after the model (collective), with the rank's GPU selected,
-/// from an MPI `Communicator` (which checks that the ranks hold the same model):
+/// comment. Construct it on every rank after the model (collective; it checks that all ranks hold
+/// the same model), with the rank's GPU selected, from an MPI `Communicator`:
 /// @code
 /// mpx::dist::NcclGradientSync sync(comm, model);
 /// mpx::Trainer trainer(model, loss, optimizer, sync);
 /// @endcode
 /// or, without MPI, from an `NcclBootstrap` (see the constructor). After construction only NCCL is
-/// used. `SyncOptions::reduction` does not apply (NCCL always reduces with ncclAllReduce).
+/// used. `SyncOptions::reduction` and `SyncOptions::timeout` do not apply (NCCL always reduces
+/// with ncclAllReduce, and nothing here waits on the host; a rank that dies ends the job through
+/// its launcher).
 /// @tparam Grad the gradients' element type (fp32, or fp64 under fp64).
 template <class Grad>
 class NcclGradientSync final : public GradientSync<Cuda, Grad> {
@@ -84,9 +89,10 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   /// @brief Joins the NCCL communicator that `bootstrap` names and plans the buckets; needs no MPI.
   ///
   /// Every rank constructs one (collective: NCCL waits for all `bootstrap.size` ranks), with its GPU
-  /// selected and the same model built. How the unique id reaches the ranks is the caller's
-  /// business, as with PyTorch's ProcessGroupNCCL and its store; nothing here compares the ranks'
-  /// models (the `Communicator` constructor does). A job of one rank has nothing to share:
+  /// selected and the same model built; the ranks then compare their models over NCCL (one
+  /// all-gather of `model_signature`s). How the unique id reaches the ranks is the caller's
+  /// business, as with PyTorch's ProcessGroupNCCL and its store. A job of one rank has nothing to
+  /// share:
   /// @code
   /// mpx::dist::NcclBootstrap bootstrap{.rank = 0, .size = 1};
   /// ncclGetUniqueId(&bootstrap.id);  // with several ranks: rank 0 does this and sends the bytes
@@ -94,27 +100,15 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   /// mpx::Trainer trainer(model, loss, optimizer, sync);
   /// @endcode
   /// Throws `mpx::invalid_argument` unless 0 <= `bootstrap.rank` < `bootstrap.size` (before calling
-  /// NCCL), and `cuda::nccl_error` when NCCL fails.
+  /// NCCL) or when the ranks hold different models (naming the ranks that differ), and
+  /// `cuda::nccl_error` when NCCL fails.
   template <class Model>
   NcclGradientSync(const NcclBootstrap& bootstrap, Model& model, const SyncOptions& options = {})
-      : options_(options), nccl_(bootstrap.id, bootstrap.rank, bootstrap.size) {
-    options_.validate();
-    std::vector<std::int64_t> sizes;
-    model.for_each_parameter([&](std::string_view, auto& parameter) {
-      auto& gradient = parameter.grad();
-      static_assert(std::is_same_v<std::remove_cvref_t<decltype(gradient)>, Tensor<Grad, Cuda>>,
-                    "mpx::dist::NcclGradientSync<Grad>: Grad must be the model's gradient type");
-      index_.emplace(&gradient, gradients_.size());
-      gradients_.push_back(&gradient);
-      sizes.push_back(gradient.numel());
-    });
-    plans_ =
-        plan_buckets(sizes, std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}));
-    bucket_of_.resize(gradients_.size());
-    for (std::size_t b = 0; b < plans_.size(); ++b)
-      for (std::size_t t : plans_[b].tensors) bucket_of_[t] = b;
-    pending_.resize(plans_.size());
-    reported_.assign(gradients_.size(), 0);
+      : options_(validated(options)),
+        nccl_(bootstrap.id, bootstrap.rank, bootstrap.size),
+        schedule_(model_gradients<Tensor<Grad, Cuda>>(model),
+                  std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}), owner) {
+    require_same_model_across_ranks(model_signature(model));
     MPX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
@@ -122,9 +116,8 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
 
   /// @brief Joins NCCL from the ranks of an MPI communicator (collective over `comm`).
   ///
-  /// Checks that every rank of `comm` holds the same model (throws `mpx::invalid_argument` naming
-  /// the ranks that differ), broadcasts rank 0's NCCL unique id over `comm`, then does what the
-  /// `NcclBootstrap` constructor does; `comm` is not used afterwards. Defined in
+  /// Broadcasts rank 0's NCCL unique id over `comm`, then does what the `NcclBootstrap`
+  /// constructor does (the model comparison included); `comm` is not used afterwards. Defined in
   /// mpx/dist/nccl_gradient_sync_mpi.cuh, which this header includes when MPX_HAS_MPI is 1: link
   /// `mpx::mpi` beside `mpx::nccl`.
   template <class Model>
@@ -139,48 +132,23 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   }
 
   /// @brief Forgets the last step's reports.
-  void begin_backward() override {
-    for (std::size_t b = 0; b < plans_.size(); ++b) pending_[b] = plans_[b].tensors.size();
-    std::fill(reported_.begin(), reported_.end(), 0);
-    next_launch_ = 0;
-  }
+  void begin_backward() override { schedule_.begin(); }
 
   /// @brief Marks `gradients` final and queues, in bucket order, the reduction of every bucket whose
   /// gradients are all final, ordered after the kernels queued so far on the training stream.
   void gradients_final(GradientList gradients) override {
-    for (Tensor<Grad, Cuda>* gradient : gradients) {
-      const auto found = index_.find(gradient);
-      if (found == index_.end()) {
-        throw error(
-            "mpx::dist::NcclGradientSync: a gradient reported final is not one of the model's this "
-            "sync was built for");
-      }
-      if (reported_[found->second] != 0) {
-        throw error(mpx::detail::concat("mpx::dist::NcclGradientSync: gradient ", found->second,
-                                        " was reported final twice in one backward"));
-      }
-      reported_[found->second] = 1;
-      --pending_[bucket_of_[found->second]];
-    }
-    if (!options_.overlap) return;
-    if (next_launch_ < plans_.size() && pending_[next_launch_] == 0) {
-      follow_training_stream();
-      while (next_launch_ < plans_.size() && pending_[next_launch_] == 0) launch(next_launch_++);
-    }
+    schedule_.report(gradients);
+    if (!options_.overlap || !schedule_.next_ready()) return;
+    follow_training_stream();
+    while (schedule_.next_ready()) launch(schedule_.take_next());
   }
 
   /// @brief Queues the remaining buckets and the step's flags, then makes the training stream wait
   /// for all of it and divides the sums by the world size there.
   void finish(GradientList gradients, StepScalars* scalars) override {
-    if (gradients.size() != gradients_.size() ||
-        !std::equal(gradients.begin(), gradients.end(), gradients_.begin())) {
-      throw error(mpx::detail::concat("mpx::dist::NcclGradientSync: the trainer's ", gradients.size(),
-                                      " gradients are not the ", gradients_.size(),
-                                      " this sync was built for; build the sync from the model the trainer "
-                                      "trains, after the model is in place"));
-    }
+    schedule_.require_same_gradients(gradients);
     follow_training_stream();
-    while (next_launch_ < plans_.size()) launch(next_launch_++);
+    while (!schedule_.all_taken()) launch(schedule_.take_next());
     const int rank = nccl_.rank();
     cuda::check_nccl(ncclGroupStart(), "ncclGroupStart", rank);
     cuda::check_nccl(ncclAllReduce(&scalars->loss_sum, &scalars->loss_sum, 1, ncclFloat64, ncclSum,
@@ -194,15 +162,44 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     const cudaStream_t training = cuda::detail::stream();
     MPX_CUDA_CHECK(cudaStreamWaitEvent(training, done_, 0));
     const auto world = static_cast<Grad>(nccl_.size());
-    for (Tensor<Grad, Cuda>* gradient : gradients_)
+    for (Tensor<Grad, Cuda>* gradient : schedule_.gradients())
       cuda::divide(gradient->data(), gradient->numel(), world, training);
     cuda::single_thread(detail::LossSumMean{static_cast<double>(nccl_.size())}, scalars);
   }
 
   /// @brief The buckets, in launch order.
-  [[nodiscard]] const std::vector<Bucket>& buckets() const noexcept { return plans_; }
+  [[nodiscard]] const std::vector<Bucket>& buckets() const noexcept { return schedule_.buckets(); }
 
  private:
+  static constexpr std::string_view owner = "mpx::dist::NcclGradientSync";
+
+  static SyncOptions validated(const SyncOptions& options) {
+    options.validate();
+    return options;
+  }
+
+  // Every rank's signature, all-gathered over NCCL on the training stream, compared on the host
+  // (dist::require_same_model): every rank sees the same list, so all throw or none does.
+  void require_same_model_across_ranks(const ModelSignature& mine) {
+    const auto world = static_cast<std::size_t>(nccl_.size());
+    const std::size_t bytes = sizeof(ModelSignature) * (world + 1);
+    struct Release {
+      std::size_t bytes;
+      void operator()(unsigned char* pointer) const noexcept {
+        DeviceMemory<Cuda>::deallocate(pointer, bytes);
+      }
+    };
+    auto* device = static_cast<unsigned char*>(DeviceMemory<Cuda>::allocate(bytes));
+    const std::unique_ptr<unsigned char, Release> hold(device, Release{bytes});
+    DeviceMemory<Cuda>::copy_from_host(device, &mine, sizeof mine);
+    cuda::check_nccl(ncclAllGather(device, device + sizeof mine, sizeof mine, ncclUint8, nccl_.native(),
+                                   cuda::detail::stream()),
+                     "ncclAllGather (model signature)", nccl_.rank());
+    std::vector<ModelSignature> all(world);
+    DeviceMemory<Cuda>::copy_to_host(all.data(), device + sizeof mine, sizeof(ModelSignature) * world);
+    require_same_model(all, owner);
+  }
+
   // The communication stream waits for what the training stream has queued so far.
   void follow_training_stream() {
     MPX_CUDA_CHECK(cudaEventRecord(ready_, cuda::detail::stream()));
@@ -212,8 +209,8 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   void launch(std::size_t b) {
     const int rank = nccl_.rank();
     cuda::check_nccl(ncclGroupStart(), "ncclGroupStart", rank);
-    for (std::size_t t : plans_[b].tensors) {
-      Tensor<Grad, Cuda>& gradient = *gradients_[t];
+    for (std::size_t t : schedule_.buckets()[b].tensors) {
+      Tensor<Grad, Cuda>& gradient = *schedule_.gradients()[t];
       cuda::check_nccl(
           ncclAllReduce(gradient.data(), gradient.data(), static_cast<std::size_t>(gradient.numel()),
                         cuda::nccl_type<Grad>(), ncclSum, nccl_.native(), stream_),
@@ -224,13 +221,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
 
   SyncOptions options_;
   cuda::NcclCommunicator nccl_;
-  std::vector<Tensor<Grad, Cuda>*> gradients_;
-  std::unordered_map<const Tensor<Grad, Cuda>*, std::size_t> index_;
-  std::vector<Bucket> plans_;
-  std::vector<std::size_t> bucket_of_;
-  std::vector<std::size_t> pending_;
-  std::vector<char> reported_;
-  std::size_t next_launch_ = 0;
+  BucketSchedule<Tensor<Grad, Cuda>> schedule_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   cudaEvent_t done_ = nullptr;

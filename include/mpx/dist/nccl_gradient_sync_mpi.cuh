@@ -3,8 +3,8 @@
 #pragma once
 /// @file
 /// @brief `dist::NcclGradientSync`'s constructor from an MPI `dist::Communicator`: the ranks that
-/// MPI launched compare their models and receive rank 0's NCCL unique id over MPI, then join NCCL
-/// as from an `NcclBootstrap`. mpx/dist/nccl_gradient_sync.cuh includes this header when
+/// MPI launched receive rank 0's NCCL unique id over MPI, then join NCCL as from an
+/// `NcclBootstrap` (which compares their models). mpx/dist/nccl_gradient_sync.cuh includes this header when
 /// MPX_HAS_MPI is 1 (`mpx::mpi` linked), so a program includes that one.
 
 #include "mpx/config.hpp"
@@ -18,17 +18,13 @@
 
 #include "mpx/backend/cuda/nccl.cuh"
 #include "mpx/dist/communicator.hpp"
-#include "mpx/dist/model_signature.hpp"
-#include "mpx/dist/mpi_gradient_sync.hpp"
 #include "mpx/dist/nccl_gradient_sync.cuh"
 
 namespace mpx::dist {
 
 namespace detail {
-// Compares the ranks' models (so that a rank built with another model fails before NCCL is
-// joined), then broadcasts rank 0's unique id: collective over `comm`.
-inline NcclBootstrap nccl_bootstrap_over_mpi(const Communicator& comm, const ModelSignature& model) {
-  require_same_model(comm, model, "mpx::dist::NcclGradientSync");
+// Broadcasts rank 0's unique id: collective over `comm`.
+inline NcclBootstrap nccl_bootstrap_over_mpi(const Communicator& comm) {
   NcclBootstrap bootstrap{.rank = comm.rank(), .size = comm.size()};
   if (comm.rank() == 0) cuda::check_nccl(ncclGetUniqueId(&bootstrap.id), "ncclGetUniqueId", 0);
   comm.check(MPI_Bcast(&bootstrap.id, sizeof bootstrap.id, MPI_BYTE, 0, comm.native()),
@@ -40,6 +36,6 @@ inline NcclBootstrap nccl_bootstrap_over_mpi(const Communicator& comm, const Mod
 template <class Grad>
 template <class Model>
 NcclGradientSync<Grad>::NcclGradientSync(const Communicator& comm, Model& model, const SyncOptions& options)
-    : NcclGradientSync(detail::nccl_bootstrap_over_mpi(comm, model_signature(model)), model, options) {}
+    : NcclGradientSync(detail::nccl_bootstrap_over_mpi(comm), model, options) {}
 
 }  // namespace mpx::dist
