@@ -2,12 +2,13 @@
 # SPDX-FileCopyrightText: 2026 The mpx authors
 """Conan 2 recipe for mpx, a header-only library.
 
-The package is what `cmake --install` puts in a prefix (headers, mpx's own CMake package, mpx.pc),
-so CMake consumers get the same `find_package(mpx [COMPONENTS cuda])`, targets and error messages
-whichever way they obtained mpx: CMakeDeps generates the configs of mpx's dependencies and mpx's
-own mpxConfig.cmake finds them. The components below describe the same two targets to Conan's
-other generators. Random123 (header-only, Debian librandom123-dev) has no Conan Center package;
-it is used from the system, found by mpxConfig.cmake.
+The package is what `cmake --install` puts in a prefix (headers, mpx's own CMake package, mpx.pc,
+mpx-mpi.pc), so CMake consumers get the same `find_package(mpx [COMPONENTS cuda mpi nccl])`, targets
+and error messages whichever way they obtained mpx: CMakeDeps generates the configs of mpx's
+dependencies and mpx's own mpxConfig.cmake finds them. The components below describe the same
+targets to Conan's other generators (options with_cuda, with_mpi, with_nccl). Random123
+(header-only, Debian librandom123-dev) has no Conan Center package; it is used from the system,
+found by mpxConfig.cmake. So are the CUDA toolkit, NCCL and MPI.
 
 Offline, with Debian's Eigen, Boost and zlib:  conan create . -pr:a conan/profiles/debian-12
 """
@@ -15,8 +16,10 @@ import os
 import re
 
 from conan import ConanFile
+from conan.errors import ConanInvalidConfiguration
 from conan.tools.cmake import CMake, cmake_layout
 from conan.tools.files import load
+from conan.tools.gnu import PkgConfig
 
 
 class MpxConan(ConanFile):
@@ -26,11 +29,15 @@ class MpxConan(ConanFile):
     topics = ("deep-learning", "mixed-precision", "header-only", "cuda")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
-    options = {"with_cuda": [True, False]}
-    default_options = {"with_cuda": False, "boost/*:header_only": True}
+    options = {"with_cuda": [True, False], "with_mpi": [True, False], "with_nccl": [True, False]}
+    default_options = {"with_cuda": False, "with_mpi": False, "with_nccl": False,
+                       "boost/*:header_only": True}
     exports_sources = "CMakeLists.txt", "cmake/*", "include/*"
     no_copy_source = True
     generators = "CMakeDeps", "CMakeToolchain"
+    # The system MPI's pkg-config module: what mpx-mpi.pc requires and where the `mpi` component's
+    # include and library directories come from (Open MPI's mpi.h needs libmpi_cxx in C++).
+    _mpi_pkg_config_module = "ompi-cxx"
 
     def set_version(self):
         cmakelists = load(self, os.path.join(self.recipe_folder, "CMakeLists.txt"))
@@ -45,15 +52,23 @@ class MpxConan(ConanFile):
         self.requires("boost/[>=1.74.0 <2]")
         self.requires("zlib/[>=1.2.11 <2]")
 
+    def validate(self):
+        if self.options.with_nccl and not self.options.with_cuda:
+            raise ConanInvalidConfiguration(
+                "mpx: with_nccl=True needs with_cuda=True (mpx::nccl builds on mpx::cuda)")
+
     def package_id(self):
         # Headers and CMake files only: one package for every configuration and option.
         self.info.clear()
 
     def build(self):
-        # Only generates mpxConfig.cmake, mpxConfigVersion.cmake and mpx.pc; nothing is compiled.
+        # Only generates mpxConfig.cmake, mpxConfigVersion.cmake, mpx.pc and mpx-mpi.pc; nothing is
+        # compiled, and the consumer's CUDA, NCCL and MPI are found when it asks for the components.
         cmake = CMake(self)
-        cmake.configure(variables={"MPX_BUILD_TESTS": "OFF", "MPX_BUILD_EXAMPLES": "OFF",
-                                   "MPX_BUILD_BENCH": "OFF", "MPX_ENABLE_CUDA": "OFF", "MPX_INSTALL": "ON"})
+        cmake.configure(variables={
+            "MPX_BUILD_TESTS": "OFF", "MPX_BUILD_EXAMPLES": "OFF", "MPX_BUILD_BENCH": "OFF",
+            "MPX_ENABLE_CUDA": "OFF", "MPX_ENABLE_MPI": "OFF", "MPX_INSTALL": "ON",
+            "MPX_PC_MPI_MODULE": self._mpi_pkg_config_module})
 
     def package(self):
         CMake(self).install()
@@ -79,3 +94,22 @@ class MpxConan(ConanFile):
             cuda.system_libs = ["cudart", "cublasLt"]
             cuda.bindirs = []
             cuda.libdirs = []
+        if self.options.with_nccl:
+            # NCCL from the system too (beside the toolkit; find_package(mpx COMPONENTS nccl) finds it).
+            nccl = self.cpp_info.components["nccl"]
+            nccl.set_property("cmake_target_name", "mpx::nccl")
+            nccl.requires = ["cuda"]
+            nccl.defines = ["MPX_HAS_NCCL=1"]
+            nccl.system_libs = ["nccl"]
+            nccl.bindirs = []
+            nccl.libdirs = []
+        if self.options.with_mpi:
+            # The system's MPI (find_package(mpx COMPONENTS mpi) finds it with FindMPI); for the other
+            # generators its own pkg-config file gives its include and library directories.
+            mpi = self.cpp_info.components["mpi"]
+            mpi.set_property("cmake_target_name", "mpx::mpi")
+            mpi.set_property("pkg_config_name", "mpx-mpi")
+            mpi.requires = ["core"]
+            PkgConfig(self, self._mpi_pkg_config_module).fill_cpp_info(mpi, is_system=True)
+            mpi.defines.append("MPX_HAS_MPI=1")
+            mpi.bindirs = []

@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # What linking mpx::nccl (data parallel on GPUs over NCCL, include/mpx/dist/nccl_gradient_sync.cuh)
-# means, in one place. It needs no MPI: ranks join NCCL from a unique id the program shares itself
-# (dist::NcclBootstrap). The constructor from an MPI communicator needs mpx::mpi linked as well.
+# means, in one place: mpx's own build (CMakeLists.txt) and the installed mpxConfig.cmake (component
+# `nccl`) find NCCL and apply it with these functions. It needs no MPI: ranks join NCCL from a
+# unique id the program shares itself (dist::NcclBootstrap). The constructor from an MPI
+# communicator needs mpx::mpi linked as well.
 include_guard(GLOBAL)
 
-# Looks for NCCL beside the CUDA toolkit (it ships there with CUDA 13 on mpx's machines) or where
-# MPX_NCCL_ROOT / NCCL_ROOT point; sets MPX_NCCL_INCLUDE_DIR and MPX_NCCL_LIBRARY in the cache.
+# Looks for NCCL beside the CUDA toolkit found by find_package(CUDAToolkit) (it ships there with
+# CUDA 13 on mpx's machines), where MPX_NCCL_ROOT / NCCL_ROOT point, or in the system's paths; sets
+# MPX_NCCL_INCLUDE_DIR and MPX_NCCL_LIBRARY in the cache.
 function(mpx_find_nccl)
   set(hints ${MPX_NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_ROOT})
   find_path(MPX_NCCL_INCLUDE_DIR nccl.h HINTS ${hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include

@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # `conan create` of mpx with the Debian profile (no remote needed), in a Conan home of its own.
+# Where the system has Open MPI (the `mpi` component's pkg-config module), the package is made
+# with_mpi=True, and test_package builds and runs its mpx::mpi consumer (which brings mpx::mpx) in
+# place of tiny_mlp: the `mpi` component is covered at the cost of one compile, as before.
 # Usage: conan_create.sh <mpx source dir> <work dir> [conan executable]
 # Exits 77 (skipped, for CTest) when Conan is not installed.
 set -euo pipefail
@@ -19,6 +22,9 @@ rm -rf "$CONAN_HOME"
 options=(-c tools.cmake.cmaketoolchain:user_presets=)
 if command -v ccache >/dev/null; then
   options+=(-c "tools.cmake.cmaketoolchain:extra_variables={'CMAKE_CXX_COMPILER_LAUNCHER': 'ccache'}")
+fi
+if pkg-config --exists ompi-cxx 2>/dev/null; then
+  options+=(-o "&:with_mpi=True")
 fi
 cd "$source_dir"
 "$conan" --version
