@@ -20,16 +20,16 @@
 
 int main(int argc, char** argv) {
   const std::string_view mode = argc > 1 ? argv[1] : "none";
+  // A hang is noticed after 2 s instead of the default 10 minutes.
+  mpx::dist::SyncOptions options;
+  if (mode == "hang") options.timeout = std::chrono::seconds(2);
   // [data-parallel]
   return mpx::dist::run(argc, argv, [&](mpx::dist::Communicator& comm) {
     const mpx::data::Dataset data = mpx_dist_test::make_dataset(512, 5u);  // the same on every rank
     auto model = mpx_dist_test::make_model<mpx::fp32>(7);                  // from the same seed
     mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
     mpx::optim::SGD optimizer(model, {.lr = 0.05});
-    // Checks that every rank holds the same model. A hang is noticed after 2 s instead of 10 minutes.
-    mpx::dist::SyncOptions options;
-    if (mode == "hang") options.timeout = std::chrono::seconds(2);
-    mpx::dist::MpiGradientSync sync(comm, model, options);
+    mpx::dist::MpiGradientSync sync(comm, model, options);  // checks that every rank holds the same model
     mpx::Trainer trainer(model, loss, optimizer, sync);
     // Rank r takes samples [16 r, 16 r + 16) of each global batch of 16 x world size.
     mpx::data::Batcher batcher(data, {.batch_size = 16,

@@ -56,8 +56,8 @@ struct SyncOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
 
   /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `bucket_bytes` < 2^31 and
-  /// `timeout` >= 0.
-  void validate() const {
+  /// `timeout` >= 0; returns these options (for a constructor's member initialiser).
+  const SyncOptions& validate() const {
     if (timeout.count() < 0) {
       throw invalid_argument(mpx::detail::concat("mpx::dist::SyncOptions: timeout = ", timeout.count(),
                                                  " ms is invalid; expected >= 0 (0: wait forever)"));
@@ -66,6 +66,7 @@ struct SyncOptions {
       throw invalid_argument(mpx::detail::concat("mpx::dist::SyncOptions: bucket_bytes = ", bucket_bytes,
                                                  " is invalid; expected 1 <= bucket_bytes < 2^31"));
     }
+    return *this;
   }
 };
 

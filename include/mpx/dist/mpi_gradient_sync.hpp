@@ -78,7 +78,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   template <class Model>
   MpiGradientSync(const Communicator& comm, Model& model, const SyncOptions& options = {})
       : comm_(comm),
-        options_(validated(options)),
+        options_(options.validate()),
         schedule_(model_gradients<Tensor<Grad, Host>>(model),
                   std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}), owner) {
     detail::require_same_model_across(comm_, model_signature(model), owner);
@@ -199,11 +199,6 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     std::vector<Grad> receive;  // every rank's (fixed_order) or the sum (mpi_allreduce)
     MPI_Request request = MPI_REQUEST_NULL;
   };
-
-  static SyncOptions validated(const SyncOptions& options) {
-    options.validate();
-    return options;
-  }
 
   void launch(std::size_t b) {
     std::unique_lock lock(mpi_mutex_, std::defer_lock);

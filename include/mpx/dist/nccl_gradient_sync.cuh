@@ -104,7 +104,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   /// `cuda::nccl_error` when NCCL fails.
   template <class Model>
   NcclGradientSync(const NcclBootstrap& bootstrap, Model& model, const SyncOptions& options = {})
-      : options_(validated(options)),
+      : options_(options.validate()),
         nccl_(bootstrap.id, bootstrap.rank, bootstrap.size),
         schedule_(model_gradients<Tensor<Grad, Cuda>>(model),
                   std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}), owner) {
@@ -172,11 +172,6 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
 
  private:
   static constexpr std::string_view owner = "mpx::dist::NcclGradientSync";
-
-  static SyncOptions validated(const SyncOptions& options) {
-    options.validate();
-    return options;
-  }
 
   // Every rank's signature, all-gathered over NCCL on the training stream, compared on the host
   // (dist::require_same_model): every rank sees the same list, so all throw or none does.
