@@ -17,12 +17,15 @@
 // bit-identical on every rank.
 //
 // Usage: dist_cpu [--json PATH] [--steps N] [--global-batch B]
+//                 [--reduction fixed_order|fixed_order_sharded|mpi_allreduce]
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mpx/dist/model_signature.hpp"
@@ -51,15 +54,17 @@ std::uint64_t weights_hash(Model& model) {
 }
 
 template <class P>
-Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, int steps) {
+Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, int steps,
+               mpx::dist::Reduction reduction) {
   const std::int64_t batch = global_batch / comm.size();
   auto model = mpx::experiment::mlp3<P>(784, 1024, 1024, 10);
   model.initialize(1);
   mpx::nn::SoftmaxCrossEntropy<P> loss;
   mpx::optim::SGD optimizer(model, {.lr = 0.01, .momentum = 0.9});
-  mpx::dist::MpiGradientSync overlapped(comm, model, {.overlap = true});
-  mpx::dist::MpiGradientSync serial(comm, model, {.overlap = false});
-  mpx::dist::MpiGradientSync threaded(comm, model, {.overlap = true, .progress_thread = true});
+  mpx::dist::MpiGradientSync overlapped(comm, model, {.reduction = reduction, .overlap = true});
+  mpx::dist::MpiGradientSync serial(comm, model, {.reduction = reduction, .overlap = false});
+  mpx::dist::MpiGradientSync threaded(comm, model,
+                                      {.reduction = reduction, .overlap = true, .progress_thread = true});
   mpx::Trainer with_overlap(model, loss, optimizer, overlapped);
   mpx::Trainer without_overlap(model, loss, optimizer, serial);
   mpx::Trainer with_thread(model, loss, optimizer, threaded);
@@ -109,36 +114,53 @@ Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, i
   return r;
 }
 
+constexpr std::pair<std::string_view, mpx::dist::Reduction> reductions[] = {
+    {"fixed_order", mpx::dist::Reduction::fixed_order},
+    {"fixed_order_sharded", mpx::dist::Reduction::fixed_order_sharded},
+    {"mpi_allreduce", mpx::dist::Reduction::mpi_allreduce}};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json_path;
   int steps = 20;
   std::int64_t global_batch = 256;
+  std::string_view reduction_name = "fixed_order";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     if (flag == "--json") json_path = argv[i + 1];
     if (flag == "--steps") steps = std::atoi(argv[i + 1]);
     if (flag == "--global-batch") global_batch = std::atoll(argv[i + 1]);
+    if (flag == "--reduction") reduction_name = argv[i + 1];
   }
+  const auto* chosen = std::find_if(std::begin(reductions), std::end(reductions),
+                                    [&](const auto& entry) { return entry.first == reduction_name; });
+  if (chosen == std::end(reductions)) {
+    std::fprintf(stderr,
+                 "dist_cpu: --reduction %s: expected fixed_order, fixed_order_sharded or mpi_allreduce\n",
+                 std::string(reduction_name).c_str());
+    return 2;
+  }
+  const mpx::dist::Reduction reduction = chosen->second;
   return mpx::dist::run(argc, argv, [&](mpx::dist::Communicator& comm) {
     if (global_batch % comm.size() != 0) {
       throw mpx::invalid_argument(mpx::detail::concat("dist_cpu: global batch ", global_batch,
                                                       " does not split over ", comm.size(), " ranks"));
     }
-    const std::vector<Result> results{measure<mpx::fp32>(comm, global_batch, steps),
-                                      measure<mpx::bf16_mixed>(comm, global_batch, steps)};
+    const std::vector<Result> results{measure<mpx::fp32>(comm, global_batch, steps, reduction),
+                                      measure<mpx::bf16_mixed>(comm, global_batch, steps, reduction)};
     if (comm.rank() != 0) return 0;
-    std::printf("%s\n%d rank(s) x %d thread(s), global batch %lld, medians of %d steps\n",
+    std::printf("%s\n%d rank(s) x %d thread(s), global batch %lld, %s, medians of %d steps\n",
                 mpx::bench::machine_line().c_str(), comm.size(), mpx::bench::openmp_threads(),
-                static_cast<long long>(global_batch), steps);
+                static_cast<long long>(global_batch), std::string(reduction_name).c_str(), steps);
     std::printf("%-12s %8s %8s %10s %13s %7s | with a progress thread: %8s %10s %7s\n", "precision",
                 "steps/s", "step ms", "waited ms", "no-overlap ms", "hidden", "steps/s", "waited ms",
                 "hidden");
     std::string json = "{\n  \"benchmark\": \"dist_cpu\",\n  \"machine\": " + mpx::bench::machine_json() +
                        ",\n  \"ranks\": " + std::to_string(comm.size()) +
                        ",\n  \"threads_per_rank\": " + std::to_string(mpx::bench::openmp_threads()) +
-                       ",\n  \"global_batch\": " + std::to_string(global_batch) +
+                       ",\n  \"global_batch\": " + std::to_string(global_batch) + ",\n  \"reduction\": \"" +
+                       std::string(reduction_name) + "\"" +
                        ",\n  \"model\": \"mlp 784-1024-1024-10\",\n  \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];

@@ -6,6 +6,7 @@
 // rank's result.
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -86,11 +87,17 @@ TEMPLATE_TEST_CASE("Weights, optimizer state and reported losses stay bit-identi
                    mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
   mpx::dist::Communicator comm;
   // Small buckets: the three layers' gradients go in several buckets, launched during backward; with
-  // each reduction, and with a progress thread advancing them.
+  // each reduction, with a progress thread advancing them, and without a timeout (no arrival
+  // messages). Buckets of 12 bytes hold one gradient each; the output bias's 4 elements split into
+  // shards of 1, 1 and 2 over 3 ranks.
+  using mpx::dist::Reduction;
   const mpx::dist::SyncOptions configurations[] = {
-      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::fixed_order},
-      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::mpi_allreduce},
-      {.bucket_bytes = 2048, .reduction = mpx::dist::Reduction::fixed_order, .progress_thread = true}};
+      {.bucket_bytes = 2048, .reduction = Reduction::fixed_order},
+      {.bucket_bytes = 2048, .reduction = Reduction::mpi_allreduce},
+      {.bucket_bytes = 2048, .reduction = Reduction::fixed_order, .progress_thread = true},
+      {.bucket_bytes = 2048, .reduction = Reduction::fixed_order_sharded},
+      {.bucket_bytes = 12, .reduction = Reduction::fixed_order_sharded, .progress_thread = true},
+      {.bucket_bytes = 2048, .reduction = Reduction::fixed_order, .timeout = std::chrono::milliseconds(0)}};
   std::vector<std::uint64_t> hashes;
   for (const mpx::dist::SyncOptions& options : configurations) {
     CAPTURE(static_cast<int>(options.reduction), options.progress_thread, comm.size());
@@ -102,6 +109,9 @@ TEMPLATE_TEST_CASE("Weights, optimizer state and reported losses stay bit-identi
     CHECK(run.losses.back() < 0.8 * run.losses.front());
   }
   CHECK(hashes[2] == hashes[0]);  // the progress thread changes when, not what, is summed
+  CHECK(hashes[3] == hashes[0]);  // sharded: the same sums in the same order, on the shard's owner
+  CHECK(hashes[4] == hashes[0]);
+  CHECK(hashes[5] == hashes[0]);  // the timeout changes how long a rank waits, not what it sums
 }
 
 TEST_CASE("N ranks x batch 32 is one process's batch of N x 32, accumulated or whole", "[mpi]") {

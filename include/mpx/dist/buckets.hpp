@@ -24,6 +24,12 @@ enum class Reduction {
   /// ranks' batches as micro-batches. Receives world-size times the bucket: meant for the handful of
   /// ranks of one or a few nodes.
   fixed_order,
+  /// The same sums as `fixed_order`, so the same bits, at the cost of about twice the bucket
+  /// instead of world-size times it: each rank owns one shard of every bucket, receives every
+  /// rank's copy of that shard (MPI_Ialltoallv), averages it in rank order, and the ranks then
+  /// gather the averaged shards (MPI_Iallgatherv). Two collectives per bucket instead of one: for
+  /// more ranks than a node or two holds, or for buckets too large to receive world-size times.
+  fixed_order_sharded,
   /// MPI_Iallreduce(MPI_SUM), then division by the world size: bandwidth-optimal, but the order of
   /// the sum is the library's. The MPI standard only "strongly recommends" that a reduction give the
   /// same result whenever applied to the same arguments in the same order; Open MPI's algorithms (recursive

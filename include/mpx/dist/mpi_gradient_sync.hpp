@@ -15,12 +15,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "mpx/dist/bucket_schedule.hpp"
@@ -89,9 +91,13 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       }
     }
     buckets_.resize(schedule_.buckets().size());
+    if (options_.reduction == Reduction::fixed_order_sharded) {
+      for (std::size_t b = 0; b < buckets_.size(); ++b)
+        plan_shards(buckets_[b], schedule_.buckets()[b].elements);
+    }
     // Collective on every rank, whatever its options, so that no rank's construction hangs.
-    comm_.check(MPI_Comm_dup(comm_.native(), &arrivals_comm_), "MPI_Comm_dup (arrivals)");
-    comm_.check(MPI_Comm_set_errhandler(arrivals_comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    arrivals_comm_ = duplicate("MPI_Comm_dup (arrivals)");
+    gathers_comm_ = duplicate("MPI_Comm_dup (gathers of averaged shards)");
     arrivals_.resize(2 * static_cast<std::size_t>(comm_.size()), MPI_REQUEST_NULL);
     if (options_.progress_thread) {
       int level = MPI_THREAD_SINGLE;
@@ -118,25 +124,27 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       wake_.notify_one();
       progress_thread_.join();
     }
-    const bool in_flight = std::any_of(buckets_.begin(), buckets_.end(), [](const BucketState& bucket) {
-      return bucket.request != MPI_REQUEST_NULL;
-    });
+    const bool in_flight = std::any_of(buckets_.begin(), buckets_.end(),
+                                       [](const BucketState& bucket) { return bucket.phase != Phase::idle; });
     if (in_flight) new std::vector<BucketState>(std::move(buckets_));  // deliberately never freed
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (finalized == 0 && arrivals_comm_ != MPI_COMM_NULL) MPI_Comm_free(&arrivals_comm_);
+    if (finalized != 0) return;
+    for (MPI_Comm* comm : {&arrivals_comm_, &gathers_comm_})
+      if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
   }
 
   /// @brief Forgets the last step's reports: every bucket waits for its gradients again.
   void begin_backward() override {
     for (const BucketState& bucket : buckets_) {
-      if (bucket.request != MPI_REQUEST_NULL) {
+      if (bucket.phase != Phase::idle) {
         throw error(mpx::detail::concat(owner,
                                         ": a bucket's reduction is still in flight at the start of a "
                                         "backward; the previous step did not finish"));
       }
     }
     schedule_.begin();
+    next_gather_ = 0;
   }
 
   /// @brief Marks `gradients` final and starts the reduction of every bucket, in bucket order, whose
@@ -145,7 +153,9 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     schedule_.report(gradients);
     if (!options_.overlap) return;
     while (schedule_.next_ready()) launch(schedule_.take_next());
-    if (!options_.progress_thread) progress();
+    // Open MPI advances non-blocking collectives only inside MPI calls: without the progress
+    // thread, a test per reported layer keeps the launched buckets moving while backward computes.
+    if (!options_.progress_thread) advance();
   }
 
   /// @brief Starts the buckets not started yet, reduces the step's flags, waits for everything and
@@ -159,6 +169,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     if (options_.progress_thread) {
       lock.lock();
       communicating_ = false;
+      if (progress_error_) std::rethrow_exception(std::exchange(progress_error_, nullptr));
     }
     if (options_.timeout.count() > 0) announce_arrival();
     // The step's own flags: each rank's loss sum and its non-finite-input flag. Gathered, then combined
@@ -194,11 +205,52 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
  private:
   static constexpr std::string_view owner = "mpx::dist::MpiGradientSync";
 
-  struct BucketState {
-    std::vector<Grad> send;     // this rank's gradients, packed (fixed_order only)
-    std::vector<Grad> receive;  // every rank's (fixed_order) or the sum (mpi_allreduce)
-    MPI_Request request = MPI_REQUEST_NULL;
+  // Where a bucket's reduction stands in this step.
+  enum class Phase {
+    idle,        // not started, or complete
+    reducing,    // its one collective in flight: the gather (fixed_order), the all-reduce, or the
+                 // gather of the averaged shards (fixed_order_sharded's second half)
+    scattering,  // fixed_order_sharded: the all-to-all of the shards in flight
+    scattered,   // fixed_order_sharded: this rank's shard arrived; its gather starts in bucket order
   };
+
+  struct BucketState {
+    // This rank's gradients, packed (the fixed orders); fixed_order_sharded then averages its
+    // shard in place and gathers the others' around it: the averaged bucket.
+    std::vector<Grad> send;
+    // Every rank's bucket (fixed_order), every rank's copy of this rank's shard
+    // (fixed_order_sharded), or the sum (mpi_allreduce).
+    std::vector<Grad> receive;
+    // fixed_order_sharded: rank r's shard is [shard_offsets[r], + shard_counts[r]) of the bucket;
+    // rank r's copy of this rank's shard lands at copy_offsets[r] of `receive`. MPI reads these
+    // until the collective completes, so they live here.
+    std::vector<int> shard_counts, shard_offsets, copy_counts, copy_offsets;
+    MPI_Request request = MPI_REQUEST_NULL;
+    Phase phase = Phase::idle;
+  };
+
+  // A private duplicate of the job's communicator, which orders its own collectives.
+  MPI_Comm duplicate(const char* what) const {
+    MPI_Comm copy = MPI_COMM_NULL;
+    comm_.check(MPI_Comm_dup(comm_.native(), &copy), what);
+    comm_.check(MPI_Comm_set_errhandler(copy, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    return copy;
+  }
+
+  // fixed_order_sharded: rank r owns elements [n r / world, n (r + 1) / world) of a bucket of n.
+  void plan_shards(BucketState& bucket, std::int64_t n) const {
+    const int world = comm_.size();
+    for (int r = 0; r < world; ++r) {
+      const std::int64_t begin = n * r / world;
+      bucket.shard_offsets.push_back(static_cast<int>(begin));
+      bucket.shard_counts.push_back(static_cast<int>(n * (r + 1) / world - begin));
+    }
+    const int mine = bucket.shard_counts[static_cast<std::size_t>(comm_.rank())];
+    for (int r = 0; r < world; ++r) {
+      bucket.copy_counts.push_back(mine);
+      bucket.copy_offsets.push_back(r * mine);
+    }
+  }
 
   void launch(std::size_t b) {
     std::unique_lock lock(mpi_mutex_, std::defer_lock);
@@ -206,8 +258,8 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     BucketState& bucket = buckets_[b];
     const Bucket& plan = schedule_.buckets()[b];
     const auto n = static_cast<std::size_t>(plan.elements);
-    const bool gather = options_.reduction == Reduction::fixed_order;
-    std::vector<Grad>& packed = gather ? bucket.send : bucket.receive;
+    const Reduction reduction = options_.reduction;
+    std::vector<Grad>& packed = reduction == Reduction::mpi_allreduce ? bucket.receive : bucket.send;
     packed.resize(n);
     std::size_t offset = 0;
     for (std::size_t t : plan.tensors) {
@@ -221,15 +273,26 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
                                       " gradient elements; its plan has ", n));
     }
     const int count = static_cast<int>(n);
-    if (gather) {
+    const MPI_Datatype type = detail::mpi_type<Grad>();
+    if (reduction == Reduction::fixed_order) {
       bucket.receive.resize(n * static_cast<std::size_t>(comm_.size()));
-      comm_.check(MPI_Iallgather(bucket.send.data(), count, detail::mpi_type<Grad>(), bucket.receive.data(),
-                                 count, detail::mpi_type<Grad>(), comm_.native(), &bucket.request),
+      comm_.check(MPI_Iallgather(bucket.send.data(), count, type, bucket.receive.data(), count, type,
+                                 comm_.native(), &bucket.request),
                   "MPI_Iallgather (gradient bucket)");
+      bucket.phase = Phase::reducing;
+    } else if (reduction == Reduction::fixed_order_sharded) {
+      bucket.receive.resize(static_cast<std::size_t>(bucket.copy_counts[0]) *
+                            static_cast<std::size_t>(comm_.size()));
+      comm_.check(MPI_Ialltoallv(bucket.send.data(), bucket.shard_counts.data(), bucket.shard_offsets.data(),
+                                 type, bucket.receive.data(), bucket.copy_counts.data(),
+                                 bucket.copy_offsets.data(), type, comm_.native(), &bucket.request),
+                  "MPI_Ialltoallv (gradient bucket shards)");
+      bucket.phase = Phase::scattering;
     } else {
-      comm_.check(MPI_Iallreduce(MPI_IN_PLACE, bucket.receive.data(), count, detail::mpi_type<Grad>(),
-                                 MPI_SUM, comm_.native(), &bucket.request),
+      comm_.check(MPI_Iallreduce(MPI_IN_PLACE, bucket.receive.data(), count, type, MPI_SUM, comm_.native(),
+                                 &bucket.request),
                   "MPI_Iallreduce (gradient bucket)");
+      bucket.phase = Phase::reducing;
     }
     if (options_.progress_thread) {
       communicating_ = true;
@@ -238,19 +301,45 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     }
   }
 
-  // The progress thread: while a step's reductions are in flight, tests them every few tens of
-  // microseconds (each test lets Open MPI advance them), taking turns with the training thread's MPI
-  // calls through `mpi_mutex_`. Between steps it sleeps and makes no MPI call. An error a test
-  // reports is left for `finish`'s wait on the same request to report.
+  // Moves every launched reduction on without blocking (each test lets Open MPI progress it); a
+  // sharded bucket whose shard copies have arrived averages them and starts its gather.
+  void advance() {
+    for (BucketState& bucket : buckets_) {
+      if (bucket.phase != Phase::reducing && bucket.phase != Phase::scattering) continue;
+      int done = 0;
+      comm_.check(MPI_Test(&bucket.request, &done, MPI_STATUS_IGNORE), "MPI_Test (gradient bucket)");
+      if (done != 0) bucket.phase = bucket.phase == Phase::scattering ? Phase::scattered : Phase::idle;
+    }
+    // In bucket order, as every rank starts them: on `gathers_comm_`, whose order is its own, since
+    // the ranks start gathers and the next buckets' all-to-alls in different interleavings.
+    while (next_gather_ < buckets_.size() && buckets_[next_gather_].phase == Phase::scattered) {
+      BucketState& bucket = buckets_[next_gather_++];
+      const auto me = static_cast<std::size_t>(comm_.rank());
+      const auto mine = static_cast<std::size_t>(bucket.shard_counts[me]);
+      average_in_rank_order<Grad>(bucket.receive, comm_.size(),
+                                  std::span<Grad>(bucket.send.data() + bucket.shard_offsets[me], mine));
+      comm_.check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, bucket.send.data(),
+                                  bucket.shard_counts.data(), bucket.shard_offsets.data(),
+                                  detail::mpi_type<Grad>(), gathers_comm_, &bucket.request),
+                  "MPI_Iallgatherv (averaged shards)");
+      bucket.phase = Phase::reducing;
+    }
+  }
+
+  // The progress thread: while a step's reductions are in flight, advances them every few tens of
+  // microseconds, taking turns with the training thread's MPI calls through `mpi_mutex_`. Between
+  // steps it sleeps and makes no MPI call. An error is kept for `finish` to throw.
   void keep_progressing() {
     std::unique_lock lock(mpi_mutex_);
     for (;;) {
       wake_.wait(lock, [this] { return stop_ || communicating_; });
       if (stop_) return;
-      for (BucketState& bucket : buckets_) {
-        if (bucket.request == MPI_REQUEST_NULL) continue;
-        int done = 0;
-        (void)MPI_Test(&bucket.request, &done, MPI_STATUS_IGNORE);
+      try {
+        advance();
+      } catch (...) {
+        progress_error_ = std::current_exception();
+        communicating_ = false;
+        continue;
       }
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -274,30 +363,25 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     }
   }
 
-  // Waits for the step flags, every bucket and the arrival messages. Without a timeout, MPI_Wait
-  // each; with one, tests them all until done or until `options_.timeout` after `start`, then throws
-  // `timeout_error` naming the ranks that have not reached this exchange.
+  // Advances the step flags, every bucket and the arrival messages until all are complete (MPI_Wait
+  // polls the same way). With a timeout, throws `timeout_error` naming the ranks that have not
+  // reached this exchange once `options_.timeout` has passed since `start`.
   void wait_for_everything(MPI_Request& flags_request, std::chrono::steady_clock::time_point start) {
-    if (options_.timeout.count() == 0) {
-      comm_.check(MPI_Wait(&flags_request, MPI_STATUS_IGNORE), "MPI_Wait (step flags)");
-      for (BucketState& bucket : buckets_)
-        comm_.check(MPI_Wait(&bucket.request, MPI_STATUS_IGNORE), "MPI_Wait");
-      return;
-    }
+    const bool timed = options_.timeout.count() > 0;
     const auto deadline = start + options_.timeout;
     for (;;) {
-      int done = 0;
-      comm_.check(MPI_Test(&flags_request, &done, MPI_STATUS_IGNORE), "MPI_Test (step flags)");
-      bool all_done = done != 0;
-      for (BucketState& bucket : buckets_) {
-        comm_.check(MPI_Test(&bucket.request, &done, MPI_STATUS_IGNORE), "MPI_Test (gradient bucket)");
-        all_done = all_done && done != 0;
-      }
+      int flags_done = 0;
+      comm_.check(MPI_Test(&flags_request, &flags_done, MPI_STATUS_IGNORE), "MPI_Test (step flags)");
+      advance();
+      int arrived = 0;
       comm_.check(
-          MPI_Testall(static_cast<int>(arrivals_.size()), arrivals_.data(), &done, MPI_STATUSES_IGNORE),
+          MPI_Testall(static_cast<int>(arrivals_.size()), arrivals_.data(), &arrived, MPI_STATUSES_IGNORE),
           "MPI_Testall (arrivals)");
-      if (all_done && done != 0) return;
-      if (std::chrono::steady_clock::now() >= deadline) throw_timeout();
+      const bool buckets_done = std::all_of(buckets_.begin(), buckets_.end(), [](const BucketState& bucket) {
+        return bucket.phase == Phase::idle;
+      });
+      if (flags_done != 0 && arrived != 0 && buckets_done) return;
+      if (timed && std::chrono::steady_clock::now() >= deadline) throw_timeout();
     }
   }
 
@@ -324,36 +408,25 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
                                             "; a job whose ranks no longer meet cannot go on"));
   }
 
-  // Open MPI advances non-blocking collectives only inside MPI calls: a test per layer keeps the
-  // launched buckets moving while backward computes.
-  void progress() {
-    for (BucketState& bucket : buckets_) {
-      if (bucket.request == MPI_REQUEST_NULL) continue;
-      int done = 0;
-      comm_.check(MPI_Test(&bucket.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    }
-  }
-
+  // Writes bucket b's average back into its gradients.
   void unpack(std::size_t b) {
     BucketState& bucket = buckets_[b];
     const Bucket& plan = schedule_.buckets()[b];
-    const auto n = static_cast<std::size_t>(plan.elements);
-    if (options_.reduction == Reduction::fixed_order) {
-      bucket.send.resize(n);  // reused as the average
+    const Reduction reduction = options_.reduction;
+    if (reduction == Reduction::fixed_order) {  // `send` becomes the average
       average_in_rank_order<Grad>(bucket.receive, comm_.size(), bucket.send);
     }
-    const std::vector<Grad>& averaged =
-        options_.reduction == Reduction::fixed_order ? bucket.send : bucket.receive;
+    const std::vector<Grad>& result = reduction == Reduction::mpi_allreduce ? bucket.receive : bucket.send;
     const Grad divisor = static_cast<Grad>(comm_.size());
     std::size_t offset = 0;
     for (std::size_t t : plan.tensors) {
       Tensor<Grad, Host>& gradient = *schedule_.gradients()[t];
       const auto size = static_cast<std::size_t>(gradient.numel());
       Grad* out = gradient.data();
-      if (options_.reduction == Reduction::fixed_order) {
-        std::memcpy(out, averaged.data() + offset, size * sizeof(Grad));
+      if (reduction == Reduction::mpi_allreduce) {
+        for (std::size_t i = 0; i < size; ++i) out[i] = result[offset + i] / divisor;
       } else {
-        for (std::size_t i = 0; i < size; ++i) out[i] = averaged[offset + i] / divisor;
+        std::memcpy(out, result.data() + offset, size * sizeof(Grad));
       }
       offset += size;
     }
@@ -367,6 +440,9 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   std::int64_t exchanges_ = 0;              // `finish` calls so far, this one included
   MPI_Comm arrivals_comm_ = MPI_COMM_NULL;  // arrival messages (with a timeout), apart from the rest
   std::vector<MPI_Request> arrivals_;       // [0, world): receives by source; [world, 2 world): sends
+  MPI_Comm gathers_comm_ = MPI_COMM_NULL;   // fixed_order_sharded: the gathers of averaged shards
+  std::size_t next_gather_ = 0;             // fixed_order_sharded: the next bucket to start its gather
+  std::exception_ptr progress_error_;       // what the progress thread could not do
   double last_wait_seconds_ = 0.0;
   std::mutex mpi_mutex_;          // with a progress thread: one thread at a time in MPI
   std::condition_variable wake_;  // a step started communicating, or the sync is going away
