@@ -18,20 +18,18 @@
 //
 // Usage: dist_cpu [--json PATH] [--steps N] [--global-batch B]
 //                 [--reduction fixed_order|fixed_order_sharded|mpi_allreduce]
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "mpx/dist/model_signature.hpp"
 #include "mpx/dist/mpi_gradient_sync.hpp"
 #include "mpx/dist/run.hpp"
 #include "mpx/experiment/models.hpp"
+#include "mpx/experiment/usage.hpp"
 #include "mpx/mpx.hpp"
 #include "report.hpp"
 
@@ -114,34 +112,36 @@ Result measure(const mpx::dist::Communicator& comm, std::int64_t global_batch, i
   return r;
 }
 
-constexpr std::pair<std::string_view, mpx::dist::Reduction> reductions[] = {
-    {"fixed_order", mpx::dist::Reduction::fixed_order},
-    {"fixed_order_sharded", mpx::dist::Reduction::fixed_order_sharded},
-    {"mpi_allreduce", mpx::dist::Reduction::mpi_allreduce}};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json_path;
   int steps = 20;
   std::int64_t global_batch = 256;
-  std::string_view reduction_name = "fixed_order";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string_view flag = argv[i];
-    if (flag == "--json") json_path = argv[i + 1];
-    if (flag == "--steps") steps = std::atoi(argv[i + 1]);
-    if (flag == "--global-batch") global_batch = std::atoll(argv[i + 1]);
-    if (flag == "--reduction") reduction_name = argv[i + 1];
+  mpx::dist::Reduction reduction = mpx::dist::Reduction::fixed_order;
+  const mpx::experiment::Usage usage("dist_cpu",
+                                     "[--json PATH] [--steps N] [--global-batch B] [--reduction "
+                                     "fixed_order|fixed_order_sharded|mpi_allreduce]");
+  for (int i = 1; i < argc; ++i) {
+    const std::string option = argv[i];
+    const std::string value = usage.value_after(argc, argv, i);
+    if (option == "--json") {
+      json_path = value;
+    } else if (option == "--steps") {
+      steps = static_cast<int>(usage.number(option, value, 1, 100000));
+    } else if (option == "--global-batch") {
+      global_batch = static_cast<std::int64_t>(usage.number(option, value, 1, 1 << 20));
+    } else if (option == "--reduction") {
+      usage.require_one_of(option, value, {"fixed_order", "fixed_order_sharded", "mpi_allreduce"});
+      for (const auto candidate :
+           {mpx::dist::Reduction::fixed_order, mpx::dist::Reduction::fixed_order_sharded,
+            mpx::dist::Reduction::mpi_allreduce}) {
+        if (mpx::dist::reduction_name(candidate) == value) reduction = candidate;
+      }
+    } else {
+      usage.fail("unknown option " + option);
+    }
   }
-  const auto* chosen = std::find_if(std::begin(reductions), std::end(reductions),
-                                    [&](const auto& entry) { return entry.first == reduction_name; });
-  if (chosen == std::end(reductions)) {
-    std::fprintf(stderr,
-                 "dist_cpu: --reduction %s: expected fixed_order, fixed_order_sharded or mpi_allreduce\n",
-                 std::string(reduction_name).c_str());
-    return 2;
-  }
-  const mpx::dist::Reduction reduction = chosen->second;
   return mpx::dist::run(argc, argv, [&](mpx::dist::Communicator& comm) {
     if (global_batch % comm.size() != 0) {
       throw mpx::invalid_argument(mpx::detail::concat("dist_cpu: global batch ", global_batch,
@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
     if (comm.rank() != 0) return 0;
     std::printf("%s\n%d rank(s) x %d thread(s), global batch %lld, %s, medians of %d steps\n",
                 mpx::bench::machine_line().c_str(), comm.size(), mpx::bench::openmp_threads(),
-                static_cast<long long>(global_batch), std::string(reduction_name).c_str(), steps);
+                static_cast<long long>(global_batch),
+                std::string(mpx::dist::reduction_name(reduction)).c_str(), steps);
     std::printf("%-12s %8s %8s %10s %13s %7s | with a progress thread: %8s %10s %7s\n", "precision",
                 "steps/s", "step ms", "waited ms", "no-overlap ms", "hidden", "steps/s", "waited ms",
                 "hidden");
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
                        ",\n  \"ranks\": " + std::to_string(comm.size()) +
                        ",\n  \"threads_per_rank\": " + std::to_string(mpx::bench::openmp_threads()) +
                        ",\n  \"global_batch\": " + std::to_string(global_batch) + ",\n  \"reduction\": \"" +
-                       std::string(reduction_name) + "\"" +
+                       std::string(mpx::dist::reduction_name(reduction)) + "\"" +
                        ",\n  \"model\": \"mlp 784-1024-1024-10\",\n  \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];

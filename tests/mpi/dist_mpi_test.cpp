@@ -18,6 +18,8 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <mpx/dist/bucket_schedule.hpp>
+#include <mpx/dist/buckets.hpp>
 #include <mpx/dist/communicator.hpp>
 #include <mpx/dist/environment.hpp>
 #include <mpx/dist/mpi_gradient_sync.hpp>
@@ -100,7 +102,8 @@ TEMPLATE_TEST_CASE("Weights, optimizer state and reported losses stay bit-identi
       {.bucket_bytes = 2048, .reduction = Reduction::fixed_order, .timeout = std::chrono::milliseconds(0)}};
   std::vector<std::uint64_t> hashes;
   for (const mpx::dist::SyncOptions& options : configurations) {
-    CAPTURE(static_cast<int>(options.reduction), options.progress_thread, comm.size());
+    CAPTURE(mpx::dist::reduction_name(options.reduction), options.bucket_bytes, options.progress_thread,
+            options.timeout.count(), comm.size());
     const Run run = train<TestType>(comm, options);
     hashes.push_back(run.hash);
     CHECK(same_on_every_rank(comm, run.hash));
@@ -272,6 +275,71 @@ TEST_CASE("Ranks holding different models are refused at construction, naming th
   REQUIRE_THROWS_WITH(
       mpx::dist::MpiGradientSync(comm, model),
       Contains("the ranks hold different models") && Contains("rank 1 has 6 parameter tensors"));
+}
+
+TEST_CASE("Ranks with different SyncOptions are refused at construction, naming the ranks", "[mpi]") {
+  mpx::dist::Communicator comm;
+  auto model = make_model<mpx::fp32>(7);
+  const bool odd = comm.rank() == 1;
+  REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model, {.bucket_bytes = odd ? 4096 : 2048}),
+                      Contains("the ranks' SyncOptions differ: rank 0 has bucket_bytes 2048, reduction "
+                               "fixed_order, timeout on; rank 1 has bucket_bytes 4096"));
+  REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model,
+                                                 {.reduction = odd ? mpx::dist::Reduction::mpi_allreduce
+                                                                   : mpx::dist::Reduction::fixed_order}),
+                      Contains("rank 1 has bucket_bytes 4194304, reduction mpi_allreduce"));
+  REQUIRE_THROWS_WITH(
+      mpx::dist::MpiGradientSync(comm, model, {.timeout = std::chrono::milliseconds(odd ? 0 : 1000)}),
+      Contains("rank 1 has bucket_bytes 4194304, reduction fixed_order, timeout 0"));
+  // How each rank overlaps or progresses its reductions is its own business.
+  REQUIRE_NOTHROW(mpx::dist::MpiGradientSync(comm, model, {.overlap = odd, .progress_thread = odd}));
+}
+
+TEST_CASE("Every reduction averages buckets smaller than the world, with empty shards", "[mpi]") {
+  // Gradients of 2, 2, 2 and 1 elements, one per bucket (4-byte buckets): over 3 ranks the sharded
+  // reduction gives ranks shards of 0, 1 and 1 elements, or 0, 0 and 1. Each rank writes
+  // rank-dependent values into the gradients and calls the sync as the trainer does; every rank
+  // must end with the fixed-order average, computed here from the same values.
+  mpx::dist::Communicator comm;
+  mpx::nn::Sequential model{mpx::nn::Linear<mpx::fp32>(1, 2), mpx::nn::Linear<mpx::fp32>(2, 1)};
+  model.initialize(1);
+  const auto value = [](int rank, std::size_t tensor, std::int64_t i) {
+    return 0.1f * static_cast<float>(rank + 1) + 0.37f * static_cast<float>(tensor) +
+           0.011f * static_cast<float>(i);
+  };
+  using mpx::dist::Reduction;
+  for (const Reduction reduction :
+       {Reduction::fixed_order, Reduction::fixed_order_sharded, Reduction::mpi_allreduce}) {
+    CAPTURE(mpx::dist::reduction_name(reduction), comm.size());
+    mpx::dist::MpiGradientSync sync(comm, model, {.bucket_bytes = 4, .reduction = reduction});
+    REQUIRE(sync.buckets().size() == 4);
+    const std::vector<mpx::Tensor<float>*> gradients = mpx::dist::model_gradients<mpx::Tensor<float>>(model);
+    for (int step = 0; step < 2; ++step) {  // the second step reuses the buckets
+      for (std::size_t t = 0; t < gradients.size(); ++t)
+        for (std::int64_t i = 0; i < gradients[t]->numel(); ++i)
+          (*gradients[t])[i] = value(comm.rank() + step, t, i);
+      mpx::StepScalars scalars;
+      scalars.loss_sum = 1.0 + comm.rank();
+      sync.begin_backward();
+      sync.gradients_final(std::span(gradients).last(2));  // the last layer's, as backward reports
+      sync.finish(gradients, &scalars);
+      for (std::size_t t = 0; t < gradients.size(); ++t) {
+        for (std::int64_t i = 0; i < gradients[t]->numel(); ++i) {
+          std::vector<float> copies;
+          for (int r = 0; r < comm.size(); ++r) copies.push_back(value(r + step, t, i));
+          float expected = 0;
+          mpx::dist::average_in_rank_order<float>(copies, comm.size(), std::span(&expected, 1));
+          CAPTURE(step, t, i);
+          if (reduction == Reduction::mpi_allreduce) {
+            CHECK((*gradients[t])[i] == Approx(expected).epsilon(1e-6));  // MPI's order of the sum
+          } else {
+            CHECK((*gradients[t])[i] == expected);
+          }
+        }
+      }
+      CHECK(scalars.loss_sum == Approx(1.0 + (comm.size() - 1) / 2.0));
+    }
+  }
 }
 
 TEST_CASE("A sync refuses the gradients of a model it was not built for", "[mpi]") {

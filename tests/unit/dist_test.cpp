@@ -49,6 +49,14 @@ TEST_CASE("plan_buckets groups gradients last to first, up to the bucket size", 
   CHECK_THROWS_WITH(mpx::dist::plan_buckets(sizes, 0), Contains("bucket_elements = 0"));
   CHECK_THROWS_WITH((mpx::dist::SyncOptions{.bucket_bytes = std::int64_t{1} << 31}.validate()),
                     Contains("bucket_bytes = 2147483648"));
+  CHECK_THROWS_WITH(
+      (mpx::dist::SyncOptions{.timeout = std::chrono::milliseconds(-1)}.validate()),
+      Contains("timeout = -1 ms is invalid; expected 0 to 31536000000 ms (a year); 0 waits forever"));
+  // milliseconds::max() would overflow the deadline's clock: refused, with the way to wait forever.
+  CHECK_THROWS_WITH((mpx::dist::SyncOptions{.timeout = std::chrono::milliseconds::max()}.validate()),
+                    Contains("0 waits forever"));
+  CHECK_NOTHROW((mpx::dist::SyncOptions{.timeout = mpx::dist::SyncOptions::max_timeout}.validate()));
+  CHECK(mpx::dist::reduction_name(mpx::dist::Reduction::fixed_order_sharded) == "fixed_order_sharded");
 }
 
 TEST_CASE("BucketSchedule hands out buckets in order, once all their gradients are final", "[dist]") {
@@ -109,8 +117,6 @@ TEST_CASE("BucketSchedule hands out buckets in order, once all their gradients a
   std::vector<mpx::Tensor<float>*> reordered = gradients;
   std::swap(reordered[0], reordered[1]);
   CHECK_THROWS_WITH(schedule.require_same_gradients(reordered), Contains("are not the 6"));
-  CHECK_THROWS_WITH((mpx::dist::SyncOptions{.timeout = std::chrono::milliseconds(-1)}.validate()),
-                    Contains("timeout = -1 ms is invalid"));
 }
 
 TEST_CASE("average_in_rank_order sums in rank order then divides once, and propagates inf/NaN", "[dist]") {

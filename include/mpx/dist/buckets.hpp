@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "mpx/error.hpp"
@@ -39,6 +40,16 @@ enum class Reduction {
   mpi_allreduce,
 };
 
+/// @brief The enumerator's name ("fixed_order", ...), as messages and benchmark records write it.
+[[nodiscard]] constexpr std::string_view reduction_name(Reduction reduction) noexcept {
+  switch (reduction) {
+    case Reduction::fixed_order: return "fixed_order";
+    case Reduction::fixed_order_sharded: return "fixed_order_sharded";
+    case Reduction::mpi_allreduce: return "mpi_allreduce";
+  }
+  return "unknown";
+}
+
 /// @brief How a gradient sync (MPI or NCCL) groups and reduces gradients; the same on every rank.
 struct SyncOptions {
   /// @brief Bytes of gradient per bucket (PyTorch DDP uses 25 MiB; smaller buckets start
@@ -61,12 +72,16 @@ struct SyncOptions {
   /// name the late ranks (two empty messages per pair of ranks per step).
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
 
+  /// @brief The longest `timeout` (a year): a longer one would overflow the clock's deadline.
+  static constexpr std::chrono::milliseconds max_timeout = std::chrono::hours(24 * 365);
+
   /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `bucket_bytes` < 2^31 and
-  /// `timeout` >= 0; returns these options (for a constructor's member initialiser).
+  /// 0 <= `timeout` <= `max_timeout`; returns these options (for a constructor's member initialiser).
   const SyncOptions& validate() const {
-    if (timeout.count() < 0) {
+    if (timeout.count() < 0 || timeout > max_timeout) {
       throw invalid_argument(mpx::detail::concat("mpx::dist::SyncOptions: timeout = ", timeout.count(),
-                                                 " ms is invalid; expected >= 0 (0: wait forever)"));
+                                                 " ms is invalid; expected 0 to ", max_timeout.count(),
+                                                 " ms (a year); 0 waits forever"));
     }
     if (bucket_bytes < 1 || bucket_bytes >= (std::int64_t{1} << 31)) {
       throw invalid_argument(mpx::detail::concat("mpx::dist::SyncOptions: bucket_bytes = ", bucket_bytes,

@@ -69,20 +69,20 @@ template <class Model>
 /// gathered list decides the same.
 inline void require_same_model(std::span<const ModelSignature> signatures, std::string_view where) {
   if (signatures.empty()) return;
-  const ModelSignature& first = signatures[0];
+  const auto describe = [&](std::size_t r) {
+    const ModelSignature& signature = signatures[r];
+    return mpx::detail::concat("rank ", r, " has ", signature.parameters, " parameter tensors of ",
+                               signature.scalars, " scalars (signature ", signature.hash, ")");
+  };
   std::string differing;
   for (std::size_t r = 1; r < signatures.size(); ++r) {
-    const ModelSignature& theirs = signatures[r];
-    if (theirs == first) continue;
-    differing.append(mpx::detail::concat(differing.empty() ? "" : "; ", "rank ", r, " has ",
-                                         theirs.parameters, " parameter tensors of ", theirs.scalars,
-                                         " scalars (signature ", theirs.hash, ")"));
+    if (signatures[r] != signatures[0]) differing.append(mpx::detail::concat("; ", describe(r)));
   }
   if (!differing.empty()) {
-    throw invalid_argument(mpx::detail::concat(
-        where, ": the ranks hold different models: rank 0 has ", first.parameters, " parameter tensors of ",
-        first.scalars, " scalars (signature ", first.hash, "); ", differing,
-        ". Every rank must build the same model (same layers, sizes and precisions)"));
+    throw invalid_argument(
+        mpx::detail::concat(where, ": the ranks hold different models: ", describe(0), differing,
+                            ". Every rank must build the same model (same layers, sizes and "
+                            "precisions)"));
   }
 }
 

@@ -49,13 +49,47 @@ MPI_Datatype mpi_type() {
   }
 }
 
-// Gathers every rank's model signature and compares them (dist::require_same_model): collective.
-inline void require_same_model_across(const Communicator& comm, const ModelSignature& mine,
-                                      std::string_view where) {
-  std::vector<ModelSignature> all(static_cast<std::size_t>(comm.size()));
+// What the ranks of one sync must agree on: the model, and the options that decide which
+// collectives a step starts (bucket sizes, the reduction, arrival messages or none).
+struct SyncAgreement {
+  ModelSignature model;
+  std::int64_t bucket_bytes = 0;
+  std::int32_t reduction = 0;
+  std::int32_t timed = 0;
+
+  friend bool operator==(const SyncAgreement&, const SyncAgreement&) = default;
+  friend std::string describe(const SyncAgreement& options) {
+    return mpx::detail::concat("bucket_bytes ", options.bucket_bytes, ", reduction ",
+                               reduction_name(static_cast<Reduction>(options.reduction)), ", timeout ",
+                               options.timed != 0 ? "on" : "0");
+  }
+};
+
+// Gathers every rank's model signature and options and compares them with rank 0's: collective.
+// Throws `mpx::invalid_argument` naming the ranks whose model (dist::require_same_model) or options
+// differ; every rank sees the same list, so all throw or none does.
+inline void require_same_model_and_options(const Communicator& comm, const ModelSignature& model,
+                                           const SyncOptions& options, std::string_view where) {
+  const SyncAgreement mine{.model = model,
+                           .bucket_bytes = options.bucket_bytes,
+                           .reduction = static_cast<std::int32_t>(options.reduction),
+                           .timed = options.timeout.count() > 0 ? 1 : 0};
+  std::vector<SyncAgreement> all(static_cast<std::size_t>(comm.size()));
   comm.check(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm.native()),
-             "MPI_Allgather (model signature)");
-  dist::require_same_model(all, where);
+             "MPI_Allgather (model signature and options)");
+  std::vector<ModelSignature> models;
+  for (const SyncAgreement& rank : all) models.push_back(rank.model);
+  dist::require_same_model(models, where);
+  std::string differing;
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    differing.append(mpx::detail::concat("; rank ", r, " has ", describe(all[r])));
+  }
+  if (!differing.empty()) {
+    throw invalid_argument(mpx::detail::concat(
+        where, ": the ranks' SyncOptions differ: rank 0 has ", describe(all[0]), differing,
+        ". Every rank must pass the same bucket_bytes and reduction, and a timeout on all ranks or on none"));
+  }
 }
 }  // namespace detail
 
@@ -83,7 +117,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
         options_(options.validate()),
         schedule_(model_gradients<Tensor<Grad, Host>>(model),
                   std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}), owner) {
-    detail::require_same_model_across(comm_, model_signature(model), owner);
+    detail::require_same_model_and_options(comm_, model_signature(model), options_, owner);
     for (const Bucket& plan : schedule_.buckets()) {
       if (plan.elements > std::int64_t{0x7fffffff}) {
         throw invalid_argument(mpx::detail::concat(owner, ": a gradient of ", plan.elements,
@@ -95,10 +129,6 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       for (std::size_t b = 0; b < buckets_.size(); ++b)
         plan_shards(buckets_[b], schedule_.buckets()[b].elements);
     }
-    // Collective on every rank, whatever its options, so that no rank's construction hangs.
-    arrivals_comm_ = duplicate("MPI_Comm_dup (arrivals)");
-    gathers_comm_ = duplicate("MPI_Comm_dup (gathers of averaged shards)");
-    arrivals_.resize(2 * static_cast<std::size_t>(comm_.size()), MPI_REQUEST_NULL);
     if (options_.progress_thread) {
       int level = MPI_THREAD_SINGLE;
       comm_.check(MPI_Query_thread(&level), "MPI_Query_thread");
@@ -108,13 +138,17 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
             "more (mpx::dist::Environment does so); this process has thread level ",
             level));
       }
-      progress_thread_ = std::thread([this] { keep_progressing(); });
     }
+    arrivals_comm_ = duplicate("MPI_Comm_dup (arrivals)");
+    gathers_comm_ = duplicate("MPI_Comm_dup (gathers of averaged shards)");
+    arrivals_.resize(2 * static_cast<std::size_t>(comm_.size()), MPI_REQUEST_NULL);
+    if (options_.progress_thread) progress_thread_ = std::thread([this] { keep_progressing(); });
   }
 
-  /// @brief Frees the buckets, unless a reduction is still in flight (a step threw half-way): the
-  /// job cannot go on then (its ranks no longer agree on the order of collectives), and waiting
-  /// could hang, so the buffers MPI may still write are left allocated until the process ends.
+  /// @brief Frees the buckets, unless a reduction is still in flight (a step threw half-way or timed
+  /// out): the job cannot go on then (its ranks no longer agree on the order of collectives), and
+  /// waiting could hang, so the buffers MPI may still read or write (the buckets' and the step
+  /// flags') are left allocated until the process ends.
   ~MpiGradientSync() override {
     if (progress_thread_.joinable()) {
       {
@@ -124,9 +158,10 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       wake_.notify_one();
       progress_thread_.join();
     }
-    const bool in_flight = std::any_of(buckets_.begin(), buckets_.end(),
-                                       [](const BucketState& bucket) { return bucket.phase != Phase::idle; });
-    if (in_flight) new std::vector<BucketState>(std::move(buckets_));  // deliberately never freed
+    if (in_flight()) {  // deliberately never freed; a move keeps each vector's heap block in place
+      new std::vector<BucketState>(std::move(buckets_));
+      new std::vector<double>(std::move(flags_));
+    }
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized != 0) return;
@@ -136,12 +171,13 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
 
   /// @brief Forgets the last step's reports: every bucket waits for its gradients again.
   void begin_backward() override {
-    for (const BucketState& bucket : buckets_) {
-      if (bucket.phase != Phase::idle) {
-        throw error(mpx::detail::concat(owner,
-                                        ": a bucket's reduction is still in flight at the start of a "
-                                        "backward; the previous step did not finish"));
-      }
+    std::unique_lock lock(mpi_mutex_, std::defer_lock);
+    if (options_.progress_thread) lock.lock();
+    if (in_flight()) {
+      throw error(
+          mpx::detail::concat(owner, ": exchange ", exchanges_,
+                              " is still in flight at the start of a backward (the step threw or timed "
+                              "out half-way); the ranks no longer agree on their collectives"));
     }
     schedule_.begin();
     next_gather_ = 0;
@@ -173,25 +209,30 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     }
     if (options_.timeout.count() > 0) announce_arrival();
     // The step's own flags: each rank's loss sum and its non-finite-input flag. Gathered, then combined
-    // in rank order, so the loss every rank reports is the same global mean.
-    const double local[2] = {scalars->loss_sum, static_cast<double>(scalars->inputs_nonfinite)};
-    flags_.resize(2 * static_cast<std::size_t>(comm_.size()));
-    MPI_Request flags_request = MPI_REQUEST_NULL;
-    comm_.check(
-        MPI_Iallgather(local, 2, MPI_DOUBLE, flags_.data(), 2, MPI_DOUBLE, comm_.native(), &flags_request),
-        "MPI_Iallgather (step flags)");
+    // in rank order, so the loss every rank reports is the same global mean. flags_ = [this rank's 2,
+    // then rank 0's, rank 1's, ...]: one block, which a timed-out step leaves to MPI.
+    flags_.resize(2 + 2 * static_cast<std::size_t>(comm_.size()));
+    flags_[0] = scalars->loss_sum;
+    flags_[1] = static_cast<double>(scalars->inputs_nonfinite);
+    comm_.check(MPI_Iallgather(flags_.data(), 2, MPI_DOUBLE, flags_.data() + 2, 2, MPI_DOUBLE, comm_.native(),
+                               &flags_request_),
+                "MPI_Iallgather (step flags)");
     const auto start = std::chrono::steady_clock::now();
-    wait_for_everything(flags_request, start);
+    wait_for_everything(start);
     last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (std::size_t b = 0; b < buckets_.size(); ++b) unpack(b);
-    double loss_sum = flags_[0];
-    int inputs_nonfinite = flags_[1] != 0.0 ? 1 : 0;
+    const double* gathered = flags_.data() + 2;
+    double loss_sum = gathered[0];
+    int inputs_nonfinite = gathered[1] != 0.0 ? 1 : 0;
     for (int r = 1; r < comm_.size(); ++r) {
-      loss_sum += flags_[2 * static_cast<std::size_t>(r)];
-      if (flags_[2 * static_cast<std::size_t>(r) + 1] != 0.0) inputs_nonfinite = 1;
+      loss_sum += gathered[2 * static_cast<std::size_t>(r)];
+      if (gathered[2 * static_cast<std::size_t>(r) + 1] != 0.0) inputs_nonfinite = 1;
     }
     scalars->loss_sum = loss_sum / static_cast<double>(comm_.size());
     scalars->inputs_nonfinite = inputs_nonfinite;
+    // Ready for the next step, whether or not the trainer calls begin_backward first.
+    schedule_.begin();
+    next_gather_ = 0;
   }
 
   /// @brief The buckets, in launch order.
@@ -228,6 +269,15 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     MPI_Request request = MPI_REQUEST_NULL;
     Phase phase = Phase::idle;
   };
+
+  // Whether MPI may still use this sync's buffers: a bucket, the step flags or an arrival message in
+  // flight (a step that threw or timed out half-way).
+  [[nodiscard]] bool in_flight() const {
+    const auto pending = [](MPI_Request request) { return request != MPI_REQUEST_NULL; };
+    return pending(flags_request_) || std::any_of(arrivals_.begin(), arrivals_.end(), pending) ||
+           std::any_of(buckets_.begin(), buckets_.end(),
+                       [](const BucketState& bucket) { return bucket.phase != Phase::idle; });
+  }
 
   // A private duplicate of the job's communicator, which orders its own collectives.
   MPI_Comm duplicate(const char* what) const {
@@ -366,12 +416,12 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   // Advances the step flags, every bucket and the arrival messages until all are complete (MPI_Wait
   // polls the same way). With a timeout, throws `timeout_error` naming the ranks that have not
   // reached this exchange once `options_.timeout` has passed since `start`.
-  void wait_for_everything(MPI_Request& flags_request, std::chrono::steady_clock::time_point start) {
+  void wait_for_everything(std::chrono::steady_clock::time_point start) {
     const bool timed = options_.timeout.count() > 0;
     const auto deadline = start + options_.timeout;
     for (;;) {
       int flags_done = 0;
-      comm_.check(MPI_Test(&flags_request, &flags_done, MPI_STATUS_IGNORE), "MPI_Test (step flags)");
+      comm_.check(MPI_Test(&flags_request_, &flags_done, MPI_STATUS_IGNORE), "MPI_Test (step flags)");
       advance();
       int arrived = 0;
       comm_.check(
@@ -436,7 +486,8 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   SyncOptions options_;
   BucketSchedule<Tensor<Grad, Host>> schedule_;
   std::vector<BucketState> buckets_;  // MPI's side of `schedule_.buckets()`, index for index
-  std::vector<double> flags_;
+  std::vector<double> flags_;         // this rank's step flags, then every rank's (see `finish`)
+  MPI_Request flags_request_ = MPI_REQUEST_NULL;
   std::int64_t exchanges_ = 0;              // `finish` calls so far, this one included
   MPI_Comm arrivals_comm_ = MPI_COMM_NULL;  // arrival messages (with a timeout), apart from the rest
   std::vector<MPI_Request> arrivals_;       // [0, world): receives by source; [world, 2 world): sends

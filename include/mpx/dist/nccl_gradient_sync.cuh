@@ -6,7 +6,7 @@
 /// of `dist::MpiGradientSync` behind the same `GradientSync` interface. NCCL reduces the gradients
 /// on a communication stream of its own, each bucket ordered after the backward kernels that
 /// finished it by an event, so that reduction overlaps the rest of backward; the training stream
-/// waits for all of it before the gradients are inspected. Nothing here waits on the host.
+/// waits for all of it before the gradients are inspected. Nothing in a step waits on the host.
 ///
 /// This header needs no MPI: the ranks join NCCL from a `dist::NcclBootstrap` (NCCL's unique id,
 /// shared by the caller, this rank and the number of ranks), as PyTorch's ProcessGroupNCCL joins
@@ -77,8 +77,8 @@ struct LossSumMean {
 /// @endcode
 /// or, without MPI, from an `NcclBootstrap` (see the constructor). After construction only NCCL is
 /// used. `SyncOptions::reduction` and `SyncOptions::timeout` do not apply (NCCL always reduces
-/// with ncclAllReduce, and nothing here waits on the host; a rank that dies ends the job through
-/// its launcher).
+/// with ncclAllReduce, and after construction nothing here waits on the host; a rank that dies ends
+/// the job through its launcher).
 /// @tparam Grad the gradients' element type (fp32, or fp64 under fp64).
 template <class Grad>
 class NcclGradientSync final : public GradientSync<Cuda, Grad> {
@@ -165,6 +165,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     for (Tensor<Grad, Cuda>* gradient : schedule_.gradients())
       cuda::divide(gradient->data(), gradient->numel(), world, training);
     cuda::single_thread(detail::LossSumMean{static_cast<double>(nccl_.size())}, scalars);
+    schedule_.begin();  // ready for the next step, whether or not the trainer calls begin_backward first
   }
 
   /// @brief The buckets, in launch order.
