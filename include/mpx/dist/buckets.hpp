@@ -6,6 +6,7 @@
 /// reduction mpx trusts to give every rank the same bits (`average_in_rank_order`). Plain functions,
 /// no MPI: the MPI and NCCL gradient syncs use them, and the unit tests check them alone.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -71,6 +72,12 @@ struct SyncOptions {
   /// for NCCL process groups, ten minutes. Zero waits forever and saves the arrival messages that
   /// name the late ranks (two empty messages per pair of ranks per step).
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
+
+  /// @brief Elements of `T` per bucket: `bucket_bytes` rounded down, at least one.
+  template <class T>
+  [[nodiscard]] std::int64_t bucket_elements() const noexcept {
+    return std::max<std::int64_t>(1, bucket_bytes / std::int64_t{sizeof(T)});
+  }
 
   /// @brief The longest `timeout` (a year): a longer one would overflow the clock's deadline.
   static constexpr std::chrono::milliseconds max_timeout = std::chrono::hours(24 * 365);

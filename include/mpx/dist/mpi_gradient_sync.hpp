@@ -110,13 +110,13 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   using GradientList = typename GradientSync<Host, Grad>::GradientList;
 
   /// @brief Plans the buckets of `model`'s gradients and checks that every rank of `comm` holds the
-  /// same model (throws `mpx::invalid_argument` naming the ranks that differ).
+  /// same model and passed the same `bucket_bytes`, `reduction` and timeout on/off (throws
+  /// `mpx::invalid_argument` naming the ranks that differ).
   template <class Model>
   MpiGradientSync(const Communicator& comm, Model& model, const SyncOptions& options = {})
       : comm_(comm),
         options_(options.validate()),
-        schedule_(model_gradients<Tensor<Grad, Host>>(model),
-                  std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}), owner) {
+        schedule_(model_gradients<Tensor<Grad, Host>>(model), options_.bucket_elements<Grad>(), owner) {
     detail::require_same_model_and_options(comm_, model_signature(model), options_, owner);
     for (const Bucket& plan : schedule_.buckets()) {
       if (plan.elements > std::int64_t{0x7fffffff}) {

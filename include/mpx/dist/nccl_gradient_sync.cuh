@@ -106,8 +106,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   NcclGradientSync(const NcclBootstrap& bootstrap, Model& model, const SyncOptions& options = {})
       : options_(options.validate()),
         nccl_(bootstrap.id, bootstrap.rank, bootstrap.size),
-        schedule_(model_gradients<Tensor<Grad, Cuda>>(model),
-                  std::max<std::int64_t>(1, options_.bucket_bytes / std::int64_t{sizeof(Grad)}), owner) {
+        schedule_(model_gradients<Tensor<Grad, Cuda>>(model), options_.bucket_elements<Grad>(), owner) {
     require_same_model_across_ranks(model_signature(model));
     MPX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
