@@ -2,7 +2,11 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief The CPU-safe umbrella: everything in mpx that needs no CUDA header.
+/// @brief The CPU-safe umbrella: everything in mpx that needs neither CUDA nor MPI, the experiment
+/// tools included (sweeps, records, the example models, the char-GPT's sampling, evaluation). Two
+/// more umbrellas add to it: <mpx/cuda.hpp> (the CUDA backend, from .cu files) and <mpx/dist.hpp>
+/// (data parallel over MPI). `experiment/data_parallel_job.hpp`, which uses MPI and CUDA where the
+/// program links them, is included on its own (docs/README.md lists what each header brings).
 
 #include "mpx/config.hpp"
 #include "mpx/error.hpp"
@@ -77,3 +81,12 @@
 #include "mpx/io/checkpoint.hpp"
 #include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"
+
+#include "mpx/experiment/char_gpt.hpp"
+#include "mpx/experiment/classification.hpp"
+#include "mpx/experiment/layer_precisions.hpp"
+#include "mpx/experiment/models.hpp"
+#include "mpx/experiment/progress.hpp"
+#include "mpx/experiment/records.hpp"
+#include "mpx/experiment/sweep.hpp"
+#include "mpx/experiment/usage.hpp"

@@ -135,14 +135,14 @@ const std::vector<std::int64_t> odd_sizes = {1, 7, 1023, 4097};
 template <bool Scale, class G>
 void unscale_and_inspect_both(BothScalars& scalars, std::span<mpx::Tensor<G, Cuda>* const> on_device,
                               std::span<mpx::Tensor<G>* const> on_host,
-                              mpx::cuda::GradientWorkspace& workspace) {
+                              mpx::cuda::GradientWorkspace& workspace, std::int64_t micro_batches = 1) {
   StepScalars* const d = scalars.device.data();
-  mpx::cuda::unscale_and_inspect<Scale, G>(on_device, &d->scaler.scale, &d->sum_of_squares,
+  mpx::cuda::unscale_and_inspect<Scale, G>(on_device, &d->scaler.scale, micro_batches, &d->sum_of_squares,
                                            &d->gradients_nonfinite, workspace);
   mpx::cpu::GradientWorkspace host_workspace;
   StepScalars& h = scalars.host;
-  mpx::cpu::unscale_and_inspect<Scale, G>(on_host, &h.scaler.scale, &h.sum_of_squares, &h.gradients_nonfinite,
-                                          host_workspace);
+  mpx::cpu::unscale_and_inspect<Scale, G>(on_host, &h.scaler.scale, micro_batches, &h.sum_of_squares,
+                                          &h.gradients_nonfinite, host_workspace);
 }
 
 // The sums of squares agree to rounding (the GPU adds in another fixed order), or are both not finite.
@@ -156,7 +156,7 @@ void check_same_sum(double gpu, double cpu) {
 }
 
 template <bool Scale, class G>
-void check_multi_tensor(std::vector<mpx::Tensor<G>> grads, float scale) {
+void check_multi_tensor(std::vector<mpx::Tensor<G>> grads, float scale, std::int64_t micro_batches = 1) {
   std::vector<mpx::Tensor<G, Cuda>> device;
   for (const auto& g : grads) device.push_back(mpx::to_device(g));
   std::vector<mpx::Tensor<G, Cuda>*> device_pointers;
@@ -169,7 +169,7 @@ void check_multi_tensor(std::vector<mpx::Tensor<G>> grads, float scale) {
   BothScalars scalars(start);
   mpx::cuda::GradientWorkspace workspace;
   scalars.apply(mpx::BeginStep{});
-  unscale_and_inspect_both<Scale, G>(scalars, device_pointers, host_pointers, workspace);
+  unscale_and_inspect_both<Scale, G>(scalars, device_pointers, host_pointers, workspace, micro_batches);
   const StepScalars found = scalars.on_device();
   const StepScalars& expected = scalars.host;
 
@@ -404,6 +404,12 @@ TEST_CASE("cuda::unscale_and_inspect over many tensors matches cpu::unscale_and_
   }
   SECTION("without scaling") {
     check_multi_tensor<false>(make(1.0f), 1024.0f);
+  }
+  SECTION("the sum over 3 micro-batches divided by 3, then unscaled: two roundings, as on the CPU") {
+    check_multi_tensor<true>(make(3000.0f), 3.0f, 3);
+  }
+  SECTION("the sum over 3 micro-batches divided by 3, without scaling") {
+    check_multi_tensor<false>(make(1.0f), 1024.0f, 3);
   }
   SECTION("an inf is found") {
     auto grads = make(1.0f);
@@ -915,11 +921,11 @@ TEST_CASE(
     for (auto& g : device_grads) on_device.push_back(&g);
     std::vector<mpx::Tensor<float>*> on_host;
     for (auto& g : grads) on_host.push_back(&g);
-    mpx::cuda::unscale_and_inspect<true, float>(on_device, &d->loss_scale, &d->sum_of_squares,
+    mpx::cuda::unscale_and_inspect<true, float>(on_device, &d->loss_scale, 1, &d->sum_of_squares,
                                                 &d->gradients_nonfinite, workspace, finish, d);
-    mpx::cpu::unscale_and_inspect<true, float>(
-        on_host, &scalars.host.loss_scale, &scalars.host.sum_of_squares, &scalars.host.gradients_nonfinite,
-        host_workspace, finish, &scalars.host);
+    mpx::cpu::unscale_and_inspect<true, float>(on_host, &scalars.host.loss_scale, 1,
+                                               &scalars.host.sum_of_squares, &scalars.host.gradients_nonfinite,
+                                               host_workspace, finish, &scalars.host);
     StepScalars found = scalars.on_device();
     check_same_sum(found.sum_of_squares, scalars.host.sum_of_squares);
     // The clipping coefficient follows the norm, which agrees to rounding only; the rest is exact.

@@ -609,3 +609,79 @@ TEST_CASE("gradient accumulation over micro-batches on the GPU follows the CPU: 
     }
   }
 }
+
+namespace {
+// A sync for a world of one process with a given rank, on the GPU: keeps a host copy of the gradient
+// sum it is handed (the sum over this process's micro-batches) and leaves the gradients as they are.
+class CapturingSync final : public mpx::GradientSync<mpx::Cuda, float> {
+ public:
+  explicit CapturingSync(int rank) : rank_(rank) {}
+  [[nodiscard]] int rank() const override { return rank_; }
+  void begin_backward() override {}
+  void gradients_final(GradientList) override {}
+  void finish(GradientList gradients, mpx::StepScalars*) override {
+    sums.clear();
+    for (const mpx::Tensor<float, mpx::Cuda>* g : gradients) sums.push_back(mpx::to_host(*g));
+  }
+  std::vector<mpx::Tensor<float>> sums;
+
+ private:
+  int rank_;
+};
+
+template <class Device>
+auto dropout_model() {
+  using P = mpx::fp16_mixed;
+  mpx::nn::Sequential model{mpx::nn::Linear<P, mpx::nn::Activation::ReLU, Device>(24, 32),
+                            mpx::nn::Dropout<P, Device>(0.25f),
+                            mpx::nn::Linear<mpx::fp32, mpx::nn::Activation::None, Device>(32, 5)};
+  model.initialize(3);
+  return model;
+}
+}  // namespace
+
+TEST_CASE("on the GPU, micro-batch m of one process computes what rank m computes: seed, mask, one division",
+          "[cuda][trainer]") {
+  // The GPU path's keys: the trainer numbers rank r's micro-batch r (its dropout key) and seeds it
+  // with the whole scale; the one process's gradient pass divides the sum by 3 once, then unscales.
+  constexpr std::int64_t rows = 16;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  mpx::Tensor<float> x(mpx::Shape{3 * rows, 24});
+  mpx::Tensor<std::int32_t> y(mpx::Shape{3 * rows});
+  for (float& v : x.values()) v = normal(rng);
+  for (std::int64_t i = 0; i < y.numel(); ++i) y[i] = static_cast<std::int32_t>(i % 5);
+  const auto d_x = mpx::to_device(x);
+  const auto d_y = mpx::to_device(y);
+
+  auto model = dropout_model<mpx::Cuda>();
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32, mpx::Cuda> loss;
+  mpx::optim::SGD optimizer(model, {.lr = 0.1});
+  CapturingSync alone(0);
+  mpx::Trainer trainer(model, loss, optimizer, alone);
+  const auto result = trainer.step(d_x, d_y, mpx::MicroBatches{3});
+  REQUIRE(result.stepped);
+  std::vector<mpx::Tensor<float>> gradients;
+  model.for_each_parameter([&](std::string_view, auto& p) { gradients.push_back(mpx::to_host(p.grad())); });
+
+  std::vector<std::vector<mpx::Tensor<float>>> rank_sums;
+  for (int r = 0; r < 3; ++r) {
+    auto rank_model = dropout_model<mpx::Cuda>();
+    mpx::optim::SGD rank_optimizer(rank_model, {.lr = 0.1});
+    CapturingSync sync(r);
+    mpx::Trainer rank_trainer(rank_model, loss, rank_optimizer, sync);
+    const auto part_x = d_x.rows(r * rows, rows);
+    const auto part_y = d_y.rows(r * rows, rows);
+    REQUIRE(rank_trainer.step(part_x, part_y).loss_scale == result.loss_scale);
+    rank_sums.push_back(std::move(sync.sums));
+  }
+  const float inverse = static_cast<float>(1.0 / static_cast<double>(result.loss_scale));
+  for (std::size_t t = 0; t < gradients.size(); ++t) {
+    for (std::int64_t i = 0; i < gradients[t].numel(); ++i) {
+      const float sum = (rank_sums[0][t][i] + rank_sums[1][t][i]) + rank_sums[2][t][i];
+      CAPTURE(t, i);
+      REQUIRE(alone.sums[t][i] == sum);
+      REQUIRE(gradients[t][i] == (sum / 3.0f) * inverse);
+    }
+  }
+}

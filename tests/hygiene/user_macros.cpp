@@ -7,14 +7,7 @@
 #include <mpx/mpx.hpp>
 
 // Not in the umbrella, but public and just as exposed.
-#include <mpx/experiment/classification.hpp>
 #include <mpx/experiment/data_parallel_job.hpp>
-#include <mpx/experiment/layer_precisions.hpp>
-#include <mpx/experiment/models.hpp>
-#include <mpx/experiment/progress.hpp>
-#include <mpx/experiment/records.hpp>
-#include <mpx/experiment/sweep.hpp>
-#include <mpx/experiment/usage.hpp>
 
 int main() {
   return 0;

@@ -48,6 +48,18 @@ auto make_model(std::uint64_t seed, std::int64_t hidden = 32) {
   return model;
 }
 
+/// @brief `make_model` with dropout (p = 0.2) after its first layer: the masks a micro-batch draws
+/// depend on its number, which must be global across ranks for ranks to match one process.
+template <class P>
+auto make_dropout_model(std::uint64_t seed, std::int64_t hidden = 32) {
+  mpx::nn::Sequential model{mpx::nn::Linear<P, mpx::nn::Activation::ReLU>(features, hidden),
+                            mpx::nn::Dropout<P>(0.2f),
+                            mpx::nn::Linear<P, mpx::nn::Activation::ReLU>(hidden, hidden),
+                            mpx::nn::Linear<mpx::fp32>(hidden, classes)};
+  model.initialize(seed);
+  return model;
+}
+
 /// @brief FNV-1a of the model's master weights, compute copies and optimizer state.
 template <class Model>
 std::uint64_t state_hash(Model& model) {

@@ -409,6 +409,32 @@ TEMPLATE_TEST_CASE("cpu::gemm scales by alpha and adds beta times C, from operan
   check_gemm<TestType>(dims.m, dims.n, dims.k, config, accumulate, seed_of(dims.m, dims.n, dims.k, 2));
 }
 
+TEST_CASE("cpu::gemm with beta = 1 adds D's contents to the finished product, once, for any k",
+          "[gemm][cpu]") {
+  // Gradient accumulation over micro-batches must equal the sum of the micro-batches' own gradients
+  // (what data-parallel ranks add up): D + A B computed at once equals D + (A B computed alone), bit
+  // for bit, also when k spans several of Eigen's k-blocks and the product is large enough for its
+  // parallel path. Accumulating in place, Eigen would add D to the first block's partial sum instead.
+  std::mt19937_64 rng(17);
+  for (const std::int64_t k : {std::int64_t{24}, std::int64_t{3000}}) {
+    for (const std::int64_t m : {std::int64_t{16}, std::int64_t{300}}) {
+      CAPTURE(k, m);
+      const std::int64_t n = 40;
+      const auto a = random_tensor<Eigen::bfloat16>(Shape{k, m}, rng);
+      const auto b = random_tensor<Eigen::bfloat16>(Shape{k, n}, rng);
+      const auto previous = random_tensor<float>(Shape{m, n}, rng);
+      Tensor<float> product(Shape{m, n});
+      mpx::cpu::gemm<mpx::BFloat16>(a, b, product, {.transpose_a = Transpose::Yes});
+      Tensor<float> accumulated = previous.clone();
+      mpx::cpu::gemm<mpx::BFloat16>(a, b, accumulated, {.transpose_a = Transpose::Yes, .beta = 1.0f});
+      for (std::int64_t i = 0; i < accumulated.numel(); ++i) {
+        CAPTURE(i);
+        REQUIRE(accumulated[i] == previous[i] + product[i]);
+      }
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("cpu::gemm applies every epilogue (D, aux, bias_grad) like the reference",
                    "[gemm][cpu][epilogue]", Fp32, Tf32, Fp64, Fp16, Fp16IntoFp32, Bf16, Bf16IntoFp32) {
   const Epilogue epilogue = GENERATE(from_range(std::begin(k_all_epilogues), std::end(k_all_epilogues)));

@@ -185,8 +185,8 @@ TEST_CASE("The CPU backend's fused step forms run their functor before or after 
   mpx::Tensor<float>* const gradients[] = {&grad};
   const mpx::FinishStep<mpx::DynamicLossScaling> finish{mpx::FinishGradients{1.0}, {}, {{}}};
   mpx::Backend<mpx::Host>::unscale_and_inspect<true>(std::span<mpx::Tensor<float>* const>(gradients),
-                                                     &s.loss_scale, &s.sum_of_squares, &s.gradients_nonfinite,
-                                                     workspace, finish, &s);
+                                                     &s.loss_scale, 1, &s.sum_of_squares,
+                                                     &s.gradients_nonfinite, workspace, finish, &s);
   CHECK(grad[0] == 2.0f);
   CHECK(s.sum_of_squares == 5.0);  // 2^2 + 1^2, seen by the decision that follows
   CHECK(s.update.clipped == 1);

@@ -5,7 +5,6 @@
 /// @brief `Dataset`: a labelled set of feature vectors held in host memory.
 
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <utility>
 #include <vector>
@@ -82,10 +81,7 @@ class Dataset {
                                                  " samples of the dataset"));
     }
     if (images_.rank() != 2) return Dataset{};  // the only subset of an empty set is empty
-    Tensor<float, Host> images = Tensor<float, Host>::uninitialized(Shape{count, features()});
-    if (count > 0) {
-      std::memcpy(images.data(), images_.data() + first * features(), images.size_bytes());
-    }
+    Tensor<float, Host> images = images_.rows(first, count).clone();
     std::vector<std::int32_t> labels(labels_.begin() + first, labels_.begin() + first + count);
     return Dataset(std::move(images), std::move(labels), classes_);
   }

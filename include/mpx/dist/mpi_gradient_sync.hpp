@@ -169,6 +169,9 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
   }
 
+  /// @brief This process's rank in the communicator.
+  [[nodiscard]] int rank() const override { return comm_.rank(); }
+
   /// @brief Forgets the last step's reports: every bucket waits for its gradients again.
   void begin_backward() override {
     std::unique_lock lock(mpi_mutex_, std::defer_lock);

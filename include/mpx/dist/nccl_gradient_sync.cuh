@@ -130,6 +130,9 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   }
 
+  /// @brief This process's rank in the NCCL communicator.
+  [[nodiscard]] int rank() const override { return nccl_.rank(); }
+
   /// @brief Forgets the last step's reports.
   void begin_backward() override { schedule_.begin(); }
 

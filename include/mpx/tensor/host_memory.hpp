@@ -28,7 +28,7 @@ struct DeviceMemory;
 
 template <>
 struct DeviceMemory<Host> {
-  /// Cache-line alignment; also what AVX-512 loads prefer and what Eigen's `Aligned64` maps assume.
+  /// Cache-line alignment; also what AVX-512 loads prefer.
   static constexpr std::size_t alignment = 64;
 
   /// @brief Aligned, uninitialised bytes; throws `mpx::out_of_memory` with requested and available bytes.

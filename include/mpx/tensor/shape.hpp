@@ -95,6 +95,17 @@ class Shape {
     return shape;
   }
 
+  /// @brief This shape with its first extent replaced by `extent`: the shape of some of a batch's
+  /// rows (`[batch, features]` -> `[count, features]`).
+  [[nodiscard]] Shape with_first(std::int64_t extent) const {
+    if (rank_ == 0) throw shape_error("mpx::Shape::with_first: the shape is empty (rank 0)");
+    if (extent < 0)
+      throw shape_error(detail::concat("mpx::Shape::with_first: extent ", extent, " is negative"));
+    Shape shape = *this;
+    shape.extents_[0] = extent;
+    return shape;
+  }
+
   /// @brief "[2, 3]".
   [[nodiscard]] std::string to_string() const {
     std::string text = "[";

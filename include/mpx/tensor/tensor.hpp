@@ -28,7 +28,8 @@ using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 ///
 /// Move-only: copies are explicit (`clone()`), so a hidden copy of activations cannot inflate the
 /// peak memory a benchmark reports. Host tensors expose Eigen maps; the matrix view of a tensor of
-/// rank > 2 folds all leading dimensions into rows.
+/// rank > 2 folds all leading dimensions into rows. `rows(first, count)` and `view` give tensors over
+/// another tensor's elements without copying them (a micro-batch of a batch, a rank's rows).
 ///
 /// @tparam T      element type: `double`, `float`, `Eigen::half` or `Eigen::bfloat16`, or
 ///                `std::int32_t` for class labels and token ids.
@@ -42,14 +43,16 @@ class Tensor {
   using value_type = T;
   /// @brief Device the elements live on.
   using device_type = Device;
+  // The maps assume no alignment: a view (`rows`) may start anywhere in a tensor. Allocations are
+  // 64-byte aligned all the same, and unaligned vector loads of aligned data cost nothing extra.
   /// @brief Eigen map of a rank-2 host tensor.
-  using MatrixMap = Eigen::Map<RowMajorMatrix<T>, Eigen::Aligned64>;
+  using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
   /// @brief Read-only Eigen map of a rank-2 host tensor.
-  using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Aligned64>;
+  using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
   /// @brief Eigen map of a host tensor's elements as a column vector.
-  using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+  using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
   /// @brief Read-only Eigen map of a host tensor's elements as a column vector.
-  using ConstVectorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+  using ConstVectorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>;
 
   /// @brief An empty tensor (rank 0, no storage).
   Tensor() = default;
@@ -72,18 +75,10 @@ class Tensor {
   }
 
   /// @brief A tensor of `shape` over elements at `data` that it does not own (a view into another
-  /// tensor's elements, e.g. at an offset): it never frees them, so they must outlive it. A host view
-  /// must be 64-byte aligned (Eigen maps host tensors as such; `mpx::invalid_argument` otherwise); a
-  /// device view may start at any element, which is how the GPU tests give cuBLASLt operands off the
-  /// allocator's 256-byte alignment.
+  /// tensor's elements, e.g. at an offset): it never frees them, so they must outlive it. A view may
+  /// start at any element (on a GPU, that is how the tests give cuBLASLt operands off the allocator's
+  /// 256-byte alignment).
   [[nodiscard]] static Tensor view(T* data, const Shape& shape) {
-    if constexpr (std::is_same_v<Device, Host>) {
-      if (reinterpret_cast<std::uintptr_t>(data) % 64 != 0) {
-        throw invalid_argument(detail::concat("mpx::Tensor::view: host elements at ",
-                                              static_cast<const void*>(data),
-                                              " are not 64-byte aligned, which host tensors are"));
-      }
-    }
     Tensor tensor;
     tensor.data_ = data;
     tensor.shape_ = shape;
@@ -137,6 +132,22 @@ class Tensor {
   [[nodiscard]] T* data() noexcept { return data_; }
   /// @brief Read-only overload.
   [[nodiscard]] const T* data() const noexcept { return data_; }
+
+  /// @brief Rows [first, first + count) along the first dimension, as a view of this tensor's
+  /// elements (no copy; shape `[count, ...]`, the other extents unchanged): a micro-batch of a batch,
+  /// a rank's part of a global batch. Writes through the view reach this tensor, which must outlive
+  /// it. Throws `mpx::shape_error` naming both when the rows are not inside `[0, shape()[0])`.
+  /// @code
+  /// const auto first_half = batch.rows(0, batch.shape()[0] / 2);  // [64, 784] of a [128, 784] batch
+  /// @endcode
+  [[nodiscard]] Tensor rows(std::int64_t first, std::int64_t count) {
+    return view(data_ + first_row_offset(first, count), shape_.with_first(count));
+  }
+  /// @brief Read-only overload: a `const` view (it can be read, passed on as a `const Tensor&`, or
+  /// bound to a `const` name; use the non-const overload to write).
+  [[nodiscard]] const Tensor rows(std::int64_t first, std::int64_t count) const {
+    return view(data_ + first_row_offset(first, count), shape_.with_first(count));
+  }
 
   /// @brief Sets every byte to zero (all element types' +0.0); works on every device. Not `noexcept`:
   /// on a GPU it is a queued memset, which throws `mpx::cuda_error` after a device fault.
@@ -193,6 +204,16 @@ class Tensor {
   }
 
  private:
+  // The element offset of row `first`, after checking that rows [first, first + count) exist.
+  [[nodiscard]] std::int64_t first_row_offset(std::int64_t first, std::int64_t count) const {
+    const std::int64_t extent = shape_.rank() == 0 ? 0 : shape_[0];
+    if (shape_.rank() == 0 || first < 0 || count < 0 || first > extent || count > extent - first) {
+      throw shape_error(detail::concat("mpx::Tensor::rows: rows [", first, ", ", first + count,
+                                       ") are outside the ", extent, " rows of a tensor of shape ", shape_));
+    }
+    return extent == 0 ? 0 : first * (numel() / extent);
+  }
+
   void release() noexcept {
     if (owns_) Memory::deallocate(data_, size_bytes());
     data_ = nullptr;

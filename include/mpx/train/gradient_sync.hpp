@@ -35,6 +35,12 @@ class GradientSync {
   GradientSync& operator=(const GradientSync&) = delete;
   virtual ~GradientSync() = default;
 
+  /// @brief This process's rank, in [0, number of processes). The trainer numbers the micro-batches
+  /// of a step across processes by it (rank r's m-th of M is r * M + m), so that dropout draws the
+  /// masks one process would draw for the same micro-batches; every process must run the same number
+  /// of micro-batches per step.
+  [[nodiscard]] virtual int rank() const = 0;
+
   /// @brief The last micro-batch's backward is about to run: the gradients about to be reported
   /// final are those of this step.
   virtual void begin_backward() = 0;

@@ -13,8 +13,9 @@ namespace mpx {
 /// @brief The gradient seed of a loss: `(*scale) / divisor`, read in the memory of the device the
 /// loss runs on, or `numerator / divisor` when `scale` is null.
 ///
-/// One float division, so `{&scalars->loss_scale, float(micro_batches)}` is GradScaler's
-/// `scale / micro_batches` on every device, bit for bit; the default seeds with 1.
+/// One float division, the same on every device, bit for bit; the default seeds with 1. `mpx::Trainer`
+/// seeds every micro-batch with the whole loss scale (`divisor` 1) and takes the mean over micro-batches
+/// once, on the fp32 sum of their gradients.
 struct LossSeed {
   /// @brief Memory of the loss's device holding the loss scale of the running step, or null.
   const float* scale = nullptr;

@@ -76,6 +76,12 @@ struct StepMemory {
   }
 };
 
+/// @brief How many equal parts `Trainer::step(inputs, targets, MicroBatches{n})` splits a batch into
+/// (gradient accumulation over row views of the batch).
+struct MicroBatches {
+  std::int64_t count = 1;  ///< parts; must divide the batch's rows
+};
+
 /// @brief The scaler a model needs unless told otherwise: dynamic if any of its layers computes in
 /// fp16, none otherwise.
 template <class Model>
@@ -110,14 +116,40 @@ class Trainer {
   using target_type = typename Loss::target_type;
   /// @brief Element type of the model's input.
   using input_element = typename Model::input_type;
+  /// @brief The targets' own type (`target_type` without reference and const).
+  using target_value = std::remove_cvref_t<target_type>;
 
-  /// @brief One micro-batch: inputs [batch, features] in the model's input type, and the loss's
-  /// targets.
-  struct Batch {
-    /// @brief Inputs of one micro-batch.
-    const Tensor<input_element, Device>& inputs;
-    /// @brief Targets of one micro-batch.
-    target_type targets;
+  /// @brief One micro-batch: inputs `[batch, features]` and the loss's targets. The inputs are in the
+  /// model's input type, or in fp32 for a model whose input is another floating type (they are then
+  /// rounded to nearest even into a buffer the trainer keeps, as `step(Tensor<float>)` does). The
+  /// batch refers to both tensors, which must outlive the step: name them (e.g. row views,
+  /// `const auto x0 = x.rows(0, 32);`) rather than passing temporaries, which do not compile.
+  class Batch {
+   public:
+    /// @brief A micro-batch in the model's input type.
+    Batch(const Tensor<input_element, Device>& inputs, target_type targets)
+        : inputs_(&inputs), targets_(targets) {}
+    /// @brief A micro-batch in fp32, for a model whose input is another floating type.
+    Batch(const Tensor<float, Device>& inputs, target_type targets) requires(FloatingElement<input_element> &&
+                                                                             !std::is_same_v<input_element, float>)
+        : fp32_inputs_(&inputs), targets_(targets) {}
+    // A temporary would be destroyed before the step reads it.
+    Batch(Tensor<input_element, Device>&&, target_type) = delete;
+    Batch(Tensor<float, Device>&&, target_type) requires(!std::is_same_v<input_element, float>) = delete;
+    Batch(const Tensor<input_element, Device>&, target_value&&) requires(std::is_reference_v<target_type>) = delete;
+
+    /// @brief The inputs' shape.
+    [[nodiscard]] const Shape& shape() const noexcept {
+      return inputs_ != nullptr ? inputs_->shape() : fp32_inputs_->shape();
+    }
+    /// @brief The targets.
+    [[nodiscard]] target_type targets() const noexcept { return targets_; }
+
+   private:
+    friend class Trainer;
+    const Tensor<input_element, Device>* inputs_ = nullptr;  // in the model's input type, or
+    const Tensor<float, Device>* fp32_inputs_ = nullptr;     // in fp32, rounded by the trainer
+    target_type targets_;
   };
 
   /// @brief Options of the training step.
@@ -161,10 +193,56 @@ class Trainer {
     return read_result();
   }
 
+  /// @brief Targets of another type than the loss takes: a compile error that says what to pass,
+  /// in place of every overload's mismatch.
+  template <class Inputs, class Targets>
+  StepResult step(const Inputs&, const Targets&) requires(!std::is_convertible_v<const Targets&, target_type>) {
+    static_assert(detail::always_false<Targets>,
+                  "mpx::Trainer::step(inputs, targets): targets must be the loss's target type, "
+                  "Loss::target_type: for SoftmaxCrossEntropy a mpx::Tensor<std::int32_t, Device> of class "
+                  "indices, one per row (as data::Batcher::next fills it); for MSELoss a tensor of the "
+                  "accumulate type shaped like the output. See docs/training.md");
+    return {};
+  }
+
   /// @brief One step whose gradient is the mean over several micro-batches (gradient accumulation).
   StepResult step(std::span<const Batch> micro_batches) {
     queue_step(micro_batches);
     return read_result();
+  }
+
+  /// @brief One step on `inputs` and `targets` split along their first dimension into
+  /// `micro_batches.count` equal parts (row views, no copy), whose gradients are accumulated: the
+  /// step `step(span<const Batch>)` takes on those parts. Throws `mpx::invalid_argument` unless the
+  /// count divides the batch and the targets have the inputs' rows.
+  template <Element E>
+  StepResult step(const Tensor<E, Device>& inputs, target_type targets, MicroBatches micro_batches) requires(
+      std::is_same_v<E, input_element> || std::is_same_v<E, float>) {
+    const std::int64_t count = micro_batches.count;
+    const std::int64_t rows = inputs.rank() > 0 ? inputs.shape()[0] : 0;
+    const std::int64_t target_rows = targets.rank() > 0 ? targets.shape()[0] : 0;
+    if (count < 1 || rows % count != 0 || target_rows != rows) {
+      throw invalid_argument(detail::concat("mpx::Trainer::step: cannot split inputs of shape ", inputs.shape(),
+                                            " and targets of shape ", targets.shape(), " into ", count,
+                                            " micro-batches; the count must divide the rows, and the "
+                                            "targets must have the inputs' rows"));
+    }
+    const std::int64_t size = rows / count;
+    std::vector<Tensor<E, Device>> input_parts;
+    std::vector<target_value> target_parts;
+    input_parts.reserve(static_cast<std::size_t>(count));  // the batches point into both vectors
+    target_parts.reserve(static_cast<std::size_t>(count));
+    std::vector<Batch> batches;
+    // The parts are read only; the vectors need movable views, which `rows() const` (a const view)
+    // does not give.
+    auto& whole_inputs = const_cast<Tensor<E, Device>&>(inputs);
+    auto& whole_targets = const_cast<target_value&>(targets);
+    for (std::int64_t m = 0; m < count; ++m) {
+      input_parts.push_back(whole_inputs.rows(m * size, size));
+      target_parts.push_back(whole_targets.rows(m * size, size));
+      batches.emplace_back(input_parts.back(), target_parts.back());
+    }
+    return step(std::span<const Batch>(batches));
   }
 
   /// @brief Queues one step on one batch: on the CPU it runs now; on a GPU it is queued on the
@@ -179,8 +257,8 @@ class Trainer {
   void queue_step(const Tensor<float, Device>& inputs,
                   target_type targets) requires(FloatingElement<input_element> &&
                                                 !std::is_same_v<input_element, float>) {
-    round_input(inputs);
-    queue_step(input_, targets);
+    const Batch batch{inputs, targets};
+    queue_step(std::span<const Batch>(&batch, 1));
   }
 
   /// @brief Queues one step over several micro-batches (see the single-batch overload).
@@ -261,10 +339,8 @@ class Trainer {
     if (eager_input_shape_ != inputs.shape() || input_.shape() != inputs.shape() ||
         buffers_replaced_since_eager_step())
       queue_step(inputs, targets);
-    capture(inputs.shape(), [this, fp32_inputs = &inputs, batch = Batch{input_, targets}] {
-      Backend<Device>::template round_into<tag_of_t<input_element>>(*fp32_inputs, input_);
-      queue_device_step(std::span(&batch, 1));
-    });
+    capture(inputs.shape(),
+            [this, batch = Batch{inputs, targets}] { queue_device_step(std::span(&batch, 1)); });
   }
 
   /// @brief Replays the step recorded by `capture_step()` (on a GPU one graph launch; the learning
@@ -316,12 +392,10 @@ class Trainer {
       first_step_memory_.weights = held.weights;
       first_step_memory_.gradients = held.gradient;
       first_step_memory_.optimizer_state = held.optimizer_state;
-      // What the step left allocated, less any optimizer state it allocated itself; the fp32
-      // overload allocates its cast of the input just before the window, and that is activation
-      // memory too.
+      // What the step left allocated (the rounded input of an fp32 batch included), less any
+      // optimizer state it allocated itself.
       first_step_memory_.activations = memory_stats<Device>().live_bytes() - window.live_at_start() -
-                                       (first_step_memory_.optimizer_state - state_before) +
-                                       static_cast<std::int64_t>(input_.size_bytes());
+                                       (first_step_memory_.optimizer_state - state_before);
     }
     model_.for_each_parameter(
         [&](std::string_view, auto& p) { first_step_memory_.parameter_count += p.shape().numel(); });
@@ -341,7 +415,7 @@ class Trainer {
     state_.step_queued();
     // Buffers follow the first micro-batch's shape; another shape than the recorded one reallocated
     // what the recording writes into.
-    eager_input_shape_ = micro_batches.front().inputs.shape();
+    eager_input_shape_ = micro_batches.front().shape();
     eager_generation_ = nn::buffer_generation<Device>().load(std::memory_order_relaxed);
     graph_.drop_unless_recorded_for(eager_input_shape_);
   }
@@ -381,18 +455,29 @@ class Trainer {
   // GPU, and on a GPU the bookkeeping runs inside the passes' kernels (training_state.hpp). Only
   // what is the same at every step may be queued here: CUDA graphs record this function.
   void queue_device_step(std::span<const Batch> micro_batches) {
-    state_.begin_step(micro_batches.front().inputs);
-    for (const Batch& batch : micro_batches.subspan(1)) state_.flag_nonfinite_inputs(batch.inputs);
     model_.zero_grad();
-    // The backward's seed is loss_scale / micro-batches, read where the step's scalars live.
-    const LossSeed seed = state_.loss_seed(static_cast<float>(micro_batches.size()));
+    // Every micro-batch's backward is seeded with the whole loss scale, and the fp32 sum of their
+    // gradients is divided by their count once, in the gradient pass: the operations data-parallel
+    // ranks apply to one micro-batch each (their sum over ranks, then one division), so R ranks of one
+    // micro-batch and one process of R micro-batches compute the same bits in every precision.
+    const LossSeed seed = state_.loss_seed();
     GradientSync<Device, Grad>* const sync = gradient_sync_;
-    std::int64_t micro_batch = 0;
-    for (const Batch& batch : micro_batches) {
-      nn::bind_step(model_, nn::StepKey{state_.step_count(), micro_batch++});
-      const auto& outputs = model_.forward(batch.inputs);
-      loss_.accumulate_forward_backward(outputs, batch.targets, seed, state_.loss_sum());
-      if (sync != nullptr && micro_batch == static_cast<std::int64_t>(micro_batches.size())) {
+    const auto count = static_cast<std::int64_t>(micro_batches.size());
+    // Micro-batches are numbered across ranks, rank-major (rank r's m-th is r * count + m), so that
+    // they draw the dropout masks the same micro-batches draw in one process.
+    const std::int64_t first_micro_batch = sync != nullptr ? std::int64_t{sync->rank()} * count : 0;
+    for (std::int64_t m = 0; m < count; ++m) {
+      const Batch& batch = micro_batches[static_cast<std::size_t>(m)];
+      const Tensor<input_element, Device>& inputs = model_input(batch);
+      if (m == 0) {
+        state_.begin_step(inputs);  // clears the step's flags, then checks these inputs
+      } else {
+        state_.flag_nonfinite_inputs(inputs);
+      }
+      nn::bind_step(model_, nn::StepKey{state_.step_count(), first_micro_batch + m});
+      const auto& outputs = model_.forward(inputs);
+      loss_.accumulate_forward_backward(outputs, batch.targets(), seed, state_.loss_sum());
+      if (sync != nullptr && m + 1 == count) {
         sync->begin_backward();
         backward_reporting_layers(*sync);
       } else {
@@ -403,9 +488,22 @@ class Trainer {
     model_.for_each_parameter([&](std::string_view, auto& p) { gradients_.push_back(&p.grad()); });
     if (sync != nullptr) sync->finish(std::span(gradients_), state_.scalars());
     state_.template finish_step<Scaling::scales_loss, Scaling>(
-        std::span(gradients_), options_.max_grad_norm.value_or(0.0), scaler_.options(),
+        std::span(gradients_), count, options_.max_grad_norm.value_or(0.0), scaler_.options(),
         optimizer_.update_preparation());
     optimizer_.step(state_.update_control());
+  }
+
+  // A micro-batch's inputs in the model's input type: the batch's own, or its fp32 inputs rounded
+  // (to nearest even) into `input_`. One buffer serves every micro-batch: each one's backward, the
+  // last reader of its input, runs before the next one is rounded.
+  const Tensor<input_element, Device>& model_input(const Batch& batch) {
+    if (batch.inputs_ != nullptr) return *batch.inputs_;
+    if constexpr (FloatingElement<input_element> && !std::is_same_v<input_element, float>) {
+      if (!(input_.shape() == batch.fp32_inputs_->shape()))
+        input_ = Tensor<input_element, Device>::uninitialized(batch.fp32_inputs_->shape());
+      Backend<Device>::template round_into<tag_of_t<input_element>>(*batch.fp32_inputs_, input_);
+    }
+    return input_;
   }
 
   // Tells `sync` each layer's gradients as soon as that layer's backward has run (a model that
@@ -438,12 +536,6 @@ class Trainer {
   // Sends what the host changed since the step's device last saw it (the learning rate of a
   // schedule, a scaler state or update count loaded from a checkpoint), ordered before the next step.
   void push_host_changes() { state_.push_if_changed(host_owned()); }
-
-  void round_input(const Tensor<float, Device>& inputs) {
-    if (!(input_.shape() == inputs.shape()))
-      input_ = Tensor<input_element, Device>::uninitialized(inputs.shape());
-    Backend<Device>::template round_into<tag_of_t<input_element>>(inputs, input_);
-  }
 
   // Skipped steps and a scale below 1 go to mpx::log: a warning when the run has a problem, info for
   // the overflows dynamic loss scaling expects while it searches for its scale.

@@ -45,10 +45,9 @@ class TrainingState {
   [[nodiscard]] const UpdateControl* update_control() { return &scalars()->update; }
   /// @brief Where the losses add each micro-batch's mean loss.
   [[nodiscard]] double* loss_sum() { return &scalars()->loss_sum; }
-  /// @brief The backward's seed: this step's loss scale (device memory) over `micro_batches`.
-  [[nodiscard]] LossSeed loss_seed(float micro_batches) {
-    return LossSeed{&scalars()->loss_scale, micro_batches};
-  }
+  /// @brief The backward's seed of every micro-batch: this step's whole loss scale (device memory).
+  /// The mean over micro-batches is taken once, on the fp32 sum of their gradients (`finish_step`).
+  [[nodiscard]] LossSeed loss_seed() { return LossSeed{&scalars()->loss_scale}; }
 
   /// @brief Starts a step (`BeginStep`) and checks its first input batch for inf and NaN, in one
   /// kernel on a GPU (the check's last block begins the step before it publishes the flag); inputs
@@ -71,18 +70,20 @@ class TrainingState {
   /// @brief The step count in the device's memory (`StepScalars::step`, counted by `begin_step`),
   /// which layers that draw random numbers key their draws by (nn/step_key.hpp).
   [[nodiscard]] const std::int64_t* step_count() { return &scalars()->step; }
-  /// @brief Unscales every gradient by this step's loss scale (when `Scale`), flags inf/NaN and sums
-  /// the squares, in one pass, and then decides the step (`FinishStep`: skip, clipping with
+  /// @brief Divides every gradient (the sum over the step's `micro_batches`) by their count and
+  /// unscales it by this step's loss scale (when `Scale`), flags inf/NaN and sums the squares, in one
+  /// pass, and then decides the step (`FinishStep`: skip, clipping with
   /// `max_grad_norm` (<= 0: none), the optimizer's per-update scalars `prepare`, the scaler update
   /// and the update count): on a GPU all in the pass's kernel, before the optimizer's update reads
   /// the decision.
   template <bool Scale, LossScalingPolicy Scaling, class Prepare>
-  void finish_step(std::span<Tensor<Grad, Device>* const> gradients, double max_grad_norm,
-                   const typename Scaling::Options& scaler_options, const Prepare& prepare) {
+  void finish_step(std::span<Tensor<Grad, Device>* const> gradients, std::int64_t micro_batches,
+                   double max_grad_norm, const typename Scaling::Options& scaler_options,
+                   const Prepare& prepare) {
     StepScalars* s = scalars();
     const FinishStep<Scaling, Prepare> finish{FinishGradients{max_grad_norm}, prepare,
                                               EndStep<Scaling>{scaler_options}};
-    Ops::template unscale_and_inspect<Scale>(gradients, &s->loss_scale, &s->sum_of_squares,
+    Ops::template unscale_and_inspect<Scale>(gradients, &s->loss_scale, micro_batches, &s->sum_of_squares,
                                              &s->gradients_nonfinite, workspace_, finish, s);
   }
 

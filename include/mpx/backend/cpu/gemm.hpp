@@ -156,7 +156,7 @@ class ScratchBuffer {
 template <NumericTag Compute, class Acc>
 class Operand {
  public:
-  using Map = Eigen::Map<const RowMajorMatrix<Acc>, Eigen::Aligned64>;
+  using Map = Eigen::Map<const RowMajorMatrix<Acc>>;  // operands may be row views, at any element
 
   Operand(const Tensor<storage_t<Compute>, Host>& tensor, int slot) : map_(nullptr, 0, 0) {
     using S = storage_t<Compute>;
@@ -250,19 +250,23 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   const auto& am = a_acc.matrix();
   const auto& bm = b_acc.matrix();
 
-  // t = beta * C + alpha * op(A) op(B), accumulated in place when D already holds Acc.
+  // t = beta * C + alpha * op(A) op(B). When D holds Acc, t is D itself; with beta = 0 the product
+  // accumulates there. With beta != 0 the product goes to scratch first and C is added to the
+  // finished product, once, as cuBLASLt adds it: accumulating into D in place, Eigen would add C to
+  // the first k-block's partial sum (for k beyond one block). That is also what makes a gradient
+  // accumulated over micro-batches equal the sum of the micro-batches' own, bit for bit.
   constexpr bool d_is_acc = std::is_same_v<TD, Acc>;
   std::optional<detail::ScratchBuffer<Acc>> scratch_buffer;
-  Eigen::Map<RowMajorMatrix<Acc>, Eigen::Aligned64> scratch(nullptr, 0, 0);
-  Eigen::Map<RowMajorMatrix<Acc>, Eigen::Aligned64> t(nullptr, d_rows, g.n);
+  Eigen::Map<RowMajorMatrix<Acc>> scratch(nullptr, 0, 0);
+  Eigen::Map<RowMajorMatrix<Acc>> t(nullptr, d_rows, g.n);
   if constexpr (d_is_acc) {
     new (&t) decltype(t)(d.data(), d_rows, g.n);
     if (beta == Acc(0)) {
       t.setZero();
-    } else if (operands.c != nullptr) {
-      t = beta * operands.c->matrix();
-    } else if (beta != Acc(1)) {  // beta = 1 accumulates into D as it is: no pass over it
-      t *= beta;
+    } else {
+      scratch_buffer.emplace(2, d_rows * g.n);
+      new (&scratch) decltype(scratch)(scratch_buffer->data(), d_rows, g.n);
+      scratch.setZero();
     }
   } else {
     scratch_buffer.emplace(2, d_rows * g.n);
@@ -400,7 +404,18 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     if constexpr (!d_is_acc) detail::round_output(values, d.data(), d_rows * g.n);
   };
   if constexpr (d_is_acc) {
-    multiply(t);
+    if (beta == Acc(0)) {
+      multiply(t);
+    } else {
+      multiply(scratch);
+      if (operands.c != nullptr) {  // C may be D itself: elementwise, so the alias is harmless
+        t = beta * operands.c->matrix() + scratch;
+      } else if (beta == Acc(1)) {
+        t += scratch;
+      } else {
+        t = beta * t + scratch;
+      }
+    }
     finish(d.data());
   } else {
     multiply(scratch);

@@ -27,17 +27,20 @@ struct GradientStats {
   }
 };
 
-/// @brief Multiplies every element by `factor` (skipped when `Scale` is false) and inspects it:
-/// finiteness and sum of squares, in one read of the gradient. The sum is combined in a fixed order,
-/// so it is the same on any number of threads.
+/// @brief Divides every element by `divisor` (when it is not 1: the mean over a step's micro-batches,
+/// rounded once), then multiplies it by `factor` (skipped when `Scale` is false, rounded once more), and
+/// inspects it: finiteness and sum of squares, in one read of the gradient. The sum is combined in a
+/// fixed order, so it is the same on any number of threads.
 template <bool Scale, Element G>
-GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor) {
+GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor, G divisor = G(1)) {
   G* g = grad.data();
+  const bool divide = divisor != G(1);
   return parallel_sum_chunks<GradientStats>(grad.numel(), parallel_grain,
                                             [&](std::int64_t begin, std::int64_t end) {
                                               double sum = 0.0;
                                               bool finite = true;
                                               for (std::int64_t i = begin; i < end; ++i) {
+                                                if (divide) g[i] /= divisor;
                                                 if constexpr (Scale) g[i] *= factor;
                                                 sum += static_cast<double>(g[i]) * static_cast<double>(g[i]);
                                                 // A float's square cannot overflow a double, so for float
@@ -52,21 +55,37 @@ GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor) {
                                             });
 }
 
+/// @brief `micro_batches` as the gradients' element type, which represents every count up to 2^24
+/// exactly; throws `mpx::invalid_argument` naming `where` for a count below 1 or above that.
+template <Element G>
+[[nodiscard]] G micro_batches_divisor(const char* where, std::int64_t micro_batches) {
+  if (micro_batches < 1 || micro_batches > (std::int64_t{1} << 24)) {
+    throw invalid_argument(mpx::detail::concat(where, ": ", micro_batches,
+                                               " micro-batches; expected a count in [1, 2^24]"));
+  }
+  return static_cast<G>(micro_batches);
+}
+
 /// @brief The CPU needs no scratch memory for `unscale_and_inspect`; the type exists so that a
 /// training step holds one workspace whatever its device.
 struct GradientWorkspace {};
 
 /// @brief One pass over all `gradients` of a training step, as `cuda::unscale_and_inspect` does it
-/// on the GPU: multiplies each by `G(float(1.0 / double(*scale)))` (GradScaler's inverse; only when
-/// `Scale`), raises `*nonfinite` to 1 when a value is inf or NaN, and adds the sum of the squares of
-/// the unscaled values to `*sum_of_squares`, tensor by tensor in list order.
+/// on the GPU. Each gradient holds the sum over the step's `micro_batches` (every one seeded with the
+/// full loss scale); the pass divides it by `micro_batches` (when more than one: one rounding, the
+/// division data-parallel ranks apply to their sum), multiplies it by
+/// `G(float(1.0 / double(*scale)))` (GradScaler's inverse; only when `Scale`), raises `*nonfinite` to
+/// 1 when a value is inf or NaN, and adds the sum of the squares of the final values to
+/// `*sum_of_squares`, tensor by tensor in list order.
 template <bool Scale, Element G>
 void unscale_and_inspect(std::span<Tensor<G, Host>* const> gradients, const float* scale,
-                         double* sum_of_squares, int* nonfinite, GradientWorkspace& /*workspace*/) {
+                         std::int64_t micro_batches, double* sum_of_squares, int* nonfinite,
+                         GradientWorkspace& /*workspace*/) {
   const G inverse = static_cast<G>(static_cast<float>(1.0 / static_cast<double>(*scale)));
+  const G divisor = micro_batches_divisor<G>("mpx::cpu::unscale_and_inspect", micro_batches);
   for (Tensor<G, Host>* g : gradients) {
     if (g == nullptr) throw invalid_argument("mpx::cpu::unscale_and_inspect: a gradient is null");
-    const GradientStats stats = unscale_and_inspect<Scale>(*g, inverse);
+    const GradientStats stats = unscale_and_inspect<Scale>(*g, inverse, divisor);
     *sum_of_squares += stats.sum_of_squares;
     if (!stats.finite) *nonfinite = 1;
   }
@@ -76,9 +95,9 @@ void unscale_and_inspect(std::span<Tensor<G, Host>* const> gradients, const floa
 /// `cuda::unscale_and_inspect` runs it in the same kernel on a GPU).
 template <bool Scale, Element G, class Then, class... Args>
 void unscale_and_inspect(std::span<Tensor<G, Host>* const> gradients, const float* scale,
-                         double* sum_of_squares, int* nonfinite, GradientWorkspace& workspace,
-                         const Then& then, Args... args) {
-  unscale_and_inspect<Scale>(gradients, scale, sum_of_squares, nonfinite, workspace);
+                         std::int64_t micro_batches, double* sum_of_squares, int* nonfinite,
+                         GradientWorkspace& workspace, const Then& then, Args... args) {
+  unscale_and_inspect<Scale>(gradients, scale, micro_batches, sum_of_squares, nonfinite, workspace);
   then(args...);
 }
 

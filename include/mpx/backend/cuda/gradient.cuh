@@ -126,11 +126,13 @@ template <class G>
 using GradientList = TensorChunks<G*, 96, gradient_chunk>;
 
 // Where the unscaling factor comes from: float(1.0 / double(scale)) of a scale in device memory (the
-// step's scaler), or a host value when `device_scale` is null.
+// step's scaler), or a host value when `device_scale` is null; and what the gradients are divided by
+// first (the step's micro-batches; 1: nothing).
 template <class G>
 struct UnscaleFactor {
   const float* device_scale;
   G host_factor;
+  G divisor = G(1);
 
   __device__ G value() const {
     if (device_scale == nullptr) return host_factor;
@@ -157,6 +159,16 @@ __device__ G scaled(G g, G factor) {
     return mpx::detail::mul_rn(g, factor);
   } else {
     return round_to<tag_of_t<G>>(mpx::detail::mul_rn(static_cast<float>(g), static_cast<float>(factor)));
+  }
+}
+
+// g / divisor rounded into G, as `g /= divisor` rounds on the CPU.
+template <class G>
+__device__ G divided(G g, G divisor) {
+  if constexpr (std::is_floating_point_v<G>) {
+    return mpx::detail::div_rn(g, divisor);
+  } else {
+    return round_to<tag_of_t<G>>(mpx::detail::div_rn(static_cast<float>(g), static_cast<float>(divisor)));
   }
 }
 
@@ -195,7 +207,7 @@ __device__ double block_sum(double value) {
   return value;
 }
 
-// One block per chunk: scales it in place (when Scale), writes the sum of its squares to
+// One block per chunk: divides it by factor.divisor (unless 1) and scales it (when Scale) in place, writes the sum of its squares to
 // partials[first_block + blockIdx.x] and raises *end.found if a value is inf or NaN. In the last
 // launch of a pass, the block that finishes last adds the partials of every launch in a fixed order
 // (the same whichever block that is), publishes the flag and runs then(args...): one kernel instead
@@ -209,14 +221,14 @@ __global__ void __launch_bounds__(gradient_threads)
   G* g = list.entries[range.tensor];
   [[maybe_unused]] G f{};
   if constexpr (Scale) f = factor.value();
+  const bool divide = factor.divisor != G(1);
   double sum = 0.0;
   bool finite = true;
   for (std::int64_t i = range.begin + threadIdx.x; i < range.end; i += gradient_threads) {
     G value = g[i];
-    if constexpr (Scale) {
-      value = scaled(value, f);
-      g[i] = value;
-    }
+    if (divide) value = divided(value, factor.divisor);
+    if constexpr (Scale) value = scaled(value, f);
+    if (Scale || divide) g[i] = value;
     const double d = to_double(value);
     sum += d * d;
     finite = finite && is_finite(value);
@@ -240,7 +252,8 @@ __global__ void __launch_bounds__(gradient_threads)
 }
 
 // Queues the passes over `gradients`: *sum_of_squares += their sum of squares, *nonfinite = 1 when a
-// value is inf or NaN; with Scale, multiplies them by `factor` first; then then(args...), in the
+// value is inf or NaN; first divides them by `factor.divisor` (unless 1) and, with Scale, multiplies
+// them by `factor`; then then(args...), in the
 // last block of the last launch (or in one thread when there is no gradient element at all).
 template <bool Scale, class G, class Then, class... Args>
 void launch_unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, UnscaleFactor<G> factor,
@@ -302,17 +315,20 @@ __global__ void flag_nonfinite_after_kernel(const T* x, std::int64_t count, int*
 
 }  // namespace detail
 
-/// @brief One pass over all `gradients` of a training step: multiplies each by
-/// `float(1.0 / double(*scale))` (GradScaler's inverse, computed on the device; only when `Scale`),
-/// raises `*nonfinite` (to 1) when a value is inf or NaN, and adds the sum of the squares of the
-/// (unscaled) values, in double, to `*sum_of_squares`. Queued on the context's stream without a host
-/// synchronisation or copy: one launch for up to 96 tensors (more when more), and no other kernel.
-/// The sum is deterministic (see the file comment). The three pointers are device memory;
-/// `workspace` holds the partial sums and counters.
+/// @brief One pass over all `gradients` of a training step, as `cpu::unscale_and_inspect` does it:
+/// divides each by `micro_batches` (when more than one; each holds the sum over the step's
+/// micro-batches), multiplies it by `float(1.0 / double(*scale))` (GradScaler's inverse, computed on
+/// the device; only when `Scale`), raises `*nonfinite` (to 1) when a value is inf or NaN, and adds the
+/// sum of the squares of the final values, in double, to `*sum_of_squares`. Queued on the context's
+/// stream without a host synchronisation or copy: one launch for up to 96 tensors (more when more),
+/// and no other kernel. The sum is deterministic (see the file comment). The three pointers are device
+/// memory; `workspace` holds the partial sums and counters.
 template <bool Scale, Element G>
 void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, const float* scale,
-                         double* sum_of_squares, int* nonfinite, GradientWorkspace& workspace) {
-  unscale_and_inspect<Scale>(gradients, scale, sum_of_squares, nonfinite, workspace, NoContinuation{});
+                         std::int64_t micro_batches, double* sum_of_squares, int* nonfinite,
+                         GradientWorkspace& workspace) {
+  unscale_and_inspect<Scale>(gradients, scale, micro_batches, sum_of_squares, nonfinite, workspace,
+                             NoContinuation{});
 }
 
 /// @brief As above, and then `then(args...)` (a `MPX_HOST_DEVICE` functor; `args` are device
@@ -321,15 +337,16 @@ void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, const floa
 /// this way cost no launch of their own).
 template <bool Scale, Element G, class Then, class... Args>
 void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, const float* scale,
-                         double* sum_of_squares, int* nonfinite, GradientWorkspace& workspace,
-                         const Then& then, Args... args) {
+                         std::int64_t micro_batches, double* sum_of_squares, int* nonfinite,
+                         GradientWorkspace& workspace, const Then& then, Args... args) {
   if (scale == nullptr || sum_of_squares == nullptr || nonfinite == nullptr) {
     throw invalid_argument("mpx::cuda::unscale_and_inspect: the scale, sum or flag pointer is null");
   }
   for (const Tensor<G, Cuda>* g : gradients) {
     if (g == nullptr) throw invalid_argument("mpx::cuda::unscale_and_inspect: a gradient is null");
   }
-  detail::launch_unscale_and_inspect<Scale, G>(gradients, detail::UnscaleFactor<G>{scale, G{}},
+  const G divisor = cpu::micro_batches_divisor<G>("mpx::cuda::unscale_and_inspect", micro_batches);
+  detail::launch_unscale_and_inspect<Scale, G>(gradients, detail::UnscaleFactor<G>{scale, G{}, divisor},
                                                sum_of_squares, nonfinite, workspace, then, args...);
 }
 
@@ -363,7 +380,7 @@ cpu::GradientStats unscale_and_inspect(Tensor<G, Cuda>& grad, G factor) {
   GradientWorkspace workspace;
   Tensor<G, Cuda>* const list[] = {&grad};
   detail::launch_unscale_and_inspect<Scale, G>(
-      std::span<Tensor<G, Cuda>* const>(list), detail::UnscaleFactor<G>{nullptr, factor},
+      std::span<Tensor<G, Cuda>* const>(list), detail::UnscaleFactor<G>{nullptr, factor, G(1)},
       &result.data()->sum_of_squares, &result.data()->nonfinite, workspace, NoContinuation{});
   const Found found = result.download()[0];
   return {found.sum_of_squares, found.nonfinite == 0};
