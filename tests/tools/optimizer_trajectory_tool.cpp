@@ -11,7 +11,7 @@
 //
 // usage: optimizer_trajectory_tool <out.safetensors> optimizer=adamw|sgd [key=value...]
 //   keys: size steps seed snapshots=1,10,100 lr beta1 beta2 eps weight_decay momentum dampening
-//         nesterov=0|1 (unset keys take PyTorch's defaults, lr 0.01 for SGD)
+//         nesterov=0|1 (unset keys take mpx's defaults: PyTorch's, but lr 0.01 for SGD)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

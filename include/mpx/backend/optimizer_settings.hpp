@@ -11,7 +11,8 @@ namespace mpx {
 // Hyper-parameters are doubles, as Python floats are in PyTorch: derived scalars (1 - beta, bias
 // corrections, lr / bias_correction) are computed in double and rounded once into the update's type.
 
-/// @brief SGD hyper-parameters, with PyTorch's meanings and defaults (PyTorch has no default lr).
+/// @brief SGD hyper-parameters, with PyTorch's meanings and defaults except `lr`: 0.01 here,
+/// `torch.optim.SGD`'s is 1e-3 (torch 2.15; docs/training.md tables both).
 struct SgdSettings {
   /// @brief Learning rate.
   double lr = 0.01;

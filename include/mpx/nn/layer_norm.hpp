@@ -39,9 +39,12 @@ class LayerNorm {
   using output_type = T;
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "LayerNorm";
+  /// @brief The `epsilon` a layer gets when none is given: 1e-5, `torch.nn.LayerNorm`'s `eps`
+  /// (docs/training.md's table of defaults reads it from here).
+  static constexpr float default_epsilon = 1e-5f;
 
   /// @brief Normalises over `features` values per row; `epsilon` is added to the variance.
-  explicit LayerNorm(std::int64_t features, float epsilon = 1e-5f)
+  explicit LayerNorm(std::int64_t features, float epsilon = default_epsilon)
       : features_(features),
         epsilon_(epsilon),
         gamma_("weight", Shape{features}),

@@ -63,8 +63,10 @@ struct layers {
     return Linear<P, A, Device>(in_features, out_features, options);
   }
 
-  /// @brief `nn::LayerNorm<P, Device>(features, epsilon)`.
-  [[nodiscard]] static LayerNorm<P, Device> layer_norm(std::int64_t features, float epsilon = 1e-5f) {
+  /// @brief `nn::LayerNorm<P, Device>(features, epsilon)` (epsilon `LayerNorm::default_epsilon`, 1e-5,
+  /// when left out).
+  [[nodiscard]] static LayerNorm<P, Device> layer_norm(
+      std::int64_t features, float epsilon = LayerNorm<P, Device>::default_epsilon) {
     return LayerNorm<P, Device>(features, epsilon);
   }
 
