@@ -15,7 +15,8 @@
 using P = mpx::bf16_mixed;
 
 int main(int argc, char** argv) {
-  const mpx::experiment::Usage usage("data_parallel", "[--checkpoint PATH] [--epochs N] [--stop-after STEPS]");
+  const mpx::experiment::Usage usage("data_parallel",
+                                     "[--checkpoint PATH] [--epochs N] [--stop-after STEPS]");
   std::string checkpoint = "data_parallel.safetensors";
   int epochs = 2;
   long long stop_after = 0;  // > 0: end after this step, as a job killed there would

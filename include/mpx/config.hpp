@@ -7,7 +7,7 @@
 /// @brief Major version.
 #define MPX_VERSION_MAJOR 0
 /// @brief Minor version.
-#define MPX_VERSION_MINOR 1
+#define MPX_VERSION_MINOR 2
 /// @brief Patch version.
 #define MPX_VERSION_PATCH 0
 /// Single integer for `#if` comparisons: major * 10000 + minor * 100 + patch.

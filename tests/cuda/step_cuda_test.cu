@@ -923,9 +923,9 @@ TEST_CASE(
     for (auto& g : grads) on_host.push_back(&g);
     mpx::cuda::unscale_and_inspect<true, float>(on_device, &d->loss_scale, 1, &d->sum_of_squares,
                                                 &d->gradients_nonfinite, workspace, finish, d);
-    mpx::cpu::unscale_and_inspect<true, float>(on_host, &scalars.host.loss_scale, 1,
-                                               &scalars.host.sum_of_squares, &scalars.host.gradients_nonfinite,
-                                               host_workspace, finish, &scalars.host);
+    mpx::cpu::unscale_and_inspect<true, float>(
+        on_host, &scalars.host.loss_scale, 1, &scalars.host.sum_of_squares, &scalars.host.gradients_nonfinite,
+        host_workspace, finish, &scalars.host);
     StepScalars found = scalars.on_device();
     check_same_sum(found.sum_of_squares, scalars.host.sum_of_squares);
     // The clipping coefficient follows the norm, which agrees to rounding only; the rest is exact.

@@ -158,8 +158,9 @@ TEMPLATE_TEST_CASE("Weights, optimizer state and reported losses stay bit-identi
   CHECK(hashes[5] == hashes[0]);  // the timeout changes how long a rank waits, not what it sums
 }
 
-TEMPLATE_TEST_CASE("N ranks x batch 32 equal one process's N micro-batches of 32 bit for bit, dropout included",
-                   "[mpi]", mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
+TEMPLATE_TEST_CASE(
+    "N ranks x batch 32 equal one process's N micro-batches of 32 bit for bit, dropout included", "[mpi]",
+    mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
   // A few hundred steps: fp16's dynamic scale grows and backs off, and a difference of one rounding
   // (a seed of scale / N rounded into fp16 below 2^-14 is not half of scale's) shows in the gradient
   // norm within a few dozen steps. Every micro-batch is seeded with the whole scale and the sum is

@@ -205,10 +205,13 @@ TEST_CASE("Embedding's weight gradient sums repeated ids in position order, the 
   const Tensor<std::int32_t> ids = random_ids(Shape{8, 512}, 3, rng);
   const Tensor<T> dy = wide_range<T>(Shape{8, 512, 33}, rng);
 
-  // The contract: dW[id] += dy[n] for n = 0, 1, ... in fp32, each term added on its own.
+  // The contract: dW[id] += (dy[p1] + dy[p2]) + ... over the id's positions p1 < p2 < ... in fp32,
+  // the sum finished before it is added.
   auto reference = [&](Tensor<float>& dw) {
+    Tensor<float> sums(dw.shape());
     for (std::int64_t n = 0; n < ids.numel(); ++n)
-      for (std::int64_t c = 0; c < 33; ++c) dw[ids[n] * 33 + c] += static_cast<float>(dy[n * 33 + c]);
+      for (std::int64_t c = 0; c < 33; ++c) sums[ids[n] * 33 + c] += static_cast<float>(dy[n * 33 + c]);
+    for (std::int64_t i = 0; i < dw.numel(); ++i) dw[i] += sums[i];
   };
   Tensor<float> expected(Shape{3, 33});
   reference(expected);
@@ -229,11 +232,14 @@ TEST_CASE("Embedding's weight gradient sums repeated ids in position order, the 
   layer.backward(dy);
   CHECK(same_bits(layer.weight().grad(), first));
 
-  // A second micro-batch adds onto the gradient in the same order.
+  // A second micro-batch adds its finished sum onto the gradient: the first's plus its own, exactly.
   layer.forward(ids);
   layer.backward(dy, false);
   reference(expected);
   CHECK(same_bits(layer.weight().grad(), expected));
+  Tensor<float> twice(Shape{3, 33});
+  for (std::int64_t i = 0; i < twice.numel(); ++i) twice[i] = first[i] + first[i];
+  CHECK(same_bits(layer.weight().grad(), twice));
 }
 
 TEST_CASE("PositionalEmbedding adds in fp32 and rounds once; its gradient sums the batch in order",

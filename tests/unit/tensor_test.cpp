@@ -396,7 +396,7 @@ TEST_CASE("Tensor::rows is a view of a range of rows, checked against the first 
   const auto last = read_only.rows(4, 1);
   CHECK(last.shape() == Shape{1, 3, 2});
   CHECK(last[5] == 29.0f);
-  CHECK(read_only.rows(5, 0).empty());  // an empty range at the end exists
+  CHECK(read_only.rows(5, 0).empty());                    // an empty range at the end exists
   CHECK(host_stats().allocation_count() == allocations);  // no copy, no allocation
   // Rows that do not exist are refused, naming the range and the shape.
   CHECK_THROWS_AS(batch.rows(4, 2), mpx::shape_error);

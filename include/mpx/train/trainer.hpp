@@ -130,13 +130,15 @@ class Trainer {
     Batch(const Tensor<input_element, Device>& inputs, target_type targets)
         : inputs_(&inputs), targets_(targets) {}
     /// @brief A micro-batch in fp32, for a model whose input is another floating type.
-    Batch(const Tensor<float, Device>& inputs, target_type targets) requires(FloatingElement<input_element> &&
-                                                                             !std::is_same_v<input_element, float>)
+    Batch(const Tensor<float, Device>& inputs,
+          target_type targets) requires(FloatingElement<input_element> &&
+                                        !std::is_same_v<input_element, float>)
         : fp32_inputs_(&inputs), targets_(targets) {}
     // A temporary would be destroyed before the step reads it.
     Batch(Tensor<input_element, Device>&&, target_type) = delete;
     Batch(Tensor<float, Device>&&, target_type) requires(!std::is_same_v<input_element, float>) = delete;
-    Batch(const Tensor<input_element, Device>&, target_value&&) requires(std::is_reference_v<target_type>) = delete;
+    Batch(const Tensor<input_element, Device>&,
+          target_value&&) requires(std::is_reference_v<target_type>) = delete;
 
     /// @brief The inputs' shape.
     [[nodiscard]] const Shape& shape() const noexcept {
@@ -196,7 +198,8 @@ class Trainer {
   /// @brief Targets of another type than the loss takes: a compile error that says what to pass,
   /// in place of every overload's mismatch.
   template <class Inputs, class Targets>
-  StepResult step(const Inputs&, const Targets&) requires(!std::is_convertible_v<const Targets&, target_type>) {
+  StepResult step(const Inputs&,
+                  const Targets&) requires(!std::is_convertible_v<const Targets&, target_type>) {
     static_assert(detail::always_false<Targets>,
                   "mpx::Trainer::step(inputs, targets): targets must be the loss's target type, "
                   "Loss::target_type: for SoftmaxCrossEntropy a mpx::Tensor<std::int32_t, Device> of class "
@@ -217,13 +220,14 @@ class Trainer {
   /// count divides the batch and the targets have the inputs' rows.
   template <Element E>
   StepResult step(const Tensor<E, Device>& inputs, target_type targets, MicroBatches micro_batches) requires(
-      std::is_same_v<E, input_element> || std::is_same_v<E, float>) {
+      std::is_same_v<E, input_element> || (std::is_same_v<E, float> && FloatingElement<input_element>)) {
     const std::int64_t count = micro_batches.count;
     const std::int64_t rows = inputs.rank() > 0 ? inputs.shape()[0] : 0;
     const std::int64_t target_rows = targets.rank() > 0 ? targets.shape()[0] : 0;
     if (count < 1 || rows % count != 0 || target_rows != rows) {
-      throw invalid_argument(detail::concat("mpx::Trainer::step: cannot split inputs of shape ", inputs.shape(),
-                                            " and targets of shape ", targets.shape(), " into ", count,
+      throw invalid_argument(detail::concat("mpx::Trainer::step: cannot split inputs of shape ",
+                                            inputs.shape(), " and targets of shape ", targets.shape(),
+                                            " into ", count,
                                             " micro-batches; the count must divide the rows, and the "
                                             "targets must have the inputs' rows"));
     }

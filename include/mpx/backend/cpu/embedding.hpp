@@ -6,8 +6,11 @@
 /// upstream gradient into the fp32 weight gradient in position order (the reference the CUDA
 /// kernels reproduce bit for bit).
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 #include "mpx/backend/embedding_spec.hpp"
 #include "mpx/numeric/traits.hpp"
@@ -41,12 +44,14 @@ void embedding_forward(const Tensor<std::int32_t, Host>& ids, const Tensor<T, Ho
   }
 }
 
-/// @brief dweight[ids[n], :] += dy[n, :] for n = 0, 1, ... in that order, each term widened to the
-/// accumulate type and added to the gradient row on its own.
+/// @brief dweight[id, :] += (((dy[p1, :] + dy[p2, :]) + ...) for every id, where p1 < p2 < ... are
+/// the positions where it occurs: the id's sum over this call's positions, in position order, each
+/// term widened to the accumulate type, then added to the gradient row once.
 ///
-/// That fixed order is the contract: an id that occurs at positions p1 < p2 < ... gets
-/// ((dweight + dy[p1]) + dy[p2]) + ..., the same bits on every run and on the GPU. Rows of ids that
-/// do not occur are left as they are (micro-batches accumulate).
+/// That fixed order is the contract, the same bits on every run and on the GPU. Adding the finished
+/// sum, rather than each term, to the gradient makes micro-batches accumulate exactly as the sum of
+/// their own gradients (what data-parallel ranks add up). Rows of ids that do not occur are left as
+/// they are.
 /// @param ids     token ids, as given to forward.
 /// @param dy      ids' shape with dim appended, in the compute type.
 /// @param dweight [num_embeddings, dim] in the accumulate type, accumulated (+=).
@@ -60,10 +65,21 @@ void embedding_backward(const Tensor<std::int32_t, Host>& ids, const Tensor<T, H
   check_token_ids(where, ids, num_embeddings);
   const std::int64_t dim = dweight.shape()[1];
   const std::int64_t count = ids.numel();
-  for (std::int64_t n = 0; n < count; ++n) {
-    Acc* row = dweight.data() + static_cast<std::int64_t>(ids[n]) * dim;
-    const T* g = dy.data() + n * dim;
-    for (std::int64_t c = 0; c < dim; ++c) row[c] += static_cast<Acc>(g[c]);
+  // Positions grouped by id, ascending within each id (the GPU sorts its keys the same way).
+  std::vector<std::int64_t> order(static_cast<std::size_t>(count));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int64_t a, std::int64_t b) { return ids[a] < ids[b]; });
+  std::vector<Acc> sum(static_cast<std::size_t>(dim));
+  for (std::size_t i = 0; i < order.size();) {
+    const std::int32_t id = ids[order[i]];
+    std::fill(sum.begin(), sum.end(), Acc(0));
+    for (; i < order.size() && ids[order[i]] == id; ++i) {
+      const T* g = dy.data() + order[i] * dim;
+      for (std::int64_t c = 0; c < dim; ++c) sum[static_cast<std::size_t>(c)] += static_cast<Acc>(g[c]);
+    }
+    Acc* row = dweight.data() + static_cast<std::int64_t>(id) * dim;
+    for (std::int64_t c = 0; c < dim; ++c) row[c] += sum[static_cast<std::size_t>(c)];
   }
 }
 

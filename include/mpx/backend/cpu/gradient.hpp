@@ -60,8 +60,8 @@ GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor, G divisor = G
 template <Element G>
 [[nodiscard]] G micro_batches_divisor(const char* where, std::int64_t micro_batches) {
   if (micro_batches < 1 || micro_batches > (std::int64_t{1} << 24)) {
-    throw invalid_argument(mpx::detail::concat(where, ": ", micro_batches,
-                                               " micro-batches; expected a count in [1, 2^24]"));
+    throw invalid_argument(
+        mpx::detail::concat(where, ": ", micro_batches, " micro-batches; expected a count in [1, 2^24]"));
   }
   return static_cast<G>(micro_batches);
 }

@@ -108,18 +108,24 @@ void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
       detail::round_range(v, dx.data() + r * features, 0, features);
     }
   });
-  // dgamma += sum over rows of dy * xhat, dbeta += sum of dy: row by row, so the sums' order does
-  // not depend on the number of threads; each row's update is vector code over the features.
+  // dgamma += (sum over rows of dy * xhat), dbeta += (sum of dy): the sums row by row, so their order
+  // does not depend on the number of threads (each row's update is vector code over the features),
+  // then added to the gradients once, as the GPU does, so that micro-batches accumulate exactly as
+  // the sum of their own gradients.
   Row row(features);
-  Acc* dg = dgamma.data();
-  Acc* db = dbeta.data();
+  std::vector<Acc> dg(static_cast<std::size_t>(features), Acc(0));
+  std::vector<Acc> db(dg.size(), Acc(0));
   for (std::int64_t r = 0; r < rows; ++r) {
     row.load(x, dy, r, mean[r], rstd[r]);
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t f = 0; f < features; ++f) {
-      dg[f] += row.g[f] * row.xhat[f];
-      db[f] += row.g[f];
+      dg[static_cast<std::size_t>(f)] += row.g[f] * row.xhat[f];
+      db[static_cast<std::size_t>(f)] += row.g[f];
     }
+  }
+  for (std::int64_t f = 0; f < features; ++f) {
+    dgamma.data()[f] += dg[static_cast<std::size_t>(f)];
+    dbeta.data()[f] += db[static_cast<std::size_t>(f)];
   }
 }
 

@@ -8,6 +8,7 @@
 /// for bit).
 
 #include <cstdint>
+#include <vector>
 
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/embedding_spec.hpp"
@@ -38,8 +39,9 @@ void positional_embedding_forward(const Tensor<T, Host>& x, const Tensor<Weight,
   });
 }
 
-/// @brief dweight[t, c] += dy[b, t, c] for b = 0, 1, ... in that order, each term widened to the
-/// accumulate type and added on its own: the same bits on every run and on the GPU. Rows of
+/// @brief dweight[t, c] += (dy[0, t, c] + dy[1, t, c]) + ...: the sum over the batch in order, each
+/// term widened to the accumulate type, then added to the gradient once (so micro-batches accumulate
+/// exactly as the sum of their own gradients); the same bits on every run and on the GPU. Rows of
 /// positions beyond the sequence are left as they are. (The input gradient is dy itself.)
 /// @param dy      [batch, sequence, dim] (or [sequence, dim]) in the compute type.
 /// @param dweight [max_positions, dim] in the accumulate type, accumulated (+=).
@@ -53,10 +55,13 @@ void positional_embedding_backward(const Tensor<T, Host>& dy, Tensor<Acc, Host>&
   Acc* dw = dweight.data();
   // Chunks of the weight's elements in parallel; within an element, the batch in order.
   parallel_for_chunks(block, parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<Acc> sum(static_cast<std::size_t>(end - begin), Acc(0));
     for (std::int64_t b = 0; b < batch; ++b) {
       const T* row = g + b * block;
-      for (std::int64_t i = begin; i < end; ++i) dw[i] += static_cast<Acc>(row[i]);
+      for (std::int64_t i = begin; i < end; ++i)
+        sum[static_cast<std::size_t>(i - begin)] += static_cast<Acc>(row[i]);
     }
+    for (std::int64_t i = begin; i < end; ++i) dw[i] += sum[static_cast<std::size_t>(i - begin)];
   });
 }
 

@@ -118,8 +118,8 @@ __global__ void embedding_keys_kernel(const std::int32_t* ids, std::int64_t toke
 }
 
 // For each run of equal keys in the sorted `keys` (positions ascending within it), the block that
-// meets the run's first element adds dy's rows at the run's positions, in order, onto the id's
-// gradient row: dweight[id, c] = ((dweight[id, c] + dy[p1, c]) + dy[p2, c]) + ..., the CPU's order.
+// meets the run's first element sums dy's rows at the run's positions, in order, and adds the sum to
+// the id's gradient row once: dweight[id, c] += (dy[p1, c] + dy[p2, c]) + ..., the CPU's order.
 // Grid: x strides over sorted elements, y over column tiles of blockDim.x columns.
 template <class T, class Acc>
 __global__ void embedding_backward_kernel(const std::uint32_t* keys, const std::uint32_t* positions,
@@ -131,11 +131,10 @@ __global__ void embedding_backward_kernel(const std::uint32_t* keys, const std::
     const std::uint32_t id = keys[i];
     if (id >= num_embeddings) return;          // ids out of range sort last: nothing left to add
     if (i > 0 && keys[i - 1] == id) continue;  // inside a run another block (or this one) handles
-    Acc* target = dweight + static_cast<std::int64_t>(id) * dim + c;
-    Acc sum = *target;
+    Acc sum = 0;
     for (std::int64_t j = i; j < tokens && keys[j] == id; ++j)
       sum += static_cast<Acc>(dy[static_cast<std::int64_t>(positions[j]) * dim + c]);
-    *target = sum;
+    dweight[static_cast<std::int64_t>(id) * dim + c] += sum;
   }
 }
 

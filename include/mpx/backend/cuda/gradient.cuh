@@ -207,11 +207,11 @@ __device__ double block_sum(double value) {
   return value;
 }
 
-// One block per chunk: divides it by factor.divisor (unless 1) and scales it (when Scale) in place, writes the sum of its squares to
-// partials[first_block + blockIdx.x] and raises *end.found if a value is inf or NaN. In the last
-// launch of a pass, the block that finishes last adds the partials of every launch in a fixed order
-// (the same whichever block that is), publishes the flag and runs then(args...): one kernel instead
-// of a pass, a one-block sum and a one-thread decision.
+// One block per chunk: divides it by factor.divisor (unless 1) and scales it (when Scale) in place,
+// writes the sum of its squares to partials[first_block + blockIdx.x] and raises *end.found if a
+// value is inf or NaN. In the last launch of a pass, the block that finishes last adds the partials
+// of every launch in a fixed order (the same whichever block that is), publishes the flag and runs
+// then(args...): one kernel instead of a pass, a one-block sum and a one-thread decision.
 template <bool Scale, class G, class Then, class... Args>
 __global__ void __launch_bounds__(gradient_threads)
     unscale_and_inspect_kernel(__grid_constant__ const GradientList<G> list, UnscaleFactor<G> factor,
@@ -253,8 +253,8 @@ __global__ void __launch_bounds__(gradient_threads)
 
 // Queues the passes over `gradients`: *sum_of_squares += their sum of squares, *nonfinite = 1 when a
 // value is inf or NaN; first divides them by `factor.divisor` (unless 1) and, with Scale, multiplies
-// them by `factor`; then then(args...), in the
-// last block of the last launch (or in one thread when there is no gradient element at all).
+// them by `factor`; then then(args...), in the last block of the last launch (or in one thread when
+// there is no gradient element at all).
 template <bool Scale, class G, class Then, class... Args>
 void launch_unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, UnscaleFactor<G> factor,
                                 double* sum_of_squares, int* nonfinite, GradientWorkspace& workspace,

@@ -35,16 +35,16 @@ __global__ void positional_embedding_forward_kernel(const T* x, const Weight* we
     y[i] = round_to<tag_of_t<T>>(static_cast<Math>(x[i]) + static_cast<Math>(weight[i % block]));
 }
 
-// dweight[e] = ((dweight[e] + dy[0, e]) + dy[1, e]) + ... for e in [0, block): one thread per element.
+// dweight[e] += (dy[0, e] + dy[1, e]) + ... for e in [0, block): one thread per element.
 template <class T, class Acc>
 __global__ void positional_embedding_backward_kernel(const T* dy, std::int64_t batch, std::int64_t block,
                                                      Acc* dweight) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < block;
        e += stride) {
-    Acc sum = dweight[e];
+    Acc sum = 0;
     for (std::int64_t b = 0; b < batch; ++b) sum += static_cast<Acc>(dy[b * block + e]);
-    dweight[e] = sum;
+    dweight[e] += sum;
   }
 }
 
