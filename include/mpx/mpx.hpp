@@ -75,5 +75,6 @@
 
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/checkpoint.hpp"
+#include "mpx/io/description_differences.hpp"
 #include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"
