@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -707,6 +708,60 @@ TEST_CASE(
     CHECK(loaded.optimizer_restored);
     CHECK(masters(gelu) == masters(trained));
     CHECK(trainer.steps() == 3);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("A weights file or checkpoint carries the input normalisation it is given, and none otherwise",
+          "[io][weights][normalization]") {
+  const auto path = scratch("normalization");
+  auto model = make_model<mpx::fp32>(1);
+  // Doubles that need all 17 digits come back bit for bit.
+  const mpx::data::InputNormalization normalization{0.28604059698879553, 0.35302424451492237};
+
+  mpx::io::save_weights(model, path, mpx::io::input_normalization_metadata(normalization));
+  CHECK(mpx::io::load_safetensors(path).metadata().at("input.std") == "0.35302424451492237");
+  auto loaded_model = make_model<mpx::bf16_mixed>(2);
+  const std::optional<mpx::data::InputNormalization> loaded =
+      mpx::io::input_normalization(mpx::io::load_weights(loaded_model, path));
+  REQUIRE(loaded.has_value());
+  CHECK(loaded->mean == normalization.mean);
+  CHECK(loaded->std_dev == normalization.std_dev);
+  mpx::Tensor<float> x(mpx::Shape{1, 3});
+  x[0] = 0.0f;
+  x[1] = 1.0f;
+  x[2] = 0.5f;
+  loaded->apply(x);
+  CHECK(x[1] == static_cast<float>((1.0 - normalization.mean) / normalization.std_dev));
+  CHECK(x[2] == normalization(0.5));
+
+  SECTION("absent stays absent") {
+    mpx::io::save_weights(model, path);
+    CHECK_FALSE(mpx::io::input_normalization(mpx::io::load_weights(loaded_model, path)).has_value());
+  }
+  SECTION("in a checkpoint, beside the batcher's position") {
+    mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+    mpx::optim::SGD optimizer(model, {.lr = 0.1});
+    mpx::Trainer trainer(model, loss, optimizer);
+    mpx::data::Dataset data(mpx::Tensor<float>(mpx::Shape{4, features}), {0, 1, 2, 0}, classes);
+    mpx::data::Batcher batcher(data, {.batch_size = 2, .seed = 3});
+    mpx::io::Metadata extra = mpx::io::batcher_state(batcher);
+    extra.merge(mpx::io::input_normalization_metadata(normalization));
+    mpx::io::save_checkpoint(path, trainer, extra);
+    const mpx::io::LoadedCheckpoint checkpoint = mpx::io::load_checkpoint(path, trainer);
+    CHECK(mpx::io::input_normalization(checkpoint.metadata)->mean == normalization.mean);
+    CHECK_FALSE(mpx::io::input_normalization(mpx::io::batcher_state(batcher)).has_value());
+  }
+  SECTION("invalid values are refused on both sides, naming them") {
+    CHECK_THROWS_MATCHES(
+        mpx::io::input_normalization_metadata({0.5, 0.0}), mpx::invalid_argument,
+        Catch::Matchers::Message("mpx::io::input_normalization_metadata: input normalisation mean = 0.5, "
+                                 "std_dev = 0 is invalid; expected a finite mean and a finite std_dev > 0"));
+    CHECK_THROWS_WITH(mpx::io::input_normalization({{"input.mean", "0.5"}}),
+                      Contains("metadata \"input.std\" is missing"));
+    CHECK_THROWS_WITH(mpx::io::input_normalization({{"input.mean", "0.5"}, {"input.std", "-1"}}),
+                      Contains("std_dev = -1 is invalid"));
+    CHECK_THROWS_AS(mpx::io::input_normalization({{"input.mean", "x"}, {"input.std", "1"}}), mpx::io_error);
   }
   std::filesystem::remove(path);
 }

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "mpx/data/batcher.hpp"
+#include "mpx/data/input_normalization.hpp"
 #include "mpx/data/text_windows.hpp"
 #include "mpx/error.hpp"
 #include "mpx/io/description_differences.hpp"
@@ -688,6 +690,50 @@ inline void restore_batcher(data::Batcher& batcher, const Metadata& metadata) {
   const auto position = read.get<std::int64_t>("data.position");
   detail::check_data_seed("mpx::io::restore_batcher", seed, batcher.options().seed, problems);
   batcher.resume(epoch, position);
+}
+
+/// @brief The input normalisation a model was trained with as metadata, `input.mean` and
+/// `input.std` (exact decimals), to pass to `save_weights` or `save_checkpoint` so that the file is
+/// all inference needs: `input_normalization` reads it back.
+/// @code
+/// const auto data = mpx::data::load_fashion_mnist();
+/// // ... train `model` on data.train ...
+/// const mpx::io::Metadata normalization = mpx::io::input_normalization_metadata(data.input_normalization());
+/// mpx::io::save_weights(model, "mlp.safetensors", normalization);
+/// @endcode
+/// @throws mpx::invalid_argument unless the mean is finite and the standard deviation finite and > 0.
+[[nodiscard]] inline Metadata input_normalization_metadata(const data::InputNormalization& normalization) {
+  normalization.validate("mpx::io::input_normalization_metadata");
+  return {{"input.mean", detail::exact_text(normalization.mean)},
+          {"input.std", detail::exact_text(normalization.std_dev)}};
+}
+
+/// @brief The input normalisation `input_normalization_metadata` recorded in `metadata` (what
+/// `load_weights` returns, or `LoadedCheckpoint::metadata`); nothing when the file holds none.
+/// @code
+/// const auto normalization = mpx::io::input_normalization(mpx::io::load_weights(model, "mlp.safetensors"));
+/// if (normalization) normalization->apply(images);
+/// @endcode
+/// @throws mpx::io_error when only one of the two keys is present, or a value is not a number or not
+/// a valid normalisation.
+[[nodiscard]] inline std::optional<data::InputNormalization> input_normalization(const Metadata& metadata) {
+  if (!metadata.contains("input.mean") && !metadata.contains("input.std")) return std::nullopt;
+  std::vector<std::string> problems;
+  detail::MetadataReader read(metadata, problems);
+  const data::InputNormalization normalization{read.get<double>("input.mean"), read.get<double>("input.std")};
+  if (problems.empty()) {
+    try {
+      normalization.validate("metadata \"input.mean\", \"input.std\"");
+    } catch (const invalid_argument& e) {
+      problems.emplace_back(e.what());
+    }
+  }
+  if (!problems.empty()) {
+    std::string message = "mpx::io::input_normalization:";
+    for (const std::string& problem : problems) message.append(" ").append(problem).append(";");
+    throw io_error(message);
+  }
+  return normalization;
 }
 
 /// @brief Random text windows' position as checkpoint metadata: `data.seed`, `data.position` (the
