@@ -44,21 +44,21 @@ class PositionalEmbedding(torch.nn.Embedding):  # x + weight[:T], GPT-2's wpe
         return x + self.weight[: x.shape[1]]
 
 
-class CausalSelfAttention(torch.nn.Module):  # qkv.weight [3C, C]: rows [Q | K | V], head h columns h*d..(h+1)*d
+class CausalSelfAttention(torch.nn.Module):  # nanoGPT's: softmax(q k^T / sqrt(d) + causal mask) v per head
     def __init__(self, d):
         super().__init__()
         self.heads, c = d["num_heads"], d["embed_dim"]
         self.qkv, self.proj = torch.nn.Linear(c, 3 * c, bias=d["bias"]), torch.nn.Linear(c, c, bias=d["bias"])
 
-    def forward(self, x):
+    def forward(self, x):  # qkv.weight's rows are [Q | K | V]; head h: features h*d..(h+1)*d-1 of each
         b, t, c = x.shape
         q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in self.qkv(x).split(c, 2))
         y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(b, t, c))
 
 
-make = {"Sequential": Sequential, "Residual": Residual, "Linear": Linear, "PositionalEmbedding": PositionalEmbedding,
-        "CausalSelfAttention": CausalSelfAttention,
+make = {"Sequential": Sequential, "Residual": Residual, "Linear": Linear,
+        "PositionalEmbedding": PositionalEmbedding, "CausalSelfAttention": CausalSelfAttention,
         "Embedding": lambda d: torch.nn.Embedding(d["num_embeddings"], d["embedding_dim"]),
         "LayerNorm": lambda d: torch.nn.LayerNorm(d["normalized_shape"], eps=d["eps"], bias=d["bias"]),
         "Dropout": lambda d: torch.nn.Dropout(d["p"]), "ReLU": lambda d: torch.nn.ReLU(),

@@ -51,8 +51,8 @@ def main():
     save_file(load_file(checkpoint), wrong, metadata={**metadata, "model": description})
     probe = os.path.join(scratch, "char_gpt_probe.safetensors")
     result = subprocess.run([sys.executable, script, wrong, probe], capture_output=True, text=True)
-    print(f"--- char_gpt read as 2 heads (must fail)\n{result.stdout.splitlines()[-1] if result.stdout else ''}\n"
-          f"{result.stderr}", end="")
+    last_line = result.stdout.splitlines()[-1] if result.stdout else ""
+    print(f"--- char_gpt read as 2 heads (must fail)\n{last_line}\n{result.stderr}", end="")
     if result.returncode != 1:
         failures.append(f"char_gpt read as 2 heads: {os.path.basename(script)} exited with "
                         f"{result.returncode}, expected 1 (logits that differ)")
