@@ -14,6 +14,7 @@
 #include <numbers>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <boost/hana/for_each.hpp>
@@ -42,6 +43,7 @@ struct Settings {
   std::string device = "auto";
   std::string csv = "fashion_mnist_metrics.csv";
   std::int64_t train_samples = 0;  // 0: all 60000
+  std::string save;                // weights for inference: <save>.<precision>.safetensors
 };
 
 // The data-parallel job this process belongs to (mpx/experiment/data_parallel_job.hpp): rank 0 of
@@ -89,6 +91,10 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
                   .last_batch = job.size > 1 ? mpx::data::LastBatch::Drop : mpx::data::LastBatch::Keep,
                   .shard = {job.rank, job.size}});
   // [data-parallel]
+  if constexpr (!std::is_same_v<Device, mpx::Host>) {
+    if (!s.save.empty())
+      throw mpx::invalid_argument("--save: mpx saves weights of CPU models only so far; use --device cpu");
+  }
   const double total_steps = double(batcher.batches_per_epoch()) * s.epochs;
 
   Summary summary{std::string(P::name), 0, 0, 0, 0, 0};
@@ -125,6 +131,16 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
     summary.test_accuracy = test.accuracy;
     summary.seconds_per_epoch += epoch_result.seconds / s.epochs;
     summary.skipped_steps += epoch_result.skipped_steps;
+  }
+  if constexpr (std::is_same_v<Device, mpx::Host>) {
+    // [save]
+    // The weights, the model's description and the input normalisation: all that inference needs
+    // (examples/fashion_mnist_predict.cpp).
+    if (!s.save.empty() && job.leader()) {
+      const std::string path = s.save + "." + std::string(P::name) + ".safetensors";
+      mpx::io::save_weights(model, path, mpx::io::input_normalization_metadata(data.input_normalization()));
+    }
+    // [save]
   }
   summary.activation_bytes = trainer.first_step_memory().activations;
   summary.final_loss_scale = trainer.scaler().scale();
@@ -186,7 +202,7 @@ using fashion_mnist::Settings;
 const mpx::experiment::Usage usage(
     "fashion_mnist",
     "[--precision fp32|tf32|fp16|bf16|all] [--epochs N] [--batch N] [--lr X] [--seed N] "
-    "[--device cpu|cuda|auto] [--csv PATH] [--train-samples N]");
+    "[--device cpu|cuda|auto] [--csv PATH] [--train-samples N] [--save PATH]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
@@ -210,6 +226,8 @@ Settings parse(int argc, char** argv) {
       s.csv = value;
     else if (option == "--train-samples")
       s.train_samples = std::int64_t(number(1, 60000));
+    else if (option == "--save")
+      s.save = value;
     else
       usage.fail("unknown option " + option);
   }

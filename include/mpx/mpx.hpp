@@ -43,6 +43,7 @@
 #include "mpx/data/dataset.hpp"
 #include "mpx/data/fashion_mnist.hpp"
 #include "mpx/data/idx.hpp"
+#include "mpx/data/input_normalization.hpp"
 #include "mpx/data/text_corpus.hpp"
 #include "mpx/data/text_windows.hpp"
 
@@ -79,6 +80,7 @@
 
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/checkpoint.hpp"
+#include "mpx/io/description_differences.hpp"
 #include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"
 

@@ -7,7 +7,8 @@
 //   safetensors_interop_tool torch <directory>  for tests/interop/torch_rebuild.py: trains the
 //       Fashion-MNIST MLP (784-512-256-10) and the same with LayerNorms a few steps in bf16, saves
 //       checkpoints <name>.safetensors, loads their weights into fp32 models and writes a few inputs
-//       with those models' logits to <name>_probe.safetensors (name: mlp3, mlp3_layer_norm)
+//       with those models' logits to <name>_probe.safetensors (name: mlp3, mlp3_layer_norm); and the
+//       same for a small char-GPT (name: char_gpt; inputs are int32 token ids, logits [3, 16, 23])
 // The reference values are the same formulas in both languages; every one is exact in its dtype.
 #include <algorithm>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include <mpx/experiment/char_gpt.hpp>
 #include <mpx/experiment/models.hpp>
 #include <mpx/io/checkpoint.hpp>
 #include <mpx/io/safetensors.hpp>
@@ -146,6 +148,45 @@ void write_torch_case(const std::filesystem::path& directory, const std::string&
   std::printf("%s: checkpoint and probe written\n", name.c_str());
 }
 
+/// The char-GPT case of `torch` mode: 2 blocks of 4 heads over 23 tokens, with dropout (so that the
+/// description holds a p), trained 3 steps in bf16 on token ids from a hash; the probe's logits come
+/// from the fp32 model loaded with `load_weights`, in evaluation mode (dropout off), as torch's eval().
+void write_char_gpt_case(const std::filesystem::path& directory) {
+  const mpx::experiment::GptShape shape{
+      .vocabulary = 23, .context = 16, .width = 32, .heads = 4, .dropout = 0.1};
+  const auto ids = [&](std::int64_t rows, std::uint32_t seed) {
+    mpx::Tensor<std::int32_t> x(mpx::Shape{rows, shape.context});
+    for (std::int64_t i = 0; i < x.numel(); ++i)
+      x[i] =
+          static_cast<std::int32_t>(((static_cast<std::uint32_t>(i) * 2654435761u) ^ (seed * 40503u)) >> 7) %
+          static_cast<std::int32_t>(shape.vocabulary);
+    return x;
+  };
+  auto model = mpx::experiment::char_gpt<mpx::bf16_mixed, mpx::Host, 2>(shape);
+  model.initialize(5);
+  auto loss = mpx::nn::layers<mpx::bf16_mixed>::softmax_cross_entropy();
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2});
+  mpx::Trainer trainer(model, loss, optimizer);
+  for (std::uint32_t step = 0; step < 3; ++step) {
+    const mpx::Tensor<std::int32_t> x = ids(4, step);
+    const mpx::Tensor<std::int32_t> y = ids(4, step + 100);
+    (void)trainer.step(x, y);
+  }
+  const std::filesystem::path checkpoint = directory / "char_gpt.safetensors";
+  mpx::io::save_checkpoint(checkpoint, trainer);
+
+  auto fp32_model = mpx::experiment::char_gpt<mpx::fp32, mpx::Host, 2>(shape);
+  mpx::io::load_weights(fp32_model, checkpoint);
+  const mpx::nn::EvaluationMode evaluating(fp32_model);
+  const mpx::Tensor<std::int32_t> inputs = ids(3, 99);
+  const mpx::Tensor<float>& logits = fp32_model.forward(inputs);
+  const std::vector<mpx::io::TensorToWrite> tensors{
+      {"inputs", Dtype::I32, {3, shape.context}, std::as_bytes(inputs.values())},
+      {"logits", Dtype::F32, {3, shape.context, shape.vocabulary}, std::as_bytes(logits.values())}};
+  mpx::io::save_safetensors(directory / "char_gpt_probe.safetensors", tensors);
+  std::printf("char_gpt: checkpoint and probe written\n");
+}
+
 void write_torch_cases(const std::filesystem::path& directory) {
   std::filesystem::create_directories(directory);
   auto mlp = mpx::experiment::mlp3<mpx::bf16_mixed>(784, 512, 256, 10);
@@ -156,6 +197,7 @@ void write_torch_cases(const std::filesystem::path& directory) {
   auto normed = mpx::experiment::mlp3_layer_norm<Bf16>(784, 512, 256, 10);
   auto normed_fp32 = mpx::experiment::mlp3_layer_norm<Fp32>(784, 512, 256, 10);
   write_torch_case(directory, "mlp3_layer_norm", normed, normed_fp32);
+  write_char_gpt_case(directory);
 }
 
 }  // namespace

@@ -309,7 +309,12 @@ TEST_CASE(
     const std::string message = e.what();
     CAPTURE(message);
     CHECK_THAT(message, Contains(path.string()));
-    CHECK_THAT(message, Contains("(10 problems); nothing was loaded"));
+    CHECK_THAT(message, Contains("(14 problems); nothing was loaded"));
+    // The model description says how the models differ (io/description_differences.hpp).
+    CHECK_THAT(message, Contains("layers.0 (Linear): out_features 12 in the file, 10 in the model"));
+    CHECK_THAT(message, Contains("layers.0 (Linear): bias false in the file, true in the model"));
+    CHECK_THAT(message, Contains("layers.1 (Linear): in_features 12 in the file, 10 in the model"));
+    CHECK_THAT(message, Contains("layers.2 (Linear) is in the file, not in the model"));
     CHECK_THAT(message,
                Contains("tensor \"layers.0.weight\" has shape [12, 6] in the file, [10, 6] in the model"));
     CHECK_THAT(message, Contains("missing tensor \"layers.0.bias\" of shape [10]"));
@@ -341,7 +346,7 @@ TEST_CASE(
   } catch (const mpx::io_error& e) {
     const std::string message = e.what();
     CAPTURE(message);
-    CHECK_THAT(message, Contains("(5 problems)"));
+    CHECK_THAT(message, Contains("(9 problems)"));
     CHECK_THAT(message, !Contains("optimizer."));
   }
   CHECK(state_bytes(adamw_model) == adamw_before);

@@ -364,6 +364,12 @@ TEST_CASE("load_fashion_mnist standardises both splits with the training set's m
   const mpx::data::FashionMnist data = mpx::data::load_fashion_mnist(dir.path());
   CHECK(data.pixel_mean == Approx(mean).epsilon(1e-12));
   CHECK(data.pixel_std == Approx(std_dev).epsilon(1e-12));
+  // What inference applies to a pixel (saved beside the weights) gives the very floats training saw.
+  const mpx::data::InputNormalization normalization = data.input_normalization();
+  CHECK(normalization.mean == data.pixel_mean);
+  CHECK(normalization.std_dev == data.pixel_std);
+  for (std::size_t i = 0; i < test.pixels.size(); ++i)
+    CHECK(data.test.images()[static_cast<std::int64_t>(i)] == normalization(test.pixels[i] / 255.0));
   for (const auto* pair : {&train, &test}) {
     const Dataset& set = pair == &train ? data.train : data.test;
     INFO((pair == &train ? "train" : "test"));

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 
 #include <unistd.h>
 
+#include <mpx/experiment/char_gpt.hpp>
 #include <mpx/experiment/models.hpp>
 #include <mpx/io/checkpoint.hpp>
 #include <mpx/io/json.hpp>
@@ -305,10 +307,14 @@ TEST_CASE(
   SECTION("shapes that differ from the model's name the tensor, the file's and the model's shape") {
     auto wider = mpx::experiment::mlp3<mpx::fp32>(features, 14, 10, classes);
     mpx::io::save_weights(wider, path);
-    rejected({"(3 problems)",
+    rejected({"(5 problems)",
               "tensor \"layers.0.weight\" has shape [14, 6] in the file, [12, 6] in the model",
               "tensor \"layers.0.bias\" has shape [14] in the file, [12] in the model",
-              "tensor \"layers.1.weight\" has shape [10, 14] in the file, [10, 12] in the model"});
+              "tensor \"layers.1.weight\" has shape [10, 14] in the file, [10, 12] in the model",
+              // and the model description says why (`rejected` loads into a bf16 model: precision
+              // differs too, and is not a problem)
+              "layers.0 (Linear): out_features 14 in the file, 12 in the model",
+              "layers.1 (Linear): in_features 14 in the file, 12 in the model"});
   }
   SECTION("another mpx format or version") {
     rewrite("", "", false, {{"mpx.format", "mpx.other"}});
@@ -486,7 +492,7 @@ TEST_CASE(
   } catch (const mpx::io_error& e) {
     const std::string message = e.what();
     CAPTURE(message);
-    CHECK_THAT(message, Contains("(3 problems)"));
+    CHECK_THAT(message, Contains("(5 problems)"));
     CHECK_THAT(message,
                Contains("tensor \"layers.1.weight\" has shape [10, 12] in the file, [9, 12] in the model"));
   }
@@ -570,4 +576,192 @@ TEST_CASE("A checkpoint's model metadata describes each layer: kind, sizes, acti
     CHECK(masters(copy) == masters(model));
     std::filesystem::remove(path);
   }
+}
+
+namespace {
+
+/// Loads `path` into `model` expecting an `io_error` holding every fragment; the model unchanged.
+template <class Model>
+void check_refused(Model& model, const std::filesystem::path& path,
+                   const std::vector<std::string>& fragments) {
+  const std::vector<unsigned char> before = state_bytes(model);
+  try {
+    (void)mpx::io::load_weights(model, path);
+    FAIL("load_weights accepted the file");
+  } catch (const mpx::io_error& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK_THAT(message, Contains(path.string()));
+    for (const std::string& fragment : fragments) CHECK_THAT(message, Contains(fragment));
+    CHECK_THAT(message, Contains("LoadOptions{.allow_description_mismatch = true}"));
+    CHECK_THAT(message, !Contains("precision"));  // loading across precisions is no mismatch
+  }
+  CHECK(state_bytes(model) == before);
+}
+
+template <class P, Activation Hidden>
+auto two_hidden_layers(std::uint64_t seed) {
+  nn::Sequential model{nn::Linear<P, Activation::ReLU>(features, 12), nn::Linear<P, Hidden>(12, 10),
+                       nn::Linear<P>(10, classes)};
+  model.initialize(seed);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "load_weights and load_checkpoint refuse a file that describes another model, naming the layer, "
+    "the setting and both values, and change nothing",
+    "[io][weights][describe]") {
+  const auto path = scratch("description");
+  auto relu = two_hidden_layers<mpx::fp32, Activation::ReLU>(1);
+  mpx::io::save_weights(relu, path);
+
+  SECTION("ReLU-trained weights into a GELU model of the same shapes (and another precision)") {
+    auto gelu = two_hidden_layers<mpx::bf16_mixed, Activation::GELU>(2);
+    check_refused(gelu, path,
+                  {"does not fit this model (1 problem)",
+                   "layers.1 (Linear): activation \"ReLU\" in the file, \"GELU\" in the model"});
+
+    // Allowed explicitly, the tensors load as they fit.
+    CHECK_NOTHROW(mpx::io::load_weights(gelu, path, {.allow_description_mismatch = true}));
+    CHECK(masters(gelu) == masters(relu));
+  }
+  SECTION("the same description in another precision loads") {
+    auto bf16 = two_hidden_layers<mpx::bf16_mixed, Activation::ReLU>(3);
+    CHECK(mpx::io::load_weights(bf16, path).at("model") == mpx::io::model_json(relu));
+    CHECK(masters(bf16) == masters(relu));
+  }
+  SECTION("a layer of another kind, and settings nested in blocks, each named by its path") {
+    nn::Sequential standalone{nn::Linear<mpx::fp32>(features, 12), nn::ReLU<mpx::fp32>(),
+                              nn::LayerNorm<mpx::fp32>(12), nn::Linear<mpx::fp32>(12, classes)};
+    mpx::io::save_weights(standalone, path);
+    nn::Sequential other{nn::Linear<mpx::fp32>(features, 12), nn::GELU<mpx::fp32>(),
+                         nn::LayerNorm<mpx::fp32>(12, 1e-6f), nn::Linear<mpx::fp32>(12, classes)};
+    check_refused(other, path,
+                  {"(2 problems)", "layers.1 is a ReLU in the file, a GELU in the model",
+                   "layers.2 (LayerNorm): eps 1e-05 in the file, 1e-06 in the model"});
+
+    // Head count and dropout change no shape: only the description tells them apart.
+    const mpx::experiment::GptShape shape{.vocabulary = 11, .context = 8, .width = 16, .heads = 4};
+    auto gpt = mpx::experiment::char_gpt<mpx::fp32, mpx::Host, 1>(shape);
+    mpx::io::save_weights(gpt, path);
+    auto two_heads = mpx::experiment::char_gpt<mpx::bf16_mixed, mpx::Host, 1>(
+        {.vocabulary = 11, .context = 8, .width = 16, .heads = 2, .dropout = 0.25});
+    check_refused(
+        two_heads, path,
+        {"(4 problems)", "layers.2 (Dropout): p 0 in the file, 0.25 in the model",
+         "layers.3.layers.0.block.layers.1 (CausalSelfAttention): num_heads 4 in the file, 2 in the "
+         "model",
+         "layers.3.layers.0.block.layers.2 (Dropout): p 0 in the file, 0.25 in the model",
+         "layers.3.layers.1.block.layers.3 (Dropout): p 0 in the file, 0.25 in the model"});
+    auto same = mpx::experiment::char_gpt<mpx::bf16_mixed, mpx::Host, 1>(shape);
+    CHECK_NOTHROW(mpx::io::load_weights(same, path));
+    CHECK(masters(same) == masters(gpt));
+  }
+  SECTION("a file without a description (another tool's, or mpx's before it had one) loads unchecked") {
+    const mpx::io::SafetensorsFile file = mpx::io::load_safetensors(path);
+    std::vector<mpx::io::TensorToWrite> tensors;
+    for (const auto& [name, entry] : file.tensors())
+      tensors.push_back({name, entry.dtype, entry.shape, file.data(entry)});
+    mpx::io::Metadata metadata = file.metadata();
+    metadata.erase("model");
+    mpx::io::save_safetensors(path, tensors, metadata);
+    auto gelu = two_hidden_layers<mpx::fp32, Activation::GELU>(4);
+    CHECK_NOTHROW(mpx::io::load_weights(gelu, path));
+    CHECK(masters(gelu) == masters(relu));
+
+    metadata["model"] = "{\"kind\":";  // but a description that is not one is refused
+    mpx::io::save_safetensors(path, tensors, metadata);
+    check_refused(gelu, path, {"metadata \"model\": invalid JSON at byte"});
+  }
+  SECTION("load_checkpoint: the same rule and the same option") {
+    auto trained = two_hidden_layers<mpx::fp32, Activation::ReLU>(5);
+    mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+    mpx::optim::AdamW saved_optimizer(trained, {.lr = 0.01});
+    mpx::Trainer saved_trainer(trained, loss, saved_optimizer);
+    train(saved_trainer, 3);
+    mpx::io::save_checkpoint(path, saved_trainer);
+
+    auto gelu = two_hidden_layers<mpx::fp32, Activation::GELU>(6);
+    mpx::optim::AdamW optimizer(gelu, {.lr = 0.02});
+    mpx::Trainer trainer(gelu, loss, optimizer);
+    train(trainer, 1);
+    const std::vector<unsigned char> before = state_bytes(gelu);
+    try {
+      (void)mpx::io::load_checkpoint(path, trainer);
+      FAIL("load_checkpoint accepted a checkpoint of another model");
+    } catch (const mpx::io_error& e) {
+      const std::string message = e.what();
+      CAPTURE(message);
+      CHECK_THAT(message, Contains("does not fit this trainer (1 problem)"));
+      CHECK_THAT(message,
+                 Contains("layers.1 (Linear): activation \"ReLU\" in the file, \"GELU\" in the model"));
+    }
+    CHECK(state_bytes(gelu) == before);
+    CHECK(trainer.steps() == 1);
+    CHECK(optimizer.steps() == 1);
+    CHECK(optimizer.options().lr == 0.02);
+
+    const mpx::io::LoadedCheckpoint loaded =
+        mpx::io::load_checkpoint(path, trainer, {.allow_description_mismatch = true});
+    CHECK(loaded.optimizer_restored);
+    CHECK(masters(gelu) == masters(trained));
+    CHECK(trainer.steps() == 3);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("A weights file or checkpoint carries the input normalisation it is given, and none otherwise",
+          "[io][weights][normalization]") {
+  const auto path = scratch("normalization");
+  auto model = make_model<mpx::fp32>(1);
+  // Doubles that need all 17 digits come back bit for bit.
+  const mpx::data::InputNormalization normalization{0.28604059698879553, 0.35302424451492237};
+
+  mpx::io::save_weights(model, path, mpx::io::input_normalization_metadata(normalization));
+  CHECK(mpx::io::load_safetensors(path).metadata().at("input.std") == "0.35302424451492237");
+  auto loaded_model = make_model<mpx::bf16_mixed>(2);
+  const std::optional<mpx::data::InputNormalization> loaded =
+      mpx::io::input_normalization(mpx::io::load_weights(loaded_model, path));
+  REQUIRE(loaded.has_value());
+  CHECK(loaded->mean == normalization.mean);
+  CHECK(loaded->std_dev == normalization.std_dev);
+  mpx::Tensor<float> x(mpx::Shape{1, 3});
+  x[0] = 0.0f;
+  x[1] = 1.0f;
+  x[2] = 0.5f;
+  loaded->apply(x);
+  CHECK(x[1] == static_cast<float>((1.0 - normalization.mean) / normalization.std_dev));
+  CHECK(x[2] == normalization(0.5));
+
+  SECTION("absent stays absent") {
+    mpx::io::save_weights(model, path);
+    CHECK_FALSE(mpx::io::input_normalization(mpx::io::load_weights(loaded_model, path)).has_value());
+  }
+  SECTION("in a checkpoint, beside the batcher's position") {
+    mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+    mpx::optim::SGD optimizer(model, {.lr = 0.1});
+    mpx::Trainer trainer(model, loss, optimizer);
+    mpx::data::Dataset data(mpx::Tensor<float>(mpx::Shape{4, features}), {0, 1, 2, 0}, classes);
+    mpx::data::Batcher batcher(data, {.batch_size = 2, .seed = 3});
+    mpx::io::Metadata extra = mpx::io::batcher_state(batcher);
+    extra.merge(mpx::io::input_normalization_metadata(normalization));
+    mpx::io::save_checkpoint(path, trainer, extra);
+    const mpx::io::LoadedCheckpoint checkpoint = mpx::io::load_checkpoint(path, trainer);
+    CHECK(mpx::io::input_normalization(checkpoint.metadata)->mean == normalization.mean);
+    CHECK_FALSE(mpx::io::input_normalization(mpx::io::batcher_state(batcher)).has_value());
+  }
+  SECTION("invalid values are refused on both sides, naming them") {
+    CHECK_THROWS_MATCHES(
+        mpx::io::input_normalization_metadata({0.5, 0.0}), mpx::invalid_argument,
+        Catch::Matchers::Message("mpx::io::input_normalization_metadata: input normalisation mean = 0.5, "
+                                 "std_dev = 0 is invalid; expected a finite mean and a finite std_dev > 0"));
+    CHECK_THROWS_WITH(mpx::io::input_normalization({{"input.mean", "0.5"}}),
+                      Contains("metadata \"input.std\" is missing"));
+    CHECK_THROWS_WITH(mpx::io::input_normalization({{"input.mean", "0.5"}, {"input.std", "-1"}}),
+                      Contains("std_dev = -1 is invalid"));
+    CHECK_THROWS_AS(mpx::io::input_normalization({{"input.mean", "x"}, {"input.std", "1"}}), mpx::io_error);
+  }
+  std::filesystem::remove(path);
 }

@@ -16,6 +16,7 @@
 
 #include "mpx/data/dataset.hpp"
 #include "mpx/data/idx.hpp"
+#include "mpx/data/input_normalization.hpp"
 #include "mpx/error.hpp"
 #include "mpx/tensor/shape.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -37,6 +38,11 @@ struct FashionMnist {
   double pixel_mean = 0.0;
   /// @brief Standard deviation used to normalise pixels.
   double pixel_std = 1.0;
+
+  /// @brief {pixel_mean, pixel_std}: what a model trained on these sets needs at inference, applied
+  /// to pixels p scaled as here (p / 255.0); save it beside the weights with
+  /// `io::input_normalization_metadata`.
+  [[nodiscard]] InputNormalization input_normalization() const { return {pixel_mean, pixel_std}; }
 };
 
 /// @brief `$MPX_FASHION_MNIST_DIR` if set and not empty, else `/usr/share/datasets/fashion-mnist`.
@@ -152,11 +158,10 @@ struct RawSplit {
   FashionMnist result;
   result.pixel_mean = mean / 255.0;
   result.pixel_std = std::sqrt(variance) / 255.0;
+  const InputNormalization normalization = result.input_normalization();
   std::array<float, 256> table{};
-  for (int pixel = 0; pixel < 256; ++pixel) {
-    table[static_cast<std::size_t>(pixel)] =
-        static_cast<float>((pixel / 255.0 - result.pixel_mean) / result.pixel_std);
-  }
+  for (int pixel = 0; pixel < 256; ++pixel)
+    table[static_cast<std::size_t>(pixel)] = normalization(pixel / 255.0);
   result.train = detail::make_fashion_mnist_dataset(train, table);
   result.test = detail::make_fashion_mnist_dataset(test, table);
   return result;

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,8 +41,11 @@
 #include <vector>
 
 #include "mpx/data/batcher.hpp"
+#include "mpx/data/input_normalization.hpp"
 #include "mpx/data/text_windows.hpp"
 #include "mpx/error.hpp"
+#include "mpx/io/description_differences.hpp"
+#include "mpx/io/json.hpp"
 #include "mpx/io/model_json.hpp"
 #include "mpx/io/safetensors.hpp"
 #include "mpx/log.hpp"
@@ -101,6 +105,16 @@ struct LoadedCheckpoint {
   /// @brief Whether the loss scaler's state came from the file (it does when the file's
   /// `scaler.policy` is the trainer's).
   bool scaler_restored = true;
+};
+
+/// @brief How `load_weights` and `load_checkpoint` treat a file.
+struct LoadOptions {
+  /// @brief Load a file whose model description (its `model` metadata) differs from the model's —
+  /// another activation, LayerNorm epsilon, head count, dropout probability, a layer of another kind
+  /// — as long as its tensors fit: the descriptions are then not compared. Off by default, so that
+  /// weights trained for one network do not load silently into another of the same shapes;
+  /// precision never has to agree.
+  bool allow_description_mismatch = false;
 };
 
 namespace detail {
@@ -306,15 +320,45 @@ void check_unexpected(const SafetensorsFile& file, const std::vector<std::string
   }
 }
 
-/// Throws one `io_error` listing every problem, unless there are none.
+/// Throws one `io_error` listing every problem, then `note` on a line of its own when not empty,
+/// unless there are no problems.
 inline void throw_if_problems(const char* caller, const std::filesystem::path& path, const char* target,
-                              const std::vector<std::string>& problems) {
+                              const std::vector<std::string>& problems, std::string_view note = {}) {
   if (problems.empty()) return;
   std::string message =
       concat(caller, ": \"", path.string(), "\" does not fit ", target, " (", problems.size(),
              problems.size() == 1 ? " problem" : " problems", "); nothing was loaded:");
   for (const std::string& problem : problems) message.append("\n  - ").append(problem);
+  if (!note.empty()) message.append("\n").append(note);
   throw io_error(message);
+}
+
+/// Adds a problem for each difference between the file's model description and `model`'s (see
+/// io/description_differences.hpp), unless `options` allows them; returns the note the error then
+/// ends with (empty when there is none). Nothing is compared when the file holds no description (a
+/// file from another tool, or from mpx before files described their model, format version 1 as
+/// now) or the model cannot describe itself.
+template <class Model>
+[[nodiscard]] std::string check_model_description([[maybe_unused]] const Metadata& metadata,
+                                                  [[maybe_unused]] const Model& model,
+                                                  [[maybe_unused]] const LoadOptions& options,
+                                                  [[maybe_unused]] std::vector<std::string>& problems) {
+  if constexpr (nn::DescribableModel<Model>) {
+    const auto saved = metadata.find("model");
+    if (options.allow_description_mismatch || saved == metadata.end()) return {};
+    std::vector<std::string> differences;
+    try {
+      differences = description_differences(json::parse(saved->second, "metadata \"model\""),
+                                            json::parse(model_json(model)));
+    } catch (const io_error& e) {
+      differences.emplace_back(e.what());
+    }
+    if (differences.empty()) return {};
+    problems.insert(problems.end(), differences.begin(), differences.end());
+    return "(the file's metadata \"model\" describes another model than this one; "
+           "LoadOptions{.allow_description_mismatch = true} loads it anyway if its tensors fit)";
+  }
+  return {};
 }
 
 /// Copies the file's master weights into `model` (checked by `check_master_weights` first) and
@@ -402,9 +446,10 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
 /// metadata and what of the optimizer and scaler state was restored.
 ///
 /// Everything is validated before anything changes: a file that is corrupt, or that does not fit the
-/// model — missing, unexpected, wrongly shaped or non-floating tensors, unreadable metadata, an
-/// invalid scaler state or learning rate — throws one `mpx::io_error` listing every problem, and the
-/// trainer, model and optimizer are left exactly as they were.
+/// model — missing, unexpected, wrongly shaped or non-floating tensors, a model description other
+/// than the model's (as `load_weights`; `options.allow_description_mismatch` allows it), unreadable
+/// metadata, an invalid scaler state or learning rate — throws one `mpx::io_error` listing every
+/// problem, and the trainer, model and optimizer are left exactly as they were.
 ///
 /// Weights and optimizer state convert to the model's types (round to nearest where narrower), so a
 /// model trained under one precision resumes under another. The scaler state is restored only when
@@ -420,7 +465,8 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
 /// result's `optimizer_warning`.
 template <class Model, class Loss, class Optimizer, class Scaling>
 LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
-                                 Trainer<Model, Loss, Optimizer, Scaling>& trainer) {
+                                 Trainer<Model, Loss, Optimizer, Scaling>& trainer,
+                                 const LoadOptions& options = {}) {
   using Names = optimizer_state_names<Optimizer>;
   using mpx::detail::concat;
   const SafetensorsFile file = load_safetensors(path);
@@ -434,6 +480,7 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
   } else {
     detail::check_format_version(metadata, problems);
   }
+  const std::string note = detail::check_model_description(metadata, trainer.model(), options, problems);
   detail::MetadataReader read(metadata, problems);
   const auto step = read.template get<std::int64_t>("step");
   const auto optimizer_steps = read.template get<std::int64_t>("optimizer.steps");
@@ -504,7 +551,7 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
       file, expected,
       [&](const std::string& name) { return !restore_optimizer && name.starts_with("optimizer."); },
       problems);
-  detail::throw_if_problems("mpx::io::load_checkpoint", path, "this trainer", problems);
+  detail::throw_if_problems("mpx::io::load_checkpoint", path, "this trainer", problems, note);
 
   // ---- commit: nothing below can fail (every target tensor exists and has the right size) ----
   detail::load_master_weights(file, trainer.model());
@@ -572,15 +619,18 @@ void save_weights(Model& model, const std::filesystem::path& path, const Metadat
 /// optimizer state (`optimizer.*` tensors) is ignored; no trainer, optimizer or loss is involved.
 ///
 /// Everything is validated before any parameter changes: a corrupt file, missing or unexpected
-/// tensors, a shape that differs from the model's, a non-floating dtype, or an mpx file of another
-/// format or version throws one `mpx::io_error` that names the path and lists every problem with the
-/// tensor and the values, and the model is left exactly as it was.
+/// tensors, a shape that differs from the model's, a non-floating dtype, an mpx file of another
+/// format or version, or a model description (metadata `model`) that differs from the model's in
+/// anything but precision throws one `mpx::io_error` that names the path and lists every problem
+/// with the tensor or layer and the values, and the model is left exactly as it was. A description
+/// that differs loads with `{.allow_description_mismatch = true}`; a file without one (from another
+/// tool, or from mpx before files described their model) loads without the comparison.
 /// @code
 /// auto model = mpx::experiment::mlp3<mpx::fp32>(784, 512, 256, 10);  // trained as bf16_mixed
 /// mpx::io::load_weights(model, "run.safetensors");
 /// @endcode
 template <class Model>
-Metadata load_weights(Model& model, const std::filesystem::path& path) {
+Metadata load_weights(Model& model, const std::filesystem::path& path, const LoadOptions& options = {}) {
   using mpx::detail::concat;
   const SafetensorsFile file = load_safetensors(path);
   const Metadata& metadata = file.metadata();
@@ -594,11 +644,12 @@ Metadata load_weights(Model& model, const std::filesystem::path& path) {
       detail::check_format_version(metadata, problems);
     }
   }
+  const std::string note = detail::check_model_description(metadata, model, options, problems);
   std::vector<std::string> expected;
   detail::check_master_weights(file, model, expected, problems);
   detail::check_unexpected(
       file, expected, [](const std::string& name) { return name.starts_with("optimizer."); }, problems);
-  detail::throw_if_problems("mpx::io::load_weights", path, "this model", problems);
+  detail::throw_if_problems("mpx::io::load_weights", path, "this model", problems, note);
   detail::load_master_weights(file, model);
   return metadata;
 }
@@ -639,6 +690,50 @@ inline void restore_batcher(data::Batcher& batcher, const Metadata& metadata) {
   const auto position = read.get<std::int64_t>("data.position");
   detail::check_data_seed("mpx::io::restore_batcher", seed, batcher.options().seed, problems);
   batcher.resume(epoch, position);
+}
+
+/// @brief The input normalisation a model was trained with as metadata, `input.mean` and
+/// `input.std` (exact decimals), to pass to `save_weights` or `save_checkpoint` so that the file is
+/// all inference needs: `input_normalization` reads it back.
+/// @code
+/// const auto data = mpx::data::load_fashion_mnist();
+/// // ... train `model` on data.train ...
+/// const mpx::io::Metadata normalization = mpx::io::input_normalization_metadata(data.input_normalization());
+/// mpx::io::save_weights(model, "mlp.safetensors", normalization);
+/// @endcode
+/// @throws mpx::invalid_argument unless the mean is finite and the standard deviation finite and > 0.
+[[nodiscard]] inline Metadata input_normalization_metadata(const data::InputNormalization& normalization) {
+  normalization.validate("mpx::io::input_normalization_metadata");
+  return {{"input.mean", detail::exact_text(normalization.mean)},
+          {"input.std", detail::exact_text(normalization.std_dev)}};
+}
+
+/// @brief The input normalisation `input_normalization_metadata` recorded in `metadata` (what
+/// `load_weights` returns, or `LoadedCheckpoint::metadata`); nothing when the file holds none.
+/// @code
+/// const auto normalization = mpx::io::input_normalization(mpx::io::load_weights(model, "mlp.safetensors"));
+/// if (normalization) normalization->apply(images);
+/// @endcode
+/// @throws mpx::io_error when only one of the two keys is present, or a value is not a number or not
+/// a valid normalisation.
+[[nodiscard]] inline std::optional<data::InputNormalization> input_normalization(const Metadata& metadata) {
+  if (!metadata.contains("input.mean") && !metadata.contains("input.std")) return std::nullopt;
+  std::vector<std::string> problems;
+  detail::MetadataReader read(metadata, problems);
+  const data::InputNormalization normalization{read.get<double>("input.mean"), read.get<double>("input.std")};
+  if (problems.empty()) {
+    try {
+      normalization.validate("metadata \"input.mean\", \"input.std\"");
+    } catch (const invalid_argument& e) {
+      problems.emplace_back(e.what());
+    }
+  }
+  if (!problems.empty()) {
+    std::string message = "mpx::io::input_normalization:";
+    for (const std::string& problem : problems) message.append(" ").append(problem).append(";");
+    throw io_error(message);
+  }
+  return normalization;
 }
 
 /// @brief Random text windows' position as checkpoint metadata: `data.seed`, `data.position` (the
