@@ -273,14 +273,17 @@ TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit 
 }
 
 // Host labels for a CUDA step are a type error (the loss takes a Tensor<std::int32_t, Cuda>), where
-// they used to be a run-time one.
+// they used to be a run-time one: the call resolves to the overload whose static_assert says what to
+// pass (compile_fail.trainer_targets_wrong_type shows its message), never to a step that runs.
 template <class Labels>
-concept CudaStepTakes = requires(decltype(Setup<mpx::fp32, mpx::Cuda>::trainer)& trainer,
-                                 const mpx::Tensor<float, mpx::Cuda>& inputs, const Labels& labels) {
+concept CudaStepRuns = requires(decltype(Setup<mpx::fp32, mpx::Cuda>::trainer)& trainer,
+                                const mpx::Tensor<float, mpx::Cuda>& inputs, const Labels& labels) {
+  requires std::is_convertible_v<const Labels&,
+                                 mpx::nn::SoftmaxCrossEntropy<mpx::fp32, mpx::Cuda>::target_type>;
   trainer.step(inputs, labels);
 };
-static_assert(!CudaStepTakes<mpx::Tensor<std::int32_t, mpx::Host>>);
-static_assert(CudaStepTakes<mpx::Tensor<std::int32_t, mpx::Cuda>>);
+static_assert(!CudaStepRuns<mpx::Tensor<std::int32_t, mpx::Host>>);
+static_assert(CudaStepRuns<mpx::Tensor<std::int32_t, mpx::Cuda>>);
 
 TEST_CASE("GELU, LayerNorm, MSE, AdamW and clipping on the GPU follow the CPU", "[cuda][trainer]") {
   using P = mpx::bf16_mixed;
