@@ -22,9 +22,9 @@ int main(int argc, char** argv) {
   long long stop_after = 0;  // > 0: end after this step, as a job killed there would
   for (int i = 1; i < argc; ++i) {
     const std::string option = argv[i];
+    const std::string value = usage.value_after(argc, argv, i);  // --help prints the usage and exits
     if (option != "--checkpoint" && option != "--epochs" && option != "--stop-after")
       usage.fail("unknown option " + option);
-    const std::string value = usage.value_after(argc, argv, i);
     if (option == "--checkpoint") checkpoint = value;
     if (option == "--epochs") epochs = static_cast<int>(usage.number(option, value, 1, 1000));
     if (option == "--stop-after") stop_after = static_cast<long long>(usage.number(option, value, 1, 1e9));

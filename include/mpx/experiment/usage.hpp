@@ -51,9 +51,16 @@ class Usage {
   }
 
   /// @brief The value of the option `argv[i]`, `argv[i + 1]`, with `i` advanced to it; fails with
-  /// "option <option> needs a value" when the option is the last argument.
+  /// "option <option> needs a value" when the option is the last argument. `--help` or `-h` in its
+  /// place prints the usage line on stdout and exits with code 0 (every option passes through here,
+  /// so a program gets its help without a branch of its own).
   [[nodiscard]] std::string value_after(int argc, char** argv, int& i) const {
-    if (i + 1 >= argc) fail("option " + std::string(argv[i]) + " needs a value");
+    const std::string_view option = argv[i];
+    if (option == "--help" || option == "-h") {
+      std::printf("usage: %s %s\n", program_.c_str(), synopsis_.c_str());
+      std::exit(0);
+    }
+    if (i + 1 >= argc) fail("option " + std::string(option) + " needs a value");
     return argv[++i];
   }
 
