@@ -13,7 +13,7 @@
 #include "mpx/config.hpp"
 #if !MPX_HAS_MPI
 #error \
-    "<mpx/dist.hpp> needs MPI: link the mpx::mpi target (defined when CMake finds MPI; pkg-config: mpx-mpi), or include <mpx/mpx.hpp> and <mpx/experiment/data_parallel_job.hpp> for programs that may also run without MPI"
+    "<mpx/dist.hpp> needs MPI: link the mpx::mpi target (defined when CMake finds MPI; pkg-config: mpx-mpi), or without either build with your MPI's compiler wrapper (mpicxx) and -DMPX_HAS_MPI=1; programs that may also run without MPI include <mpx/mpx.hpp> and <mpx/experiment/data_parallel_job.hpp>"
 #endif  // !MPX_HAS_MPI
 
 #include "mpx/mpx.hpp"

@@ -33,10 +33,10 @@ class AdamW : public detail::OptimizerBase<AdamW<Model>, Model, AdamWSettings> {
 
   /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter. Allocates both moment
   /// buffers now, so that a step cannot fail half-way for want of memory.
-  AdamW(Model& model, const Options& options) : Base(model, options) { allocate_state(); }
+  explicit AdamW(Model& model, const Options& options = {}) : Base(model, options) { allocate_state(); }
 
   /// @brief Over the parameters of an `nn::ParameterList` only; otherwise as above.
-  AdamW(Model&& parameters, const Options& options) : Base(std::move(parameters), options) {
+  explicit AdamW(Model&& parameters, const Options& options = {}) : Base(std::move(parameters), options) {
     allocate_state();
   }
 

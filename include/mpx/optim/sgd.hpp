@@ -33,10 +33,12 @@ class SGD : public detail::OptimizerBase<SGD<Model>, Model, SgdSettings> {
 
   /// @brief Throws `mpx::invalid_argument` naming a bad hyper-parameter. Allocates the momentum
   /// buffers now, so that a step cannot fail half-way for want of memory.
-  SGD(Model& model, const Options& options) : Base(model, options) { allocate_state(); }
+  explicit SGD(Model& model, const Options& options = {}) : Base(model, options) { allocate_state(); }
 
   /// @brief Over the parameters of an `nn::ParameterList` only; otherwise as above.
-  SGD(Model&& parameters, const Options& options) : Base(std::move(parameters), options) { allocate_state(); }
+  explicit SGD(Model&& parameters, const Options& options = {}) : Base(std::move(parameters), options) {
+    allocate_state();
+  }
 
   /// @brief Throws `mpx::invalid_argument` naming the first bad hyper-parameter and its value.
   static void validate(const Options& o) {
