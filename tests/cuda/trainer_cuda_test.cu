@@ -22,6 +22,7 @@
 #include <mpx/cuda.hpp>
 #include <mpx/experiment/models.hpp>
 
+#include "../support/capturing_sync.hpp"
 #include "support.hpp"
 
 namespace {
@@ -614,23 +615,7 @@ TEST_CASE("gradient accumulation over micro-batches on the GPU follows the CPU: 
 }
 
 namespace {
-// A sync for a world of one process with a given rank, on the GPU: keeps a host copy of the gradient
-// sum it is handed (the sum over this process's micro-batches) and leaves the gradients as they are.
-class CapturingSync final : public mpx::GradientSync<mpx::Cuda, float> {
- public:
-  explicit CapturingSync(int rank) : rank_(rank) {}
-  [[nodiscard]] int rank() const override { return rank_; }
-  void begin_backward() override {}
-  void gradients_final(GradientList) override {}
-  void finish(GradientList gradients, mpx::StepScalars*) override {
-    sums.clear();
-    for (const mpx::Tensor<float, mpx::Cuda>* g : gradients) sums.push_back(mpx::to_host(*g));
-  }
-  std::vector<mpx::Tensor<float>> sums;
-
- private:
-  int rank_;
-};
+using CapturingSync = mpx::test::CapturingSync<mpx::Cuda>;
 
 template <class Device>
 auto dropout_model() {

@@ -14,6 +14,7 @@
 
 #include <mpx/mpx.hpp>  // with experiment::char_gpt
 
+#include "../support/capturing_sync.hpp"
 #include "../support/model_state.hpp"
 
 namespace {
@@ -31,23 +32,7 @@ auto make_model() {
   return model;
 }
 
-/// A sync for a world of one process with a given rank: leaves the gradients as they are (their mean
-/// over one process) after keeping a copy of them, the sum over this process's micro-batches.
-class CapturingSync final : public mpx::GradientSync<mpx::Host, float> {
- public:
-  explicit CapturingSync(int rank) : rank_(rank) {}
-  [[nodiscard]] int rank() const override { return rank_; }
-  void begin_backward() override {}
-  void gradients_final(GradientList) override {}
-  void finish(GradientList gradients, mpx::StepScalars*) override {
-    sums.clear();
-    for (const mpx::Tensor<float>* g : gradients) sums.push_back(g->clone());
-  }
-  std::vector<mpx::Tensor<float>> sums;
-
- private:
-  int rank_;
-};
+using CapturingSync = mpx::test::CapturingSync<mpx::Host>;
 
 template <class Model>
 std::vector<mpx::Tensor<float>> gradients_of(Model& model) {
