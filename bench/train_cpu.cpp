@@ -11,7 +11,12 @@
 // same precision, run by bench/peers/torch_char_gpt.py in the same invocation with the same threads
 // (`--torch PYTHON`; skipped, saying so, without it), and reports activation memory per token.
 //
+// `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision, `--steps`
+// times (200 by default) after 3 warm-up steps, and prints its median: the process to sample with
+// `perf record -e cpu-clock` (scripts/profile_char_gpt.sh turns both sides into a table per operation).
+//
 // Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|all] [--torch PYTHON]
+//                  [--profile PRECISION]
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -267,12 +272,30 @@ std::string to_json(const std::vector<Result>& results, const std::vector<GptRes
   return out + gpt_json(gpt) + "  ]\n}\n";
 }
 
+// The char-GPT step of precision P alone, `steps` times after 3 warm-up steps: the profiled process.
+template <class P>
+int profile_gpt(int steps) {
+  const GptBatch batch = make_gpt_batch();
+  GptRun<P> run;
+  for (int s = 0; s < 3; ++s) run.trainer.step(batch.ids, batch.targets);
+  std::vector<double> samples;
+  for (int s = 0; s < steps; ++s) {
+    const auto start = mpx::bench::Clock::now();
+    run.trainer.step(batch.ids, batch.targets);
+    samples.push_back(mpx::bench::elapsed_ms(start));
+  }
+  std::printf("char_gpt %s: %d steps, median %.3f ms/step (%d threads)\n", P::name.data(), steps,
+              mpx::bench::median(samples), mpx::bench::openmp_threads());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json_path = "train_cpu.json";
   std::string workload = "all";
   std::string torch_python;
+  std::string profile;
   int steps = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -284,13 +307,22 @@ int main(int argc, char** argv) {
       workload = argv[++i];
     } else if (arg == "--torch" && i + 1 < argc) {
       torch_python = argv[++i];
+    } else if (arg == "--profile" && i + 1 < argc) {
+      profile = argv[++i];
     } else {
       std::fprintf(stderr,
                    "train_cpu: unknown argument '%s'; usage: train_cpu [--json PATH] [--steps N] "
-                   "[--workload mlp|char_gpt|all] [--torch PYTHON]\n",
+                   "[--workload mlp|char_gpt|all] [--torch PYTHON] [--profile PRECISION]\n",
                    argv[i]);
       return EXIT_FAILURE;
     }
+  }
+  if (profile == "fp32") return profile_gpt<mpx::fp32>(steps > 0 ? steps : 200);
+  if (profile == "bf16_mixed") return profile_gpt<mpx::bf16_mixed>(steps > 0 ? steps : 200);
+  if (profile == "fp16_mixed") return profile_gpt<mpx::fp16_mixed>(steps > 0 ? steps : 200);
+  if (!profile.empty()) {
+    std::fprintf(stderr, "train_cpu: --profile %s: expected fp32, bf16_mixed or fp16_mixed\n", profile.c_str());
+    return EXIT_FAILURE;
   }
   const bool run_mlp = workload == "all" || workload == "mlp";
   const bool run_gpt = workload == "all" || workload == "char_gpt";

@@ -157,10 +157,66 @@ def bench(argv):
     print(json.dumps(results))
 
 
+def profile(argv):
+    """Self CPU time per aten operation of the char-GPT training step (bench's step), from
+    torch.profiler over --steps steps after 3 warm-up steps; prints one JSON object
+    {"step_ms": median, "ops": {name: self ms per step}}."""
+    import argparse  # noqa: PLC0415
+    import json  # noqa: PLC0415
+    import statistics  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog="torch_char_gpt.py profile")
+    parser.add_argument("--precision", choices=("fp32", "bf16_mixed", "fp16_mixed"), default="fp32")
+    for name, default in (("batch", 16), ("context", 64), ("width", 128), ("heads", 4), ("blocks", 4),
+                          ("vocabulary", 96), ("steps", 20), ("threads", 0)):
+        parser.add_argument(f"--{name}", type=int, default=default)
+    args = parser.parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    dtype = {"fp32": None, "bf16_mixed": torch.bfloat16, "fp16_mixed": torch.float16}[args.precision]
+    generator = torch.Generator().manual_seed(11)
+    inputs = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
+    targets = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
+    torch.manual_seed(5)
+    model = char_gpt(args.vocabulary, args.context, args.width, args.heads, args.blocks)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            logits = model(inputs)
+            loss = nn.functional.cross_entropy(logits.float().view(-1, args.vocabulary), targets.view(-1))
+        scaler.scale(loss).backward()
+        with torch.profiler.record_function("optimizer phase"):
+            scaler.step(optimizer)
+            scaler.update()
+
+    for _ in range(3):
+        step()
+    samples = []
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(args.steps):
+            start = time.perf_counter()
+            step()
+            samples.append(1e3 * (time.perf_counter() - start))
+    # Self time per operation; anything under the "optimizer phase" range counts as the optimizer's.
+    ops = {}
+    for event in prof.events():
+        parent, in_optimizer = event.cpu_parent, event.name == "optimizer phase"
+        while parent is not None and not in_optimizer:
+            in_optimizer, parent = parent.name == "optimizer phase", parent.cpu_parent
+        key = "optimizer: " + event.name if in_optimizer else event.name
+        ops[key] = ops.get(key, 0.0) + event.self_cpu_time_total / 1e3 / args.steps
+    print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                      "step_ms": statistics.median(samples), "ops": ops}))
+
+
 if __name__ == "__main__":
     import sys  # noqa: PLC0415
 
-    if len(sys.argv) < 2 or sys.argv[1] != "bench":
-        sys.exit("usage: torch_char_gpt.py bench [--batch N --context N --width N --heads N --blocks N "
-                 "--vocabulary N --steps N --threads N]")
-    bench(sys.argv[2:])
+    if len(sys.argv) < 2 or sys.argv[1] not in ("bench", "profile"):
+        sys.exit("usage: torch_char_gpt.py bench|profile [--precision P (profile)] [--batch N --context N "
+                 "--width N --heads N --blocks N --vocabulary N --steps N --threads N]")
+    (bench if sys.argv[1] == "bench" else profile)(sys.argv[2:])
