@@ -321,7 +321,8 @@ int main(int argc, char** argv) {
   if (profile == "bf16_mixed") return profile_gpt<mpx::bf16_mixed>(steps > 0 ? steps : 200);
   if (profile == "fp16_mixed") return profile_gpt<mpx::fp16_mixed>(steps > 0 ? steps : 200);
   if (!profile.empty()) {
-    std::fprintf(stderr, "train_cpu: --profile %s: expected fp32, bf16_mixed or fp16_mixed\n", profile.c_str());
+    std::fprintf(stderr, "train_cpu: --profile %s: expected fp32, bf16_mixed or fp16_mixed\n",
+                 profile.c_str());
     return EXIT_FAILURE;
   }
   const bool run_mlp = workload == "all" || workload == "mlp";

@@ -36,6 +36,7 @@
 #include "mpx/backend/dropout_spec.hpp"
 #include "mpx/backend/embedding_spec.hpp"
 #include "mpx/backend/gemm_spec.hpp"
+#include "mpx/backend/gradient_spec.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
 #include "mpx/backend/update_control.hpp"
 

@@ -11,21 +11,11 @@
 #include <type_traits>
 
 #include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/backend/gradient_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/tensor/tensor.hpp"
 
 namespace mpx::cpu {
-
-/// @brief What one pass over a gradient found.
-struct GradientStats {
-  double sum_of_squares = 0.0;  ///< of the (unscaled) values; inf or NaN when any value is
-  bool finite = true;           ///< every value finite
-
-  /// @brief Combines the statistics of two parts of a gradient.
-  friend GradientStats operator+(const GradientStats& a, const GradientStats& b) noexcept {
-    return {a.sum_of_squares + b.sum_of_squares, a.finite && b.finite};
-  }
-};
 
 /// @brief Divides every element by `divisor` (when it is not 1: the mean over a step's micro-batches,
 /// rounded once), then multiplies it by `factor` (skipped when `Scale` is false, rounded once more), and
@@ -53,17 +43,6 @@ GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor, G divisor = G
                                                 finite = std::isfinite(sum);
                                               return GradientStats{sum, finite};
                                             });
-}
-
-/// @brief `micro_batches` as the gradients' element type, which represents every count up to 2^24
-/// exactly; throws `mpx::invalid_argument` naming `where` for a count below 1 or above that.
-template <Element G>
-[[nodiscard]] G micro_batches_divisor(const char* where, std::int64_t micro_batches) {
-  if (micro_batches < 1 || micro_batches > (std::int64_t{1} << 24)) {
-    throw invalid_argument(
-        mpx::detail::concat(where, ": ", micro_batches, " micro-batches; expected a count in [1, 2^24]"));
-  }
-  return static_cast<G>(micro_batches);
 }
 
 /// @brief The CPU needs no scratch memory for `unscale_and_inspect`; the type exists so that a

@@ -25,11 +25,11 @@
 #include <span>
 #include <type_traits>
 
-#include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/multi_tensor.cuh"
+#include "mpx/backend/gradient_spec.hpp"
 #include "mpx/backend/optimizer_math.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -345,7 +345,7 @@ void unscale_and_inspect(std::span<Tensor<G, Cuda>* const> gradients, const floa
   for (const Tensor<G, Cuda>* g : gradients) {
     if (g == nullptr) throw invalid_argument("mpx::cuda::unscale_and_inspect: a gradient is null");
   }
-  const G divisor = cpu::micro_batches_divisor<G>("mpx::cuda::unscale_and_inspect", micro_batches);
+  const G divisor = micro_batches_divisor<G>("mpx::cuda::unscale_and_inspect", micro_batches);
   detail::launch_unscale_and_inspect<Scale, G>(gradients, detail::UnscaleFactor<G>{scale, G{}, divisor},
                                                sum_of_squares, nonfinite, workspace, then, args...);
 }
@@ -370,7 +370,7 @@ void flag_nonfinite(const Tensor<T, Cuda>& x, int* flag, GradientWorkspace& work
 /// `Scale`) and returns its finiteness and sum of squares. Waits for the stream to return them, so
 /// it has no place in a training step; the step uses the multi-tensor overload.
 template <bool Scale, Element G>
-cpu::GradientStats unscale_and_inspect(Tensor<G, Cuda>& grad, G factor) {
+GradientStats unscale_and_inspect(Tensor<G, Cuda>& grad, G factor) {
   struct Found {
     double sum_of_squares;
     int nonfinite;
