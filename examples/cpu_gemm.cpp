@@ -41,7 +41,7 @@ int main() {
       "Y = GELU(X W^T + b), %ldx%ld by %ldx%ld: bf16 vs fp32 max |error| %.4g (max |Y| %.4g, bf16 eps "
       "%.4g)\n",
       long(batch), long(in_features), long(out_features), long(in_features), double(max_error),
-      double(max_value), double(mpx::numeric_traits<mpx::BFloat16>::epsilon));
+      double(max_value), double(mpx::epsilon_v<mpx::BFloat16>));
   std::printf("host memory: %lld bytes live, %lld bytes peak\n",
               static_cast<long long>(mpx::memory_stats<mpx::Host>().live_bytes()),
               static_cast<long long>(mpx::memory_stats<mpx::Host>().peak_bytes()));

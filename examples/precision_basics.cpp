@@ -10,11 +10,12 @@ namespace {
 // The facts a precision policy fixes at compile time.
 template <mpx::PrecisionPolicy P>
 void describe() {
-  using compute = mpx::numeric_traits<typename P::compute_type>;
+  using Compute = typename P::compute_type;
+  using compute = mpx::numeric_traits<Compute>;
   using scaler = mpx::default_scaler_t<P>;
   std::printf("%-11s compute %-4s master %-4s accumulate %-4s eps %-10.3g max %-10.4g scaler %s\n",
               P::name.data(), compute::name.data(), mpx::numeric_traits<typename P::master_type>::name.data(),
-              mpx::numeric_traits<typename P::accumulate_type>::name.data(), double(compute::epsilon),
+              mpx::numeric_traits<typename P::accumulate_type>::name.data(), double(mpx::epsilon_v<Compute>),
               double(compute::max_finite), scaler::name.data());
 }
 

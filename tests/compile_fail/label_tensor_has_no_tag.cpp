@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: asking for the precision tag of an int32 (label) element, as code written for floating
-// tensors does through tag_of_t or math_t<tag_of_t<T>>; the static_assert names what to use instead.
+// tensors does through tag_of_t or accumulate_t<T>; the static_assert names what to use instead.
 #include <cstdint>
 
 #include <mpx/numeric/traits.hpp>
@@ -13,8 +13,8 @@ using Value = float;
 using Value = std::int32_t;
 #endif
 
-using Math = mpx::math_t<mpx::tag_of_t<Value>>;
+using Acc = mpx::accumulate_t<Value>;
 
 int main() {
-  return sizeof(Math) > 0 ? 0 : 1;
+  return sizeof(Acc) > 0 ? 0 : 1;
 }

@@ -1,4 +1,4 @@
-// expect: Sequential::forward: this model takes bf16 input, Tensor<Eigen::bfloat16>
+// expect: Sequential::forward: this model takes input in its first layer.s compute format
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: an fp64 tensor given to a bf16 model. fp32 input would be rounded by forward; fp64 is not.

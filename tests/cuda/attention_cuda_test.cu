@@ -42,11 +42,11 @@ using mpx_test::to_double;
 
 template <class T>
 constexpr double eps_of() {
-  return mpx::numeric_traits<mpx::tag_of_t<T>>::epsilon;
+  return mpx::epsilon_v<mpx::tag_of_t<T>>;
 }
 template <class T>
 double storage_slack(double reference) {
-  return eps_of<T>() * std::abs(reference) + mpx::numeric_traits<mpx::tag_of_t<T>>::min_normal * eps_of<T>();
+  return eps_of<T>() * std::abs(reference) + mpx::min_normal_v<mpx::tag_of_t<T>> * eps_of<T>();
 }
 
 template <class A, class B, class Bound>
@@ -88,7 +88,7 @@ double largest(const Tensor<T>& t) {
 template <class Compute, class D>
 void check_batched_gemm(std::mt19937& rng) {
   using S = mpx::storage_t<Compute>;
-  using Acc = mpx::math_t<Compute>;
+  using Acc = mpx::accumulate_t<Compute>;
   struct Case {
     std::int64_t batch, m, n, k;
     bool ta, tb;

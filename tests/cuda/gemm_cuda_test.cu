@@ -58,7 +58,7 @@ std::string describe(const Case& c) {
 template <mpx::NumericTag Compute, mpx::Element TD>
 void check_case(const Case& c, std::mt19937& rng) {
   using S = mpx::storage_t<Compute>;
-  using Acc = mpx::math_t<Compute>;
+  using Acc = mpx::accumulate_t<Compute>;
   using OutTag = mpx::tag_of_t<TD>;
   const mpx::Epilogue e = c.epilogue;
   INFO(std::string(mpx::numeric_traits<Compute>::name) + " -> " +
@@ -245,7 +245,7 @@ std::string first_mask_rows(const mpx::Tensor<std::int32_t>& mask) {
 template <mpx::NumericTag Compute>
 void check_relu_mask_layout() {
   using S = mpx::storage_t<Compute>;
-  using Acc = mpx::math_t<Compute>;
+  using Acc = mpx::accumulate_t<Compute>;
   using OutTag = mpx::tag_of_t<S>;
   constexpr std::int64_t m = 33, n = 150, k = 64, k_back = 48;
   const std::int64_t words = mpx::relu_mask_words(n);

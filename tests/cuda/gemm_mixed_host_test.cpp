@@ -31,7 +31,7 @@ template <mpx::NumericTag... Computes>
 bool every_unfused_launcher_registered() {
   using namespace mpx::cuda::detail;
   return ((UnfusedEpilogueFor<Computes, mpx::storage_t<Computes>>::launch != nullptr &&
-           UnfusedEpilogueFor<Computes, mpx::math_t<Computes>>::launch != nullptr &&
+           UnfusedEpilogueFor<Computes, mpx::accumulate_t<Computes>>::launch != nullptr &&
            UnfusedOperandReductionFor<Computes>::launch != nullptr) &&
           ...);
 }

@@ -8,7 +8,7 @@
 // Within a bound elsewhere, because (a) reductions sum in another order (a block tree instead of a
 // left-to-right loop), (b) CUDA's expf/logf/tanhf are within 1-2 ulp but are not glibc's, and (c) nvcc
 // fuses a * b + c into an FMA. Each bound below follows the style of tests/support/tolerances.hpp: an
-// error of (n + 16) eps of the math type per unit of the element's *magnitude* (the sum of the
+// error of (n + 16) eps of the accumulate type per unit of the element's *magnitude* (the sum of the
 // absolute values of the terms it is computed from; n the length of the longest sum involved) for
 // each side, so twice that between them, plus one ulp of the stored type (either side may round to
 // the other neighbour) and that type's subnormal step.
@@ -46,15 +46,15 @@ using mpx_test::to_double;
 constexpr std::int64_t odd_sizes[] = {1, 7, 1023, 4097};
 
 template <class T>
-using math_of = mpx::math_t<mpx::tag_of_t<T>>;
+using accumulate_of = mpx::accumulate_t<T>;
 
 template <class T>
 constexpr double eps_of() {
-  return mpx::numeric_traits<mpx::tag_of_t<T>>::epsilon;
+  return mpx::epsilon_v<mpx::tag_of_t<T>>;
 }
 template <class T>
 constexpr double min_normal_of() {
-  return mpx::numeric_traits<mpx::tag_of_t<T>>::min_normal;
+  return mpx::min_normal_v<mpx::tag_of_t<T>>;
 }
 
 // One ulp of T's format at `reference` (at most eps |reference|) plus T's subnormal step.
@@ -83,7 +83,8 @@ mpx::Tensor<T> with_specials(std::int64_t count, std::mt19937& rng, double low =
                              std::numeric_limits<double>::infinity(),
                              -std::numeric_limits<double>::infinity(), 0.0, -0.0};
   if (count >= 16) {
-    for (int k = 0; k < 5; ++k) t[count - 1 - 3 * k] = static_cast<T>(static_cast<math_of<T>>(specials[k]));
+    for (int k = 0; k < 5; ++k)
+      t[count - 1 - 3 * k] = static_cast<T>(static_cast<accumulate_of<T>>(specials[k]));
   }
   return t;
 }
@@ -191,7 +192,7 @@ TEMPLATE_TEST_CASE("cuda relu matches the cpu bit for bit, NaN included", "[cuda
 TEMPLATE_TEST_CASE("cuda gelu matches the cpu within the tanh and rounding bound", "[cuda][activation]",
                    float, double, Eigen::half, Eigen::bfloat16) {
   using T = TestType;
-  constexpr double eps = mpx::numeric_traits<mpx::tag_of_t<math_of<T>>>::epsilon;
+  constexpr double eps = mpx::epsilon_v<mpx::tag_of_t<accumulate_of<T>>>;
   std::mt19937 rng(12);
   for (const std::int64_t count : odd_sizes) {
     INFO("count " << count);
@@ -355,7 +356,7 @@ TEMPLATE_TEST_CASE("cuda flag_nonfinite sets the flag for inf or NaN and never c
 
 namespace {
 
-// Bounds for a [batch, classes] cross-entropy from the logits, in the math type: per row,
+// Bounds for a [batch, classes] cross-entropy from the logits, in the accumulate type: per row,
 // log_sum_exp carries the bound below, the smoothed terms (classes + 16) eps of their absolute sum.
 // The gradient (p - target) * scale has p = exp(z - lse), whose relative error is the error of lse,
 // plus eps |z - lse| for the subtraction, plus 4 eps for exp and the product.
@@ -368,7 +369,7 @@ struct CrossEntropyBounds {
   CrossEntropyBounds(const mpx::Tensor<T>& logits, const std::vector<std::int32_t>& labels, float smoothing,
                      double grad_scale)
       : gradient(logits.shape()) {
-    constexpr double eps = mpx::numeric_traits<mpx::tag_of_t<math_of<T>>>::epsilon;
+    constexpr double eps = mpx::epsilon_v<mpx::tag_of_t<accumulate_of<T>>>;
     const std::int64_t batch = logits.shape()[0];
     const std::int64_t classes = logits.shape()[1];
     const double off = static_cast<double>(smoothing) / static_cast<double>(classes);
@@ -414,17 +415,17 @@ struct CrossEntropyBounds {
 template <class T>
 void check_cross_entropy(std::int64_t batch, std::int64_t classes, float smoothing, float grad_seed,
                          std::mt19937& rng) {
-  using Math = math_of<T>;
+  using Acc = accumulate_of<T>;
   INFO(type_name<T>() << " batch " << batch << " classes " << classes << " smoothing " << smoothing
                       << " seed " << grad_seed);
   const auto logits = random_host<T>(mpx::Shape{batch, classes}, rng, -6.0, 6.0);
   const auto labels = random_labels(batch, classes, rng);
   mpx::Tensor<T> d_cpu(logits.shape());
-  const Math loss_cpu = mpx::cpu::softmax_cross_entropy(logits, labels, smoothing, grad_seed, &d_cpu);
+  const Acc loss_cpu = mpx::cpu::softmax_cross_entropy(logits, labels, smoothing, grad_seed, &d_cpu);
 
   const auto logits_gpu = mpx::to_device(logits);
   mpx::Tensor<T, mpx::Cuda> d_gpu(logits.shape());
-  const Math loss_gpu = mpx::cuda::softmax_cross_entropy(logits_gpu, labels, smoothing, grad_seed, &d_gpu);
+  const Acc loss_gpu = mpx::cuda::softmax_cross_entropy(logits_gpu, labels, smoothing, grad_seed, &d_gpu);
 
   const CrossEntropyBounds<T> bounds(logits, labels, smoothing,
                                      static_cast<double>(grad_seed) / static_cast<double>(batch));
@@ -458,14 +459,14 @@ TEMPLATE_TEST_CASE("cuda softmax cross-entropy matches the cpu", "[cuda][loss]",
 TEMPLATE_TEST_CASE("cuda softmax cross-entropy device path: device seed, accumulated sum, NaN rows",
                    "[cuda][loss]", float, double, Eigen::half, Eigen::bfloat16) {
   using T = TestType;
-  using Math = math_of<T>;
+  using Acc = accumulate_of<T>;
   std::mt19937 rng(32);
   const std::int64_t batch = 9;
   const std::int64_t classes = 37;
   const auto logits = random_host<T>(mpx::Shape{batch, classes}, rng, -6.0, 6.0);
   auto labels = random_labels(batch, classes, rng);
   const auto logits_gpu = mpx::to_device(logits);
-  const Math loss = mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.05f, 1.0f, nullptr);
+  const Acc loss = mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.05f, 1.0f, nullptr);
 
   // seed = scale / divisor read on the device: the CPU's grad_seed = 1024 / 3 (a float division).
   const float scale_value[] = {1024.0f};
@@ -478,7 +479,7 @@ TEMPLATE_TEST_CASE("cuda softmax cross-entropy device path: device seed, accumul
   (void)mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.05f, grad_seed, &d_sync);
 
   const auto labels_gpu = device_labels(labels);
-  mpx::Tensor<Math, mpx::Cuda> row_losses(mpx::Shape{batch});
+  mpx::Tensor<Acc, mpx::Cuda> row_losses(mpx::Shape{batch});
   mpx::cuda::DeviceArray<double> loss_sum(1);
   const double zero[] = {0.0};
   loss_sum.upload(std::span<const double>{zero});
@@ -564,7 +565,7 @@ TEMPLATE_TEST_CASE("cuda softmax cross-entropy propagates NaN and inf and checks
                   mpx::invalid_argument);
   CHECK_THROWS_AS(mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.0f, 1.0f, &wrong), mpx::shape_error);
   // The per-row scratch is resized to [batch] by the call (a loss keeps an empty one until then).
-  mpx::Tensor<math_of<T>, mpx::Cuda> short_rows(mpx::Shape{batch - 1});
+  mpx::Tensor<accumulate_of<T>, mpx::Cuda> short_rows(mpx::Shape{batch - 1});
   const mpx::cuda::DeviceArray<std::int32_t> labels_gpu{std::span<const std::int32_t>(labels)};
   mpx::cuda::softmax_cross_entropy(logits_gpu, labels_gpu.data(), 0.0f, mpx::LossSeed{}, nullptr, short_rows,
                                    nullptr);
@@ -575,7 +576,7 @@ TEMPLATE_TEST_CASE(
     "cuda softmax cross-entropy over [batch, sequence, classes] with ignored rows matches the cpu",
     "[cuda][loss][sequence]", float, double, Eigen::half, Eigen::bfloat16) {
   using T = TestType;
-  using Math = math_of<T>;
+  using Acc = accumulate_of<T>;
   std::mt19937 rng(34);
   const std::int64_t batch = 3;
   const std::int64_t sequence = 7;
@@ -587,10 +588,10 @@ TEMPLATE_TEST_CASE(
     auto labels = random_labels(rows, classes, rng);
     for (const std::size_t r : {0u, 4u, 5u, 13u, 20u}) labels[r] = ignore;  // with 3, other rows may be too
     mpx::Tensor<T> d_cpu(logits.shape());
-    const Math loss_cpu = mpx::cpu::softmax_cross_entropy(logits, labels, 0.1f, 512.0f, &d_cpu, ignore);
+    const Acc loss_cpu = mpx::cpu::softmax_cross_entropy(logits, labels, 0.1f, 512.0f, &d_cpu, ignore);
     const auto logits_gpu = mpx::to_device(logits);
     mpx::Tensor<T, mpx::Cuda> d_gpu(logits.shape());
-    const Math loss_gpu = mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.1f, 512.0f, &d_gpu, ignore);
+    const Acc loss_gpu = mpx::cuda::softmax_cross_entropy(logits_gpu, labels, 0.1f, 512.0f, &d_gpu, ignore);
 
     // The bounds of the kept rows alone, whose mean both sides take.
     std::vector<std::int32_t> kept_labels;
@@ -631,7 +632,7 @@ TEMPLATE_TEST_CASE(
 
     // The device path: the count of kept rows made on the device; the same loss and gradient bits.
     const auto labels_gpu = device_labels(labels);
-    mpx::Tensor<Math, mpx::Cuda> row_losses;
+    mpx::Tensor<Acc, mpx::Cuda> row_losses;
     mpx::cuda::DeviceArray<double> loss_sum(1);
     const double zero[] = {0.0};
     loss_sum.upload(std::span<const double>{zero});
@@ -650,7 +651,7 @@ TEMPLATE_TEST_CASE(
   const std::vector<std::int32_t> none(static_cast<std::size_t>(rows), -100);
   const auto logits_gpu = mpx::to_device(logits);
   mpx::Tensor<T, mpx::Cuda> d_none(logits.shape());
-  CHECK(mpx::cuda::softmax_cross_entropy(logits_gpu, none, 0.0f, 1.0f, &d_none) == Math(0));
+  CHECK(mpx::cuda::softmax_cross_entropy(logits_gpu, none, 0.0f, 1.0f, &d_none) == Acc(0));
   for (const T g : mpx::to_host(d_none).values()) CHECK(to_double(g) == 0.0);
 }
 
@@ -733,7 +734,7 @@ namespace {
 template <class T, class W, class Acc>
 void check_layer_norm(std::int64_t rows, std::int64_t features, std::mt19937& rng) {
   INFO(type_name<T>() << " rows " << rows << " features " << features);
-  constexpr double eps = mpx::numeric_traits<mpx::tag_of_t<Acc>>::epsilon;
+  constexpr double eps = mpx::epsilon_v<mpx::tag_of_t<Acc>>;
   const mpx::Shape shape{rows, features};
   // An offset mean, so the two-pass variance matters.
   const auto x = random_host<T>(shape, rng, 2.0, 6.0);
@@ -843,7 +844,7 @@ void check_layer_norm(std::int64_t rows, std::int64_t features, std::mt19937& rn
 TEMPLATE_TEST_CASE("cuda layer_norm forward and backward match the cpu", "[cuda][layer_norm]", float, double,
                    Eigen::half, Eigen::bfloat16) {
   using T = TestType;
-  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  using Acc = mpx::accumulate_t<T>;
   std::mt19937 rng(41);
   struct Size {
     std::int64_t rows, features;
@@ -891,17 +892,17 @@ namespace {
 // each side. The gradient is one subtraction and one product of the same operands: bit for bit.
 template <class T, class U>
 void check_mse(std::int64_t count, float grad_seed, std::mt19937& rng) {
-  using Math = math_of<T>;
+  using Acc = accumulate_of<T>;
   INFO(type_name<T>() << " vs " << type_name<U>() << " count " << count << " seed " << grad_seed);
-  constexpr double eps = mpx::numeric_traits<mpx::tag_of_t<Math>>::epsilon;
+  constexpr double eps = mpx::epsilon_v<mpx::tag_of_t<Acc>>;
   const auto prediction = random_host<T>(mpx::Shape{count}, rng, -3.0, 3.0);
   const auto target = random_host<U>(mpx::Shape{count}, rng, -3.0, 3.0);
   mpx::Tensor<T> d_cpu(prediction.shape());
-  const Math loss_cpu = mpx::cpu::mse_loss(prediction, target, grad_seed, &d_cpu);
+  const Acc loss_cpu = mpx::cpu::mse_loss(prediction, target, grad_seed, &d_cpu);
   const auto prediction_gpu = mpx::to_device(prediction);
   const auto target_gpu = mpx::to_device(target);
   mpx::Tensor<T, mpx::Cuda> d_gpu(prediction.shape());
-  const Math loss_gpu = mpx::cuda::mse_loss(prediction_gpu, target_gpu, grad_seed, &d_gpu);
+  const Acc loss_gpu = mpx::cuda::mse_loss(prediction_gpu, target_gpu, grad_seed, &d_gpu);
   CHECK(close(loss_gpu, loss_cpu, 2 * static_cast<double>(count + 16) * eps * std::abs(to_double(loss_cpu))));
   require_same_bits(mpx::to_host(d_gpu), d_cpu, "mse gradient");
   CHECK(mpx::cuda::mse_loss(prediction_gpu, target_gpu, grad_seed, nullptr) == loss_gpu);
@@ -931,20 +932,20 @@ TEMPLATE_TEST_CASE("cuda mse_loss matches the cpu", "[cuda][loss]", float, doubl
 TEMPLATE_TEST_CASE("cuda mse_loss device path: device seed, accumulated sum, NaN", "[cuda][loss]", float,
                    double, Eigen::half, Eigen::bfloat16) {
   using T = TestType;
-  using Math = math_of<T>;
+  using Acc = accumulate_of<T>;
   std::mt19937 rng(52);
   const std::int64_t count = 4097;
   auto prediction = random_host<T>(mpx::Shape{count}, rng, -3.0, 3.0);
   const auto target = random_host<T>(mpx::Shape{count}, rng, -3.0, 3.0);
   const auto prediction_gpu = mpx::to_device(prediction);
   const auto target_gpu = mpx::to_device(target);
-  const Math loss = mpx::cuda::mse_loss(prediction_gpu, target_gpu, 1.0f, nullptr);
+  const Acc loss = mpx::cuda::mse_loss(prediction_gpu, target_gpu, 1.0f, nullptr);
 
   const float scale_value[] = {4096.0f};
   mpx::cuda::DeviceArray<float> scale(std::span<const float>{scale_value});
   mpx::Tensor<T> d_cpu(prediction.shape());
   (void)mpx::cpu::mse_loss(prediction, target, 4096.0f / 3.0f, &d_cpu);
-  mpx::Tensor<Math, mpx::Cuda> partials(mpx::Shape{mpx::cuda::mse_loss_partials});
+  mpx::Tensor<Acc, mpx::Cuda> partials(mpx::Shape{mpx::cuda::mse_loss_partials});
   mpx::cuda::DeviceArray<double> loss_sum(1);
   const double zero[] = {0.0};
   loss_sum.upload(std::span<const double>{zero});
@@ -955,7 +956,7 @@ TEMPLATE_TEST_CASE("cuda mse_loss device path: device seed, accumulated sum, NaN
   CHECK(loss_sum.download()[0] == static_cast<double>(loss) + static_cast<double>(loss));
   require_same_bits(mpx::to_host(d_gpu), d_cpu, "mse gradient with a device seed");
 
-  mpx::Tensor<Math, mpx::Cuda> wrong(mpx::Shape{3});
+  mpx::Tensor<Acc, mpx::Cuda> wrong(mpx::Shape{3});
   CHECK_THROWS_AS(mpx::cuda::mse_loss(prediction_gpu, target_gpu, seed, nullptr, wrong, loss_sum.data()),
                   mpx::shape_error);
 

@@ -36,11 +36,11 @@ static_assert(same<mpx::storage_t<TF32>, float>);
 static_assert(same<mpx::storage_t<Half>, Eigen::half>);
 static_assert(same<mpx::storage_t<BFloat16>, Eigen::bfloat16>);
 // Arithmetic on 16-bit and TF32 values happens in fp32 registers.
-static_assert(same<mpx::math_t<Double>, double>);
-static_assert(same<mpx::math_t<Float>, float>);
-static_assert(same<mpx::math_t<TF32>, float>);
-static_assert(same<mpx::math_t<Half>, float>);
-static_assert(same<mpx::math_t<BFloat16>, float>);
+static_assert(same<mpx::accumulate_t<Double>, double>);
+static_assert(same<mpx::accumulate_t<Float>, float>);
+static_assert(same<mpx::accumulate_t<TF32>, float>);
+static_assert(same<mpx::accumulate_t<Half>, float>);
+static_assert(same<mpx::accumulate_t<BFloat16>, float>);
 // 16-bit storage really is 16 bits (bit-compatible with __half / __nv_bfloat16).
 static_assert(sizeof(mpx::storage_t<Half>) == 2 && sizeof(mpx::storage_t<BFloat16>) == 2);
 
@@ -63,25 +63,25 @@ static_assert(has_bits<BFloat16, 7, 8>);
 // Limits written from the formats' definitions: max = (2 - 2^-m) * 2^emax, eps = 2^-m,
 // min_normal = 2^(1 - bias).
 static_assert(mpx::numeric_traits<Double>::max_finite == std::numeric_limits<double>::max());
-static_assert(mpx::numeric_traits<Double>::epsilon == std::numeric_limits<double>::epsilon());
-static_assert(mpx::numeric_traits<Double>::min_normal == std::numeric_limits<double>::min());
+static_assert(mpx::epsilon_v<Double> == std::numeric_limits<double>::epsilon());
+static_assert(mpx::min_normal_v<Double> == std::numeric_limits<double>::min());
 static_assert(mpx::numeric_traits<Float>::max_finite == std::numeric_limits<float>::max());
-static_assert(mpx::numeric_traits<Float>::epsilon == std::numeric_limits<float>::epsilon());
-static_assert(mpx::numeric_traits<Float>::min_normal == std::numeric_limits<float>::min());
+static_assert(mpx::epsilon_v<Float> == std::numeric_limits<float>::epsilon());
+static_assert(mpx::min_normal_v<Float> == std::numeric_limits<float>::min());
 static_assert(mpx::numeric_traits<TF32>::max_finite == (2.0f - 0x1p-10f) * 0x1p127f);
-static_assert(mpx::numeric_traits<TF32>::epsilon == 1.0f / 1024.0f);
-static_assert(mpx::numeric_traits<TF32>::min_normal == std::numeric_limits<float>::min());
+static_assert(mpx::epsilon_v<TF32> == 1.0f / 1024.0f);
+static_assert(mpx::min_normal_v<TF32> == std::numeric_limits<float>::min());
 static_assert(mpx::numeric_traits<Half>::max_finite == (2.0f - 0x1p-10f) * 0x1p15f);
 static_assert(mpx::numeric_traits<Half>::max_finite == 65504.0f);
-static_assert(mpx::numeric_traits<Half>::epsilon == 1.0f / 1024.0f);
-static_assert(mpx::numeric_traits<Half>::min_normal == 1.0f / 16384.0f);
+static_assert(mpx::epsilon_v<Half> == 1.0f / 1024.0f);
+static_assert(mpx::min_normal_v<Half> == 1.0f / 16384.0f);
 static_assert(mpx::numeric_traits<BFloat16>::max_finite == (2.0f - 0x1p-7f) * 0x1p127f);
-static_assert(mpx::numeric_traits<BFloat16>::epsilon == 1.0f / 128.0f);
-static_assert(mpx::numeric_traits<BFloat16>::min_normal == std::numeric_limits<float>::min());
+static_assert(mpx::epsilon_v<BFloat16> == 1.0f / 128.0f);
+static_assert(mpx::min_normal_v<BFloat16> == std::numeric_limits<float>::min());
 // Each format's epsilon is 2^-mantissa_bits.
 template <class Tag>
-constexpr bool epsilon_matches_bits = mpx::numeric_traits<Tag>::epsilon* static_cast<double>(
-                                          1LL << mpx::numeric_traits<Tag>::mantissa_bits) == 1.0;
+constexpr bool epsilon_matches_bits =
+    mpx::epsilon_v<Tag>* static_cast<double>(1LL << mpx::numeric_traits<Tag>::mantissa_bits) == 1.0;
 static_assert(epsilon_matches_bits<Double> && epsilon_matches_bits<Float> && epsilon_matches_bits<TF32> &&
               epsilon_matches_bits<Half> && epsilon_matches_bits<BFloat16>);
 
@@ -287,11 +287,12 @@ static_assert(same<mpx::checked_scaler_t<mpx::tf32, OptIn>, OptIn>);
 
 // ---- op_precision ------------------------------------------------------------------------------
 
-// Storage and math tags of one op kind under one policy.
-template <class Op, class P, class Storage, class Math>
-constexpr bool op_is = same<mpx::op_storage_t<Op, P>, Storage>&& same<mpx::op_math_t<Op, P>, Math>&&
-    same<typename mpx::op_precision<Op, P>::storage, Storage>&&
-        same<typename mpx::op_precision<Op, P>::math, Math>;
+// Storage and accumulate tags of one op kind under one policy.
+template <class Op, class P, class Storage, class Accumulate>
+constexpr bool op_is =
+    same<mpx::op_storage_t<Op, P>, Storage>&& same<mpx::op_accumulate_t<Op, P>, Accumulate>&&
+        same<typename mpx::op_precision<Op, P>::storage, Storage>&&
+            same<typename mpx::op_precision<Op, P>::accumulate, Accumulate>;
 
 // The autocast "fp32 list": softmax, log-softmax, losses, norm statistics and reductions are stored
 // and computed in the accumulate type (fp32; fp64 under fp64), whatever the compute type.
@@ -337,3 +338,8 @@ static_assert(fp32_ops_are<Bf16Pure, Float>);
 int main() {
   return 0;
 }
+
+// Names joined from the formats' names are NUL-terminated, as the literals are: `name.data()` prints
+// with %s.
+static_assert(mpx::bf16_mixed::name == "bf16_mixed" && mpx::bf16_mixed::name.data()[10] == '\0');
+static_assert(mpx::bf16_pure::name == "bf16_pure" && mpx::bf16_pure::name.data()[9] == '\0');

@@ -71,7 +71,7 @@ struct GemmTolerance {
 template <NumericTag Compute>
 [[nodiscard]] constexpr double truncation_allowance(OperandRounding rounding) noexcept {
   if constexpr (std::is_same_v<Compute, TF32>) {
-    return rounding == OperandRounding::nearest_or_truncated ? numeric_traits<TF32>::epsilon : 0.0;
+    return rounding == OperandRounding::nearest_or_truncated ? epsilon_v<TF32> : 0.0;
   } else {
     return 0.0;
   }
@@ -86,9 +86,9 @@ template <NumericTag Compute>
 template <NumericTag Compute, NumericTag Output>
 [[nodiscard]] constexpr GemmTolerance gemm_tolerance(
     std::int64_t k, OperandRounding rounding = OperandRounding::nearest) noexcept {
-  constexpr double eps_acc = numeric_traits<tag_of_t<math_t<Compute>>>::epsilon;
-  constexpr double eps_out = numeric_traits<Output>::epsilon;
-  constexpr double min_normal_out = numeric_traits<Output>::min_normal;
+  constexpr double eps_acc = epsilon_v<tag_of_t<accumulate_t<Compute>>>;
+  constexpr double eps_out = epsilon_v<Output>;
+  constexpr double min_normal_out = min_normal_v<Output>;
   return {static_cast<double>(k + 16) * eps_acc + truncation_allowance<Compute>(rounding), eps_out,
           min_normal_out * eps_out};
 }
@@ -101,12 +101,12 @@ template <NumericTag Compute, NumericTag Output>
 /// in the accumulate type, so nothing is added for an output rounding. `Output` is D's tag: when the
 /// terms may have been rounded into it first (a *BGrad epilogue on a GPU, see the file comment) and
 /// it is not the accumulate type, eps_out is added.
-template <NumericTag Compute, NumericTag Output = tag_of_t<math_t<Compute>>>
+template <NumericTag Compute, NumericTag Output = tag_of_t<accumulate_t<Compute>>>
 [[nodiscard]] constexpr GemmTolerance gemm_bias_grad_tolerance(
     std::int64_t k, std::int64_t rows, OperandRounding rounding = OperandRounding::nearest) noexcept {
-  constexpr double eps_acc = numeric_traits<tag_of_t<math_t<Compute>>>::epsilon;
+  constexpr double eps_acc = epsilon_v<tag_of_t<accumulate_t<Compute>>>;
   constexpr double rounded_terms =
-      std::is_same_v<Output, tag_of_t<math_t<Compute>>> ? 0.0 : numeric_traits<Output>::epsilon;
+      std::is_same_v<Output, tag_of_t<accumulate_t<Compute>>> ? 0.0 : epsilon_v<Output>;
   const double terms = rounding == OperandRounding::nearest_or_truncated ? rounded_terms : 0.0;
   return {static_cast<double>(k + 16 + rows) * eps_acc + terms + truncation_allowance<Compute>(rounding), 0.0,
           0.0};

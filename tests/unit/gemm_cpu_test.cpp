@@ -278,7 +278,7 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmConfig confi
   using Compute = typename Case::Compute;
   using TD = typename Case::D;
   using S = mpx::storage_t<Compute>;
-  using Acc = mpx::math_t<Compute>;
+  using Acc = mpx::accumulate_t<Compute>;
   const Epilogue e = config.epilogue;
   INFO("compute " << mpx::numeric_traits<Compute>::name << ", D "
                   << mpx::numeric_traits<mpx::tag_of_t<TD>>::name << ", M N K = " << m << " " << n << " " << k
@@ -532,7 +532,7 @@ void set_special_values(Tensor<S>& tensor) {
                              std::numeric_limits<double>::quiet_NaN(),
                              -std::numeric_limits<double>::quiet_NaN(),
                              double{mpx::numeric_traits<mpx::tag_of_t<S>>::max_finite},
-                             double{mpx::numeric_traits<mpx::tag_of_t<S>>::min_normal} / 4};
+                             double{mpx::min_normal_v<mpx::tag_of_t<S>>} / 4};
   std::int64_t i = 0;
   for (const double value : specials) tensor[(i += 5) % tensor.numel()] = narrow<S>(value);
 }
@@ -582,7 +582,7 @@ TEMPLATE_TEST_CASE("cpu::gemm rounds D into fp16 and bf16 bit for bit as round_t
   set_special_values(b);
   // (1 + 3 eps) * 1.5 = 1.5 + 4 eps + eps/2 lies halfway between 1.5 + 4 eps (even) and 1.5 + 5 eps:
   // a tie, which must round down to the even neighbour.
-  a[0] = narrow<S>(1.0 + 3.0 * double{mpx::numeric_traits<TestType>::epsilon});
+  a[0] = narrow<S>(1.0 + 3.0 * double{mpx::epsilon_v<TestType>});
   b[1] = narrow<S>(1.5);
   // alpha = 3 adds bits to exact products, so most results need rounding.
   const float alpha = GENERATE(1.0f, 3.0f);
@@ -605,7 +605,7 @@ TEMPLATE_TEST_CASE("cpu::gemm rounds D into fp16 and bf16 bit for bit as round_t
                     << static_cast<float>(d16[i]));
     CHECK(bits_of_value(d16[i]) == bits_of_value(expected));
     const float magnitude = std::fabs(static_cast<float>(expected));
-    subnormal += magnitude > 0 && magnitude < mpx::numeric_traits<TestType>::min_normal ? 1 : 0;
+    subnormal += magnitude > 0 && magnitude < mpx::min_normal_v<TestType> ? 1 : 0;
     overflow += std::isinf(magnitude) && std::isfinite(d32[i]) ? 1 : 0;
   }
   // The data must reach the ranges the test is about.

@@ -68,15 +68,15 @@ Tensor<T> nonzero_tensor(const Shape& shape, std::mt19937_64& rng) {
 }
 
 // The kept value as the layer documents it, computed another way: 1 - p in double rounded into the
-// math type, the quotient in double (exact enough that rounding it to fp32 is the correctly rounded
+// accumulate type, the quotient in double (exact enough that rounding it to fp32 is the correctly rounded
 // fp32 quotient), then rounded once into T.
 template <class P>
 mpx::compute_t<P> expected_kept(mpx::compute_t<P> x, float p) {
   using T = mpx::compute_t<P>;
-  using Math = mpx::math_t<mpx::tag_of_t<T>>;
-  const double keep = static_cast<double>(static_cast<Math>(1.0 - static_cast<double>(p)));
+  using Acc = mpx::accumulate_t<T>;
+  const double keep = static_cast<double>(static_cast<Acc>(1.0 - static_cast<double>(p)));
   const double quotient = as_double(x) / keep;
-  return mpx::round_to<mpx::tag_of_t<T>>(static_cast<Math>(quotient));
+  return mpx::round_to<mpx::tag_of_t<T>>(static_cast<Acc>(quotient));
 }
 
 // The mask the header documents (backend/dropout_spec.hpp), written out with Random123 directly:

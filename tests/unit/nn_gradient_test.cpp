@@ -412,8 +412,8 @@ template <Activation A>
 void check_bf16_gradients_near_fp64(std::int64_t batch, std::int64_t in, std::int64_t out,
                                     std::uint64_t seed) {
   CAPTURE(batch, in, out);
-  constexpr double eps16 = mpx::numeric_traits<mpx::BFloat16>::epsilon;
-  constexpr double eps32 = mpx::numeric_traits<mpx::Float>::epsilon;
+  constexpr double eps16 = mpx::epsilon_v<mpx::BFloat16>;
+  constexpr double eps32 = mpx::epsilon_v<mpx::Float>;
   constexpr double g1 = 1.13;
   constexpr double g2 = 0.8;
   std::mt19937_64 rng(seed);

@@ -63,7 +63,7 @@ TEMPLATE_TEST_CASE("predict takes the first largest logit, or the first NaN, as 
   CHECK(mpx::nn::count_correct(logits, label_tensor({1, 2, 2, 3, 0, 2})) == 2);
 }
 
-TEST_CASE("predict compares in the math type: doubles a float cannot tell apart are told apart",
+TEST_CASE("predict compares in the accumulate type: doubles a float cannot tell apart are told apart",
           "[nn][predict]") {
   const auto logits = logits_of<double>(1, 2, {0, 0});
   auto close = logits.clone();

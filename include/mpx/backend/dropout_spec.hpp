@@ -77,21 +77,21 @@ MPX_HOST_DEVICE inline r123::Philox4x32::ctr_type dropout_block_bits(
   return static_cast<std::uint32_t>(std::llround(static_cast<double>(p) * 4294967296.0));
 }
 
-/// @brief The keep probability 1 - p, computed in double and rounded once into the math type `Math`
+/// @brief The keep probability 1 - p, computed in double and rounded once into the accumulate type `Acc`
 /// (fp32; fp64 under `mpx::fp64`): the divisor of a kept element.
-template <class Math>
-[[nodiscard]] Math dropout_keep_probability(float p) noexcept {
-  return static_cast<Math>(1.0 - static_cast<double>(p));
+template <class Acc>
+[[nodiscard]] Acc dropout_keep_probability(float p) noexcept {
+  return static_cast<Acc>(1.0 - static_cast<double>(p));
 }
 
-/// @brief One output element in the math type: x / keep when kept, x * 0 when dropped (so inf and
+/// @brief One output element in the accumulate type: x / keep when kept, x * 0 when dropped (so inf and
 /// NaN still propagate, as PyTorch's `x * mask * scale`). The division is correctly rounded on
 /// both sides (no fast-math reciprocal on the GPU).
-template <class Math>
-MPX_HOST_DEVICE inline Math dropout_element(Math x, bool kept, Math keep) {
-  if (!kept) return x * Math(0);
+template <class Acc>
+MPX_HOST_DEVICE inline Acc dropout_element(Acc x, bool kept, Acc keep) {
+  if (!kept) return x * Acc(0);
 #if MPX_DEVICE_PASS
-  if constexpr (std::is_same_v<Math, float>) {
+  if constexpr (std::is_same_v<Acc, float>) {
     return __fdiv_rn(x, keep);
   } else {
     return __ddiv_rn(x, keep);

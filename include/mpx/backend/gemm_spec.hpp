@@ -137,7 +137,7 @@ struct GemmConfig {
 /// @brief The optional operands of a GEMM; which ones must be set depends on the epilogue.
 /// @tparam TD  element type of D (bias and aux share it, as in cuBLASLt's defaults).
 /// @tparam Acc accumulate type; bias gradients are produced in it.
-template <FloatingElement TD, class Acc = math_t<tag_of_t<TD>>, class Device = Host>
+template <FloatingElement TD, class Acc = accumulate_t<TD>, class Device = Host>
 struct GemmOperands {
   const Tensor<TD, Device>* c = nullptr;     ///< beta * C; null means D's previous contents
   const Tensor<TD, Device>* bias = nullptr;  ///< length N, for the Bias* epilogues

@@ -209,14 +209,14 @@ template <std::floating_point G>
   return control.clipped != 0 ? detail::mul_rn(g, clip) : g;
 }
 
-/// @brief SGD's scalars for one update, in the update's type `Math` (trivial, so that a kernel can
+/// @brief SGD's scalars for one update, in the update's type `Acc` (trivial, so that a kernel can
 /// keep one in shared memory; `sgd_coefficients` fills every field).
-template <std::floating_point Math>
+template <std::floating_point Acc>
 struct SgdCoefficients {
-  Math weight_decay;  ///< the L2 factor
-  Math momentum;      ///< the momentum factor
-  Math keep;          ///< 1 - dampening
-  Math minus_lr;      ///< -lr
+  Acc weight_decay;   ///< the L2 factor
+  Acc momentum;       ///< the momentum factor
+  Acc keep;           ///< 1 - dampening
+  Acc minus_lr;       ///< -lr
   bool decays;        ///< weight_decay != 0 (tested in double, as set)
   bool has_momentum;  ///< momentum != 0 (tested in double, as set)
   bool nesterov;      ///< Nesterov momentum
@@ -225,14 +225,14 @@ struct SgdCoefficients {
 
 /// @brief SGD's scalars for an update at learning rate `lr` (settings.lr is not read, so that a
 /// learning rate held on the device can be used).
-template <std::floating_point Math>
-MPX_HOST_DEVICE inline SgdCoefficients<Math> sgd_coefficients(const SgdSettings& s, double lr,
-                                                              bool first_step) {
-  SgdCoefficients<Math> c{};
-  c.weight_decay = static_cast<Math>(s.weight_decay);
-  c.momentum = static_cast<Math>(s.momentum);
-  c.keep = static_cast<Math>(detail::sub_rn(1.0, s.dampening));
-  c.minus_lr = static_cast<Math>(-lr);
+template <std::floating_point Acc>
+MPX_HOST_DEVICE inline SgdCoefficients<Acc> sgd_coefficients(const SgdSettings& s, double lr,
+                                                             bool first_step) {
+  SgdCoefficients<Acc> c{};
+  c.weight_decay = static_cast<Acc>(s.weight_decay);
+  c.momentum = static_cast<Acc>(s.momentum);
+  c.keep = static_cast<Acc>(detail::sub_rn(1.0, s.dampening));
+  c.minus_lr = static_cast<Acc>(-lr);
   c.decays = s.weight_decay != 0.0;
   c.has_momentum = s.momentum != 0.0;
   c.nesterov = s.nesterov;
@@ -244,31 +244,31 @@ MPX_HOST_DEVICE inline SgdCoefficients<Math> sgd_coefficients(const SgdSettings&
 /// on the first step and momentum * buf + (1 - dampening) * d after; Nesterov uses d + momentum * buf;
 /// returns w - lr * d (before rounding into the master type). `momentum_buffer` is the element's
 /// buffer, or null without momentum.
-template <std::floating_point Math>
-MPX_HOST_DEVICE inline Math sgd_step(Math weight, Math grad, Math* momentum_buffer,
-                                     const SgdCoefficients<Math>& c) {
+template <std::floating_point Acc>
+MPX_HOST_DEVICE inline Acc sgd_step(Acc weight, Acc grad, Acc* momentum_buffer,
+                                    const SgdCoefficients<Acc>& c) {
   using detail::add_rn;
   using detail::mul_rn;
-  Math d = c.decays ? add_rn(grad, mul_rn(c.weight_decay, weight)) : grad;
+  Acc d = c.decays ? add_rn(grad, mul_rn(c.weight_decay, weight)) : grad;
   if (c.has_momentum) {
-    const Math buffer = c.first_step ? d : add_rn(mul_rn(*momentum_buffer, c.momentum), mul_rn(c.keep, d));
+    const Acc buffer = c.first_step ? d : add_rn(mul_rn(*momentum_buffer, c.momentum), mul_rn(c.keep, d));
     *momentum_buffer = buffer;
     d = c.nesterov ? add_rn(d, mul_rn(c.momentum, buffer)) : buffer;
   }
   return add_rn(weight, mul_rn(c.minus_lr, d));
 }
 
-/// @brief AdamW's scalars for one update, in the update's type `Math` (trivial, so that a kernel can
+/// @brief AdamW's scalars for one update, in the update's type `Acc` (trivial, so that a kernel can
 /// keep one in shared memory; `adamw_coefficients` fills every field).
-template <std::floating_point Math>
+template <std::floating_point Acc>
 struct AdamWCoefficients {
-  Math decay;                  ///< 1 - lr * weight_decay
-  Math lerp_weight;            ///< 1 - beta1
-  Math beta2;                  ///< beta2
-  Math one_minus_beta2;        ///< 1 - beta2
-  Math bias_correction2_sqrt;  ///< sqrt(1 - beta2^t)
-  Math epsilon;                ///< eps
-  Math minus_step_size;        ///< -lr / (1 - beta1^t)
+  Acc decay;                  ///< 1 - lr * weight_decay
+  Acc lerp_weight;            ///< 1 - beta1
+  Acc beta2;                  ///< beta2
+  Acc one_minus_beta2;        ///< 1 - beta2
+  Acc bias_correction2_sqrt;  ///< sqrt(1 - beta2^t)
+  Acc epsilon;                ///< eps
+  Acc minus_step_size;        ///< -lr / (1 - beta1^t)
 };
 
 /// @brief AdamW's bias corrections 1 - beta1^t and 1 - beta2^t for update number `step` (from 1),
@@ -306,63 +306,63 @@ struct NoUpdatePreparation {
 /// @brief AdamW's scalars at learning rate `lr` (settings.lr is not read, so that a learning rate
 /// held on the device can be used) from the bias corrections 1 - beta1^t and 1 - beta2^t: computed in
 /// double from the settings and rounded once each.
-template <std::floating_point Math>
-MPX_HOST_DEVICE inline AdamWCoefficients<Math> adamw_coefficients(const AdamWSettings& s, double lr,
-                                                                  double bias_correction1,
-                                                                  double bias_correction2) {
+template <std::floating_point Acc>
+MPX_HOST_DEVICE inline AdamWCoefficients<Acc> adamw_coefficients(const AdamWSettings& s, double lr,
+                                                                 double bias_correction1,
+                                                                 double bias_correction2) {
   using detail::sub_rn;
-  AdamWCoefficients<Math> c{};
-  c.decay = static_cast<Math>(sub_rn(1.0, detail::mul_rn(lr, s.weight_decay)));
-  c.lerp_weight = static_cast<Math>(sub_rn(1.0, s.beta1));
-  c.beta2 = static_cast<Math>(s.beta2);
-  c.one_minus_beta2 = static_cast<Math>(sub_rn(1.0, s.beta2));
-  c.bias_correction2_sqrt = static_cast<Math>(detail::sqrt_rn(bias_correction2));
-  c.epsilon = static_cast<Math>(s.epsilon);
-  c.minus_step_size = static_cast<Math>(-detail::div_rn(lr, bias_correction1));
+  AdamWCoefficients<Acc> c{};
+  c.decay = static_cast<Acc>(sub_rn(1.0, detail::mul_rn(lr, s.weight_decay)));
+  c.lerp_weight = static_cast<Acc>(sub_rn(1.0, s.beta1));
+  c.beta2 = static_cast<Acc>(s.beta2);
+  c.one_minus_beta2 = static_cast<Acc>(sub_rn(1.0, s.beta2));
+  c.bias_correction2_sqrt = static_cast<Acc>(detail::sqrt_rn(bias_correction2));
+  c.epsilon = static_cast<Acc>(s.epsilon);
+  c.minus_step_size = static_cast<Acc>(-detail::div_rn(lr, bias_correction1));
   return c;
 }
 
 /// @brief AdamW's scalars for update number `step` (from 1) at learning rate `lr`.
-template <std::floating_point Math>
-MPX_HOST_DEVICE inline AdamWCoefficients<Math> adamw_coefficients(const AdamWSettings& s, double lr,
-                                                                  std::int64_t step) {
+template <std::floating_point Acc>
+MPX_HOST_DEVICE inline AdamWCoefficients<Acc> adamw_coefficients(const AdamWSettings& s, double lr,
+                                                                 std::int64_t step) {
   double first = 0.0;
   double second = 0.0;
   adamw_bias_corrections(s, step, first, second);
-  return adamw_coefficients<Math>(s, lr, first, second);
+  return adamw_coefficients<Acc>(s, lr, first, second);
 }
 
 /// @brief AdamW's scalars for the update `control` describes: its lr, and its bias corrections when
 /// derived (`AdamWBiasCorrections`), else derived here from its update count. 1 - beta^t is never 0
 /// for beta < 1 (it is at least 2^-53), so 0 safely means "not derived".
-template <std::floating_point Math>
-MPX_HOST_DEVICE inline AdamWCoefficients<Math> adamw_coefficients(const AdamWSettings& s,
-                                                                  const UpdateControl& control) {
+template <std::floating_point Acc>
+MPX_HOST_DEVICE inline AdamWCoefficients<Acc> adamw_coefficients(const AdamWSettings& s,
+                                                                 const UpdateControl& control) {
   if (control.bias_correction1 != 0.0 && control.bias_correction2 != 0.0) {
-    return adamw_coefficients<Math>(s, control.lr, control.bias_correction1, control.bias_correction2);
+    return adamw_coefficients<Acc>(s, control.lr, control.bias_correction1, control.bias_correction2);
   }
-  return adamw_coefficients<Math>(s, control.lr, control.optimizer_step + 1);
+  return adamw_coefficients<Acc>(s, control.lr, control.optimizer_step + 1);
 }
 
 /// @brief One element of PyTorch's single-tensor AdamW: w *= 1 - lr * wd; m = lerp(m, g, 1 - beta1)
 /// (PyTorch's lerp: m + w (g - m) for w < 0.5, else g - (g - m)(1 - w)); v = v * beta2 +
 /// (1 - beta2) g^2; returns w + (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps) before rounding into
 /// the master type, and updates `exp_avg` (m) and `exp_avg_sq` (v) in place.
-template <std::floating_point Math>
-MPX_HOST_DEVICE inline Math adamw_step(Math weight, Math grad, Math& exp_avg, Math& exp_avg_sq,
-                                       const AdamWCoefficients<Math>& c) {
+template <std::floating_point Acc>
+MPX_HOST_DEVICE inline Acc adamw_step(Acc weight, Acc grad, Acc& exp_avg, Acc& exp_avg_sq,
+                                      const AdamWCoefficients<Acc>& c) {
   using detail::add_rn;
   using detail::div_rn;
   using detail::mul_rn;
   using detail::sub_rn;
-  const Math decayed = mul_rn(weight, c.decay);
-  const Math m = c.lerp_weight < Math(0.5)
-                     ? add_rn(exp_avg, mul_rn(c.lerp_weight, sub_rn(grad, exp_avg)))
-                     : sub_rn(grad, mul_rn(sub_rn(grad, exp_avg), sub_rn(Math(1), c.lerp_weight)));
-  const Math v = add_rn(mul_rn(exp_avg_sq, c.beta2), mul_rn(mul_rn(c.one_minus_beta2, grad), grad));
+  const Acc decayed = mul_rn(weight, c.decay);
+  const Acc m = c.lerp_weight < Acc(0.5)
+                    ? add_rn(exp_avg, mul_rn(c.lerp_weight, sub_rn(grad, exp_avg)))
+                    : sub_rn(grad, mul_rn(sub_rn(grad, exp_avg), sub_rn(Acc(1), c.lerp_weight)));
+  const Acc v = add_rn(mul_rn(exp_avg_sq, c.beta2), mul_rn(mul_rn(c.one_minus_beta2, grad), grad));
   exp_avg = m;
   exp_avg_sq = v;
-  const Math denominator = add_rn(div_rn(detail::sqrt_rn(v), c.bias_correction2_sqrt), c.epsilon);
+  const Acc denominator = add_rn(div_rn(detail::sqrt_rn(v), c.bias_correction2_sqrt), c.epsilon);
   return add_rn(decayed, div_rn(mul_rn(c.minus_step_size, m), denominator));
 }
 
@@ -384,8 +384,7 @@ MPX_HOST_DEVICE inline void store_weight(M* master, C* compute, std::int64_t ind
                   "mpx: Rounding must be RoundNearest or RoundStochastic");
     master[index] = round_to<tag_of_t<M>>(value);
   }
-  if (compute != nullptr)
-    compute[index] = round_to<tag_of_t<C>>(static_cast<math_t<tag_of_t<M>>>(master[index]));
+  if (compute != nullptr) compute[index] = round_to<tag_of_t<C>>(static_cast<accumulate_t<M>>(master[index]));
 }
 
 }  // namespace detail

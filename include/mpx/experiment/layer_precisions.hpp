@@ -27,10 +27,11 @@ struct LayerPrecisions {
 
   /// True when every kind of layer uses `Body`.
   static constexpr bool uniform = std::is_same_v<Body, Head> && std::is_same_v<Body, Norm>;
-  /// True when any layer computes in fp16 (and so needs loss scaling).
-  static constexpr bool has_half_compute = std::is_same_v<typename Body::compute_type, Half> ||
-                                           std::is_same_v<typename Head::compute_type, Half> ||
-                                           std::is_same_v<typename Norm::compute_type, Half>;
+  /// True when any layer computes in fp16, or another format with fewer exponent bits than fp32 (and
+  /// so needs loss scaling).
+  static constexpr bool has_half_compute = narrower_range_than_fp32_v<typename Body::compute_type> ||
+                                           narrower_range_than_fp32_v<typename Head::compute_type> ||
+                                           narrower_range_than_fp32_v<typename Norm::compute_type>;
 
   /// @brief "bf16_mixed", or with overrides "bf16_mixed/head:fp32/norm:fp32".
   [[nodiscard]] static std::string name() {

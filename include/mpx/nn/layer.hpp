@@ -89,14 +89,15 @@ concept AppliesActivationGradient = requires(
        } -> std::same_as<const Tensor<typename L::input_type, typename L::device_type>*>;
    });
 
-/// @brief Whether layer `L` computes in fp16 anywhere (and so needs loss scaling): its own
-/// `has_half_compute` for a container, else whether its precision's compute type is `Half`.
+/// @brief Whether layer `L` computes in fp16, or another format with fewer exponent bits than fp32,
+/// anywhere (and so needs loss scaling): its own `has_half_compute` for a container, else whether
+/// its precision's compute format is such a format (`narrower_range_than_fp32_v`).
 template <class L>
 constexpr bool computes_in_half() {
   if constexpr (requires { L::has_half_compute; }) {
     return L::has_half_compute;
   } else if constexpr (requires { typename L::precision::compute_type; }) {
-    return std::is_same_v<typename L::precision::compute_type, Half>;
+    return narrower_range_than_fp32_v<typename L::precision::compute_type>;
   } else {
     return false;
   }

@@ -239,7 +239,7 @@ class Linear {
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, input_->shape());
     GemmConfig input_config;
-    GemmOperands<T, math_t<Compute>, Device> input_operands;
+    GemmOperands<T, accumulate_t<Compute>, Device> input_operands;
     if (previous != nullptr) {
       // The previous layer's dZ = (dZ W) * relu'(its pre-activation), in this GEMM's epilogue. Its
       // bias gradient stays with its own dW GEMM (BGradA): an epilogue bias gradient would come in

@@ -30,7 +30,7 @@ struct PositionalEmbeddingOptions {
 /// "weight" (GPT-2's `wpe`, a `torch.nn.Embedding(max_positions, embedding_dim)` applied to
 /// `arange(sequence)`).
 ///
-/// The sum is taken in fp32 (the math type of the compute type; fp64 under fp64) from the master
+/// The sum is taken in fp32 (the accumulate type of the compute type; fp64 under fp64) from the master
 /// weights, which need no compute copy, and rounded once into the compute type. Backward
 /// accumulates dW[t] += dy[b, t] over b in batch order in the accumulate type (fp32), the same bits
 /// on every run and device, and returns dy itself as dx (the derivative in x is the identity), so it

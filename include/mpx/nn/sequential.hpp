@@ -81,7 +81,7 @@ struct links<std::tuple<L...>, std::index_sequence<I...>> {
 
 // forward's input checks, for a tensor that is not the model's input type on the model's device. A
 // class template, so the "in instantiation of" note above the message names the four types; one
-// message per input type the model takes, so that the message itself says what to pass.
+// message per kind of input (token ids, fp32, any other format), so that it says what to pass.
 template <class Expected, class Received, class ModelDevice, class InputDevice>
 struct check_input {
   static constexpr bool same_device = std::is_same_v<ModelDevice, InputDevice>;
@@ -105,21 +105,13 @@ struct check_input {
                 "tensor holds another element type (see check_input<expected element, received "
                 "element, ...> above); convert it first: mpx::convert<mpx::Float>(x) (on a GPU, "
                 "mpx::Backend<mpx::Cuda>::round_into<mpx::Float>(x, y))");
-  static_assert(accepted || !std::is_same_v<Expected, Eigen::bfloat16>,
-                "mpx::nn::Sequential::forward: this model takes bf16 input, Tensor<Eigen::bfloat16>, "
-                "or fp32, Tensor<float>, which forward rounds to bf16; this tensor holds another "
-                "element type (see check_input<expected element, received element, ...> above): "
-                "pass fp32, or convert it first: mpx::convert<mpx::BFloat16>(x)");
-  static_assert(accepted || !std::is_same_v<Expected, Eigen::half>,
-                "mpx::nn::Sequential::forward: this model takes fp16 input, Tensor<Eigen::half>, or "
-                "fp32, Tensor<float>, which forward rounds to fp16; this tensor holds another "
-                "element type (see check_input<expected element, received element, ...> above): "
-                "pass fp32, or convert it first: mpx::convert<mpx::Half>(x)");
-  static_assert(accepted || !std::is_same_v<Expected, double>,
-                "mpx::nn::Sequential::forward: this model takes fp64 input, Tensor<double>, or fp32, "
-                "Tensor<float>, which forward widens; this tensor holds another element type (see "
-                "check_input<expected element, received element, ...> above): pass fp32, or convert "
-                "it first: mpx::convert<mpx::Double>(x)");
+  static_assert(accepted || std::is_same_v<Expected, std::int32_t> || std::is_same_v<Expected, float>,
+                "mpx::nn::Sequential::forward: this model takes input in its first layer's compute format "
+                "(the expected element of check_input<expected element, received element, ...> above: "
+                "Tensor<Eigen::bfloat16> for bf16, Tensor<double> for fp64, ...), or fp32, Tensor<float>, "
+                "which forward rounds into it; this tensor holds another element type: pass fp32, or "
+                "convert it first: mpx::convert<mpx::tag_of_t<expected element>>(x), e.g. "
+                "mpx::convert<mpx::BFloat16>(x)");
   static constexpr bool value = true;
 };
 

@@ -6,9 +6,10 @@
 ///
 /// `round_to<Tag>(x)` is the conversion the GPU applies when a value enters `Tag`: round to nearest,
 /// ties to even, for fp16/bf16/fp32 (Eigen's conversions, which match `__float2half_rn`,
-/// `__float2bfloat16_rn`, F16C and AVX512-BF16 on normal inputs); the Tensor Core rule for TF32.
-/// `round_stochastic<Tag>(x, bits)` rounds up with probability equal to the distance from the value
-/// below, so the expected result equals x.
+/// `__float2bfloat16_rn`, F16C and AVX512-BF16 on normal inputs) and for every format kept as bit
+/// patterns (`Encoded`, whose traits say how it saturates; encoded.hpp); the Tensor Core rule for a
+/// format kept in a wider float's storage (TF32). `round_stochastic<Tag>(x, bits)` rounds up with
+/// probability equal to the distance from the value below, so the expected result equals x.
 
 #include <cmath>
 #include <concepts>
@@ -18,6 +19,7 @@
 #include <Eigen/Core>
 
 #include "mpx/config.hpp"
+#include "mpx/numeric/encoded.hpp"
 #include "mpx/numeric/traits.hpp"
 
 namespace mpx {
@@ -46,6 +48,24 @@ MPX_HOST_DEVICE inline T from_bits(std::uint16_t bits) {
   return Eigen::numext::bit_cast<T>(bits);
 }
 
+/// @brief fp32 -> a float keeping `MantissaBits` mantissa bits, as Tensor Cores receive operands of a
+/// format stored in fp32 (TF32): round to nearest, ties away from zero; the low 23 - MantissaBits
+/// bits of the result are zero. Values that round past the largest such number become infinity; NaN
+/// stays NaN (made quiet, so clearing the low bits cannot turn it into infinity).
+template <int MantissaBits>
+MPX_HOST_DEVICE inline float round_mantissa_ties_away(float x) {
+  static_assert(MantissaBits >= 1 && MantissaBits < 23, "mpx::round_mantissa_ties_away: 1 to 22 bits");
+  constexpr std::uint32_t dropped = 23 - MantissaBits;
+  constexpr std::uint32_t keep = ~((std::uint32_t{1} << dropped) - 1);
+  std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) {  // inf or NaN
+    if ((bits & 0x007fffffu) != 0) bits |= 0x00400000u;
+    return Eigen::numext::bit_cast<float>(bits & keep);
+  }
+  bits += std::uint32_t{1} << (dropped - 1);
+  return Eigen::numext::bit_cast<float>(bits & keep);
+}
+
 /// @brief fp32 -> TF32 as Tensor Cores receive it: round to nearest, ties away from zero, keeping 10
 /// mantissa bits; the result is a float whose 13 low mantissa bits are zero.
 ///
@@ -54,27 +74,43 @@ MPX_HOST_DEVICE inline T from_bits(std::uint16_t bits) {
 /// `round_half_ulp_truncate`. Values that round past the largest TF32 become infinity; NaN stays NaN
 /// (made quiet, so clearing the low bits cannot turn it into infinity).
 MPX_HOST_DEVICE inline float round_tf32(float x) {
-  std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
-  if ((bits & 0x7f800000u) == 0x7f800000u) {  // inf or NaN
-    if ((bits & 0x007fffffu) != 0) bits |= 0x00400000u;
-    return Eigen::numext::bit_cast<float>(bits & 0xffffe000u);
-  }
-  bits += 0x00001000u;
-  return Eigen::numext::bit_cast<float>(bits & 0xffffe000u);
+  return round_mantissa_ties_away<numeric_traits<TF32>::mantissa_bits>(x);
 }
 
-/// @brief Rounds `x` into `Tag`'s storage the way the hardware converts (see file comment).
+/// @brief Rounds `x` into `Tag`'s storage the way the hardware converts (see file comment): a format
+/// that owns its storage converts as its storage type does (`Encoded` through its traits); a format
+/// kept in a wider float's storage (TF32) keeps its mantissa bits by the Tensor Core rule.
 ///
-/// A double headed for fp16/bf16/TF32 is rounded to fp32 first, which can round twice; that is
-/// fine for reference values, not where the last bit of a 16-bit result of a double matters.
+/// A double headed for a format whose accumulate type is fp32 is rounded to fp32 first, which can
+/// round twice; that is fine for reference values, not where the last bit of a narrow result of a
+/// double matters.
 template <NumericTag Tag, std::floating_point From>
 MPX_HOST_DEVICE inline storage_t<Tag> round_to(From x) {
-  const auto value = static_cast<math_t<Tag>>(x);
-  if constexpr (std::is_same_v<Tag, TF32>) {
-    return round_tf32(value);
-  } else {
+  const auto value = static_cast<accumulate_t<Tag>>(x);
+  if constexpr (owns_storage_v<Tag>) {
     return static_cast<storage_t<Tag>>(value);
+  } else {
+    static_assert(std::is_same_v<storage_t<Tag>, float>,
+                  "mpx::round_to<Tag>: a format that does not own its storage type is kept in fp32's");
+    using traits = numeric_traits<Tag>;
+    static_assert(
+        traits::exponent_bits == 8 && traits::exponent_bias == 127 && traits::has_subnormals &&
+            traits::non_finite == NonFinite::InfAndNan && !traits::saturates,
+        "mpx::round_to<Tag>: a format kept in fp32's storage (as TF32) has fp32's exponent (8 bits, "
+        "bias 127), subnormals and infinities: only its mantissa is rounded");
+    return round_mantissa_ties_away<numeric_traits<Tag>::mantissa_bits>(value);
   }
+}
+
+/// @brief Rounds `x` into a format kept as bit patterns (FP8 and smaller), overflowing as `Rule` says
+/// rather than as the format's traits do: `round_to<mpx::Float8E5M2, mpx::Overflow::NonFinite>(x)`
+/// gives infinity where `round_to<mpx::Float8E5M2>(x)` saturates.
+template <NumericTag Tag, Overflow Rule, std::floating_point From>
+MPX_HOST_DEVICE inline storage_t<Tag> round_to(From x) {
+  static_assert(detail::is_encoded_v<storage_t<Tag>>,
+                "mpx::round_to<Tag, Overflow>: the overflow rule is for formats kept as bit patterns "
+                "(mpx::Encoded: FP8 and smaller); fp64, fp32, fp16 and bf16 overflow to infinity");
+  return storage_t<Tag>::template rounded<Rule>(x);
 }
 
 /// @brief Stochastic rounding of fp32 into fp16 or bf16 with 32 random bits.

@@ -2,9 +2,16 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief `numeric_traits<Tag>`: the customisation point describing each precision tag (as Eigen's
-/// `NumTraits`), plus the `NumericTag` concept and the element-type <-> tag mapping.
+/// @brief `numeric_traits<Tag>`: the customisation point that describes a number format, once (as
+/// Eigen's `NumTraits`); the `NumericTag` concept, the element-type <-> tag mapping, and the facts
+/// every other place derives from the traits (limits, the accumulate type, which formats need what).
+///
+/// Everything that depends on a format reads it from here: rounding and the generic encoder
+/// (rounding.hpp, encoded.hpp), the CPU conversions, the CUDA data types, precision names, loss
+/// scaling defaults, checkpoint dtypes. A format of your own is a tag and a specialisation of
+/// `numeric_traits` (docs/precision.md, "Adding a number format").
 
+#include <concepts>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -16,138 +23,279 @@
 
 namespace mpx {
 
-/// @brief Facts about a precision tag. Specialised for every tag in tags.hpp; the primary template is
-/// left undefined so that a non-tag is detected by `NumericTag`.
+/// @brief How a format encodes what is not a finite number.
+enum class NonFinite {
+  /// IEEE 754: the all-ones exponent field holds +-infinity (zero mantissa) and NaN (any other
+  /// mantissa); fp64, fp32, fp16, bf16, OCP E5M2.
+  InfAndNan,
+  /// No infinity; NaN is the one code (per sign) whose exponent and mantissa bits are all ones, and
+  /// the rest of the top binade holds numbers (OCP E4M3, "fn" in ml_dtypes and PyTorch).
+  NanOnly,
+  /// Every code is a number (OCP MX E2M1, E2M3, E3M2); such a format must saturate.
+  None,
+};
+
+/// @brief A value of format `Tag` kept as its bit pattern, for formats that have no C++ scalar type
+/// (FP8, FP6, FP4): `numeric_traits<Tag>::storage_type` of such a format is `Encoded<Tag>`. Defined in
+/// numeric/encoded.hpp.
+template <class Tag>
+struct Encoded;
+
+/// @brief What a number format is: specialise it for your tag. The primary template is left undefined,
+/// so that a type without a specialisation is not a `NumericTag`.
 ///
-/// Members: `storage_type` (host element type; bit-compatible with the CUDA type of the same width),
-/// `math_type` (the type arithmetic on this format happens in, and so what products, sums, losses and
-/// gradients accumulate in: a `Precision`'s `accumulate_type` is its compute type's), `name`, `mantissa_bits`
-/// (explicit fraction bits), `exponent_bits`, and `max_finite`, `epsilon` (2^-mantissa_bits), `min_normal`.
+/// Members (every specialisation has them all; `mpx::Precision` and `mpx::Encoded` check each with a
+/// `static_assert` that names a missing or inconsistent one):
+/// - `storage_type`: the host element type of a tensor in this format (`float`, `Eigen::half`, ...,
+///   or `mpx::Encoded<Tag>`, a byte or two holding the bit pattern);
+/// - `accumulate_type`: the type arithmetic on the format's values happens in, and so what products,
+///   sums, losses and gradients accumulate in (`float`; `double` for fp64). A `Precision`'s
+///   `accumulate_type` is its compute format's;
+/// - `name`: short name in messages and records ("bf16");
+/// - `exponent_bits`, `mantissa_bits` (explicit fraction bits), `exponent_bias`: the layout
+///   sign | exponent | mantissa; the value of a normal code is 2^(exponent - bias) * 1.mantissa;
+/// - `has_subnormals`: whether the zero exponent field holds 2^(1 - bias) * 0.mantissa (else it holds
+///   only zero, and encoding flushes smaller magnitudes to zero);
+/// - `non_finite`: the `NonFinite` encoding of infinities and NaN;
+/// - `saturates`: whether encoding a value beyond the largest finite one (infinity included) gives
+///   +-`max_finite` (else infinity, or NaN where the format has no infinity);
+/// - `max_finite`: the largest finite value, in `accumulate_type` (checked against the layout);
+/// - `safetensors_dtype`: the format's dtype in safetensors files ("BF16"), empty when it has none;
+/// - `cuda_data_type`: the name of its `cudaDataType_t` ("CUDA_R_16BF"), empty when CUDA has none.
 template <class Tag>
 struct numeric_traits;
 
+/// @brief IEEE binary64.
 template <>
 struct numeric_traits<Double> {
-  using storage_type = double;
-  using math_type = double;
-  static constexpr std::string_view name = "fp64";
-  static constexpr int mantissa_bits = 52;
-  static constexpr int exponent_bits = 11;
-  static constexpr double max_finite = 0x1.fffffffffffffp+1023;
-  static constexpr double epsilon = 0x1p-52;
-  static constexpr double min_normal = 0x1p-1022;
+  using storage_type = double;                                      ///< host element type
+  using accumulate_type = double;                                   ///< arithmetic and sums
+  static constexpr std::string_view name = "fp64";                  ///< name in messages and records
+  static constexpr int exponent_bits = 11;                          ///< exponent field width
+  static constexpr int mantissa_bits = 52;                          ///< explicit fraction bits
+  static constexpr int exponent_bias = 1023;                        ///< exponent offset
+  static constexpr bool has_subnormals = true;                      ///< gradual underflow
+  static constexpr NonFinite non_finite = NonFinite::InfAndNan;     ///< IEEE infinities and NaN
+  static constexpr bool saturates = false;                          ///< overflow gives infinity
+  static constexpr double max_finite = 0x1.fffffffffffffp+1023;     ///< largest finite value
+  static constexpr std::string_view safetensors_dtype = "F64";      ///< safetensors dtype
+  static constexpr std::string_view cuda_data_type = "CUDA_R_64F";  ///< cudaDataType_t
 };
 
+/// @brief IEEE binary32.
 template <>
 struct numeric_traits<Float> {
-  using storage_type = float;
-  using math_type = float;
-  static constexpr std::string_view name = "fp32";
-  static constexpr int mantissa_bits = 23;
-  static constexpr int exponent_bits = 8;
-  static constexpr float max_finite = 0x1.fffffep+127f;
-  static constexpr float epsilon = 0x1p-23f;
-  static constexpr float min_normal = 0x1p-126f;
+  using storage_type = float;                                       ///< host element type
+  using accumulate_type = float;                                    ///< arithmetic and sums
+  static constexpr std::string_view name = "fp32";                  ///< name in messages and records
+  static constexpr int exponent_bits = 8;                           ///< exponent field width
+  static constexpr int mantissa_bits = 23;                          ///< explicit fraction bits
+  static constexpr int exponent_bias = 127;                         ///< exponent offset
+  static constexpr bool has_subnormals = true;                      ///< gradual underflow
+  static constexpr NonFinite non_finite = NonFinite::InfAndNan;     ///< IEEE infinities and NaN
+  static constexpr bool saturates = false;                          ///< overflow gives infinity
+  static constexpr float max_finite = 0x1.fffffep+127f;             ///< largest finite value
+  static constexpr std::string_view safetensors_dtype = "F32";      ///< safetensors dtype
+  static constexpr std::string_view cuda_data_type = "CUDA_R_32F";  ///< cudaDataType_t
 };
 
-// TF32 is stored as fp32; only Tensor Core operands are rounded to it, so its limits are those of a
-// float whose 13 low mantissa bits are zero.
+/// @brief TF32 is stored as fp32 (its storage type holds another format's values): only Tensor Core
+/// operands are rounded to it, so its limits are those of a float whose 13 low mantissa bits are zero.
 template <>
 struct numeric_traits<TF32> {
-  using storage_type = float;
-  using math_type = float;
-  static constexpr std::string_view name = "tf32";
-  static constexpr int mantissa_bits = 10;
-  static constexpr int exponent_bits = 8;
-  static constexpr float max_finite = 0x1.ffcp+127f;
-  static constexpr float epsilon = 0x1p-10f;
-  static constexpr float min_normal = 0x1p-126f;
+  using storage_type = float;                                       ///< host element type
+  using accumulate_type = float;                                    ///< arithmetic and sums
+  static constexpr std::string_view name = "tf32";                  ///< name in messages and records
+  static constexpr int exponent_bits = 8;                           ///< exponent field width
+  static constexpr int mantissa_bits = 10;                          ///< explicit fraction bits
+  static constexpr int exponent_bias = 127;                         ///< exponent offset
+  static constexpr bool has_subnormals = true;                      ///< gradual underflow
+  static constexpr NonFinite non_finite = NonFinite::InfAndNan;     ///< IEEE infinities and NaN
+  static constexpr bool saturates = false;                          ///< overflow gives infinity
+  static constexpr float max_finite = 0x1.ffcp+127f;                ///< largest finite value
+  static constexpr std::string_view safetensors_dtype = "F32";      ///< saved as its storage, fp32
+  static constexpr std::string_view cuda_data_type = "CUDA_R_32F";  ///< cudaDataType_t of its storage
 };
 
+/// @brief IEEE binary16.
 template <>
 struct numeric_traits<Half> {
-  using storage_type = Eigen::half;
-  using math_type = float;
-  static constexpr std::string_view name = "fp16";
-  static constexpr int mantissa_bits = 10;
-  static constexpr int exponent_bits = 5;
-  static constexpr float max_finite = 65504.0f;
-  static constexpr float epsilon = 0x1p-10f;
-  static constexpr float min_normal = 0x1p-14f;
+  using storage_type = Eigen::half;                                 ///< host element type
+  using accumulate_type = float;                                    ///< arithmetic and sums
+  static constexpr std::string_view name = "fp16";                  ///< name in messages and records
+  static constexpr int exponent_bits = 5;                           ///< exponent field width
+  static constexpr int mantissa_bits = 10;                          ///< explicit fraction bits
+  static constexpr int exponent_bias = 15;                          ///< exponent offset
+  static constexpr bool has_subnormals = true;                      ///< gradual underflow
+  static constexpr NonFinite non_finite = NonFinite::InfAndNan;     ///< IEEE infinities and NaN
+  static constexpr bool saturates = false;                          ///< overflow gives infinity
+  static constexpr float max_finite = 65504.0f;                     ///< largest finite value
+  static constexpr std::string_view safetensors_dtype = "F16";      ///< safetensors dtype
+  static constexpr std::string_view cuda_data_type = "CUDA_R_16F";  ///< cudaDataType_t
 };
 
+/// @brief bfloat16.
 template <>
 struct numeric_traits<BFloat16> {
-  using storage_type = Eigen::bfloat16;
-  using math_type = float;
-  static constexpr std::string_view name = "bf16";
-  static constexpr int mantissa_bits = 7;
-  static constexpr int exponent_bits = 8;
-  static constexpr float max_finite = 0x1.fep+127f;
-  static constexpr float epsilon = 0x1p-7f;
-  static constexpr float min_normal = 0x1p-126f;
+  using storage_type = Eigen::bfloat16;                              ///< host element type
+  using accumulate_type = float;                                     ///< arithmetic and sums
+  static constexpr std::string_view name = "bf16";                   ///< name in messages and records
+  static constexpr int exponent_bits = 8;                            ///< exponent field width
+  static constexpr int mantissa_bits = 7;                            ///< explicit fraction bits
+  static constexpr int exponent_bias = 127;                          ///< exponent offset
+  static constexpr bool has_subnormals = true;                       ///< gradual underflow
+  static constexpr NonFinite non_finite = NonFinite::InfAndNan;      ///< IEEE infinities and NaN
+  static constexpr bool saturates = false;                           ///< overflow gives infinity
+  static constexpr float max_finite = 0x1.fep+127f;                  ///< largest finite value
+  static constexpr std::string_view safetensors_dtype = "BF16";      ///< safetensors dtype
+  static constexpr std::string_view cuda_data_type = "CUDA_R_16BF";  ///< cudaDataType_t
 };
 
-/// @brief A type is a precision tag when `numeric_traits` describes it.
+/// @brief FP8 E4M3 ("fn": finite and NaN only), kept as bit patterns. Encoding saturates by default,
+/// as CUDA's `__nv_fp8_e4m3` conversions (`__NV_SATFINITE`) and PyTorch's `.to(torch.float8_e4m3fn)`
+/// do; `round_to<Float8E4M3, Overflow::NonFinite>` gives NaN instead, as ml_dtypes' `astype` does.
+/// NaN is S.1111.111.
+template <>
+struct numeric_traits<Float8E4M3> {
+  using storage_type = Encoded<Float8E4M3>;                             ///< the code, in a byte
+  using accumulate_type = float;                                        ///< arithmetic and sums
+  static constexpr std::string_view name = "e4m3";                      ///< name in messages and records
+  static constexpr int exponent_bits = 4;                               ///< exponent field width
+  static constexpr int mantissa_bits = 3;                               ///< explicit fraction bits
+  static constexpr int exponent_bias = 7;                               ///< exponent offset
+  static constexpr bool has_subnormals = true;                          ///< 2^-9 to 0.875 * 2^-6
+  static constexpr NonFinite non_finite = NonFinite::NanOnly;           ///< no infinity
+  static constexpr bool saturates = true;                               ///< overflow gives +-448
+  static constexpr float max_finite = 448.0f;                           ///< 1.75 * 2^8
+  static constexpr std::string_view safetensors_dtype = "F8_E4M3";      ///< safetensors dtype
+  static constexpr std::string_view cuda_data_type = "CUDA_R_8F_E4M3";  ///< cudaDataType_t
+};
+
+/// @brief FP8 E5M2 (IEEE-style infinities and NaN), kept as bit patterns. Encoding saturates by
+/// default, as CUDA's `__nv_fp8_e5m2` conversions (`__NV_SATFINITE`) do; `round_to<Float8E5M2,
+/// Overflow::NonFinite>` gives infinity instead, as ml_dtypes' `astype` and PyTorch's
+/// `.to(torch.float8_e5m2)` do. mpx writes NaN as S.11111.10.
+template <>
+struct numeric_traits<Float8E5M2> {
+  using storage_type = Encoded<Float8E5M2>;                             ///< the code, in a byte
+  using accumulate_type = float;                                        ///< arithmetic and sums
+  static constexpr std::string_view name = "e5m2";                      ///< name in messages and records
+  static constexpr int exponent_bits = 5;                               ///< exponent field width
+  static constexpr int mantissa_bits = 2;                               ///< explicit fraction bits
+  static constexpr int exponent_bias = 15;                              ///< exponent offset
+  static constexpr bool has_subnormals = true;                          ///< 2^-16 to 0.75 * 2^-14
+  static constexpr NonFinite non_finite = NonFinite::InfAndNan;         ///< IEEE infinities and NaN
+  static constexpr bool saturates = true;                               ///< overflow gives +-57344
+  static constexpr float max_finite = 57344.0f;                         ///< 1.75 * 2^15
+  static constexpr std::string_view safetensors_dtype = "F8_E5M2";      ///< safetensors dtype
+  static constexpr std::string_view cuda_data_type = "CUDA_R_8F_E5M2";  ///< cudaDataType_t
+};
+
+/// @brief A type is a precision tag when `numeric_traits` describes it, with every member.
 template <class Tag>
 concept NumericTag = requires {
   typename numeric_traits<Tag>::storage_type;
-  typename numeric_traits<Tag>::math_type;
+  typename numeric_traits<Tag>::accumulate_type;
   { numeric_traits<Tag>::name } -> std::convertible_to<std::string_view>;
-  { numeric_traits<Tag>::mantissa_bits } -> std::convertible_to<int>;
   { numeric_traits<Tag>::exponent_bits } -> std::convertible_to<int>;
+  { numeric_traits<Tag>::mantissa_bits } -> std::convertible_to<int>;
+  { numeric_traits<Tag>::exponent_bias } -> std::convertible_to<int>;
+  { numeric_traits<Tag>::has_subnormals } -> std::convertible_to<bool>;
+  { numeric_traits<Tag>::non_finite } -> std::convertible_to<NonFinite>;
+  { numeric_traits<Tag>::saturates } -> std::convertible_to<bool>;
+  { numeric_traits<Tag>::max_finite } -> std::convertible_to<typename numeric_traits<Tag>::accumulate_type>;
+  { numeric_traits<Tag>::safetensors_dtype } -> std::convertible_to<std::string_view>;
+  { numeric_traits<Tag>::cuda_data_type } -> std::convertible_to<std::string_view>;
 };
 
 /// @brief Host element type of a tag (`Eigen::bfloat16` for `BFloat16`, `float` for `TF32`).
 template <NumericTag Tag>
 using storage_t = typename numeric_traits<Tag>::storage_type;
 
-/// @brief Type arithmetic on a tag's values happens in (`float`, or `double` for `Double`).
-template <NumericTag Tag>
-using math_t = typename numeric_traits<Tag>::math_type;
-
-/// @brief Element type -> the tag that stores it. `float` maps to `Float` (a TF32 tensor is a float
-/// tensor; TF32 is a property of the matmul, not of the storage). Only floating-point elements have
-/// a tag: naming `tag_of_t<std::int32_t>` (an operation that needs a precision, given a label
-/// tensor) is a compile error that says so.
+/// @brief Element type -> the tag that stores it: `float` maps to `Float` (a TF32 tensor is a float
+/// tensor; TF32 is a property of the matmul, not of the storage), `Encoded<Tag>` to `Tag`. Has no
+/// `type` for other types. Specialise it only for a storage type of your own other than `Encoded`.
 template <class T>
-struct tag_of {
-  static_assert(sizeof(T) == 0,
-                "mpx::tag_of<T>: T has no precision tag. Operations that round or compute (layers, losses, "
-                "convert, round_into, the GEMM) take tensors of double, float, Eigen::half or "
-                "Eigen::bfloat16; a Tensor<std::int32_t> holds class labels or token ids, which are "
-                "moved and compared but never rounded");
-};
+struct tag_of {};
+/// @brief `double` is fp64's storage.
 template <>
 struct tag_of<double> {
-  using type = Double;
+  using type = Double;  ///< the tag
 };
+/// @brief `float` is fp32's storage (and TF32's, which does not own it).
 template <>
 struct tag_of<float> {
-  using type = Float;
+  using type = Float;  ///< the tag
 };
+/// @brief `Eigen::half` is fp16's storage.
 template <>
 struct tag_of<Eigen::half> {
-  using type = Half;
+  using type = Half;  ///< the tag
 };
+/// @brief `Eigen::bfloat16` is bf16's storage.
 template <>
 struct tag_of<Eigen::bfloat16> {
-  using type = BFloat16;
+  using type = BFloat16;  ///< the tag
 };
-/// @brief The tag that stores `T`.
-template <class T>
-using tag_of_t = typename tag_of<T>::type;
+/// @brief A format's bit patterns belong to that format.
+template <class Tag>
+struct tag_of<Encoded<Tag>> {
+  using type = Tag;  ///< the tag
+};
 
-/// @brief Element types that have a precision tag (double, float, Eigen::half, Eigen::bfloat16): what
-/// layers, losses, conversions and the GEMM compute with.
+/// @brief Element types that have a precision tag (double, float, Eigen::half, Eigen::bfloat16, the
+/// `Encoded` bit patterns of other formats): what layers, losses, conversions and the GEMM compute with.
 template <class T>
-concept FloatingElement = std::is_same_v<T, double> || std::is_same_v<T, float> ||
-    std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
+concept FloatingElement = requires {
+  typename tag_of<T>::type;
+}
+&&NumericTag<typename tag_of<T>::type>;
+
+namespace detail {
+template <class T>
+struct checked_tag_of {
+  static_assert(FloatingElement<T>,
+                "mpx::tag_of<T>: T has no precision tag. Operations that round or compute (layers, losses, "
+                "convert, round_into, the GEMM) take tensors of a number format's storage type (double, "
+                "float, Eigen::half, Eigen::bfloat16, mpx::Encoded<Tag>); a Tensor<std::int32_t> holds "
+                "class labels or token ids, which are moved and compared but never rounded");
+  using type = void;
+};
+template <class T>
+requires FloatingElement<T>
+struct checked_tag_of<T> {
+  using type = typename tag_of<T>::type;
+};
+}  // namespace detail
+
+/// @brief The tag that stores `T` (a compile error, saying so, for a type that has none).
+template <class T>
+using tag_of_t = typename detail::checked_tag_of<T>::type;
 
 /// @brief Element types mpx tensors hold: the floating ones, and `std::int32_t` for class labels and
 /// token ids (moved between devices and compared, never rounded; it has no `tag_of`).
 template <class T>
 concept Element = FloatingElement<T> || std::is_same_v<T, std::int32_t>;
+
+namespace detail {
+// accumulate_t's argument: a tag, an element type (its tag's), or a precision (policy/precision.hpp
+// specialises this for mpx::Precision).
+template <class X>
+struct accumulate_of {
+  using type = typename numeric_traits<tag_of_t<X>>::accumulate_type;
+};
+template <NumericTag Tag>
+struct accumulate_of<Tag> {
+  using type = typename numeric_traits<Tag>::accumulate_type;
+};
+}  // namespace detail
+
+/// @brief The accumulate type: what arithmetic on values of `X` happens in, and what products, sums,
+/// losses and gradients accumulate in (`float`; `double` for fp64). `X` is a precision tag, an element
+/// type (`accumulate_t<Eigen::half>` is `float`) or a precision policy (`accumulate_t<mpx::bf16_mixed>`,
+/// its compute format's). mpx has no other name for it.
+template <class X>
+using accumulate_t = typename detail::accumulate_of<X>::type;
 
 namespace detail {
 template <Element T>
@@ -158,26 +306,205 @@ constexpr std::string_view element_name() noexcept {
     return "int32";
   }
 }
+
+// 2^e in T, exactly (compile time; e within T's range, subnormals included).
+template <class T>
+consteval T power_of_two(int e) {
+  T value = 1;
+  for (; e > 0; --e) value *= 2;
+  for (; e < 0; ++e) value /= 2;
+  return value;
+}
+
+// Exponent of the largest finite value: the top exponent field is reserved under InfAndNan.
+template <NumericTag Tag>
+consteval int max_exponent() {
+  using traits = numeric_traits<Tag>;
+  const int top_field = (1 << traits::exponent_bits) - 1;
+  return (traits::non_finite == NonFinite::InfAndNan ? top_field - 1 : top_field) - traits::exponent_bias;
+}
+
+// The largest finite value the layout allows: 1.11..1 (1.11..0 under NanOnly, whose all-ones code is
+// NaN) times 2^max_exponent.
+template <NumericTag Tag>
+consteval accumulate_t<Tag> derived_max_finite() {
+  using traits = numeric_traits<Tag>;
+  using A = accumulate_t<Tag>;
+  const int unused_codes = traits::non_finite == NonFinite::NanOnly ? 1 : 0;
+  const A significand = A(2) - power_of_two<A>(-traits::mantissa_bits) -
+                        A(unused_codes) * power_of_two<A>(-traits::mantissa_bits);
+  return traits::mantissa_bits == 0 && unused_codes == 1 ? power_of_two<A>(max_exponent<Tag>() - 1)
+                                                         : significand * power_of_two<A>(max_exponent<Tag>());
+}
 }  // namespace detail
 
 /// @brief Name of an element type in messages: its tag's name ("fp32", "bf16", ...) or "int32".
 template <Element T>
 inline constexpr std::string_view element_name = detail::element_name<T>();
 
-/// @brief The 16-bit formats: the ones stochastic rounding targets and bit patterns are taken of.
-template <class Tag>
-concept SixteenBitTag = std::is_same_v<Tag, Half> || std::is_same_v<Tag, BFloat16>;
+/// @brief The difference between 1 and the next value of `Tag`: 2^-mantissa_bits.
+template <NumericTag Tag>
+inline constexpr accumulate_t<Tag> epsilon_v =
+    detail::power_of_two<accumulate_t<Tag>>(-numeric_traits<Tag>::mantissa_bits);
 
-/// @brief Element types of the 16-bit formats (`Eigen::half`, `Eigen::bfloat16`).
+/// @brief The smallest positive normal value of `Tag`: 2^(1 - bias).
+template <NumericTag Tag>
+inline constexpr accumulate_t<Tag> min_normal_v =
+    detail::power_of_two<accumulate_t<Tag>>(1 - numeric_traits<Tag>::exponent_bias);
+
+/// @brief The smallest positive value of `Tag`: 2^(1 - bias - mantissa_bits) with subnormals, else
+/// `min_normal_v`.
+template <NumericTag Tag>
+inline constexpr accumulate_t<Tag> min_positive_v =
+    numeric_traits<Tag>::has_subnormals
+        ? detail::power_of_two<accumulate_t<Tag>>(1 - numeric_traits<Tag>::exponent_bias -
+                                                  numeric_traits<Tag>::mantissa_bits)
+        : min_normal_v<Tag>;
+
+/// @brief True when `Tag`'s storage type holds exactly its values. False for TF32, whose storage is
+/// fp32's (a TF32 tensor is a float tensor; its values are rounded only inside matmuls).
+template <NumericTag Tag>
+inline constexpr bool owns_storage_v = std::is_same_v<typename tag_of<storage_t<Tag>>::type, Tag>;
+
+/// @brief True when `Tag` has fewer exponent bits than fp32, so that gradients below its smallest
+/// value vanish in it: fp16 and the 8-bit and smaller formats. What loss scaling protects.
+template <NumericTag Tag>
+inline constexpr bool narrower_range_than_fp32_v =
+    numeric_traits<Tag>::exponent_bits < numeric_traits<Float>::exponent_bits;
+
+namespace detail {
+// Whether an element type is a format's bit patterns (`Encoded<Tag>`).
 template <class T>
-concept SixteenBitElement = std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
+inline constexpr bool is_encoded_v = false;
+template <class Tag>
+inline constexpr bool is_encoded_v<Encoded<Tag>> = true;
+}  // namespace detail
 
-/// @brief True when every value of `Narrow` is exactly representable in `Wide` (no fewer mantissa
-/// or exponent bits). Used to reject master types narrower than compute types.
+/// @brief The formats stochastic rounding targets and bit patterns are taken of: a 16-bit C++ scalar
+/// (not `Encoded`) that holds the format itself, all 16 bits of it, with IEEE infinities (fp16, bf16).
+template <class Tag>
+concept SixteenBitTag = NumericTag<Tag> && sizeof(storage_t<Tag>) == 2 &&
+                        !detail::is_encoded_v<storage_t<Tag>> &&
+                        1 + numeric_traits<Tag>::exponent_bits + numeric_traits<Tag>::mantissa_bits == 16 &&
+                        owns_storage_v<Tag> && numeric_traits<Tag>::non_finite == NonFinite::InfAndNan &&
+                        !numeric_traits<Tag>::saturates;
+
+/// @brief Element types of the `SixteenBitTag` formats (`Eigen::half`, `Eigen::bfloat16`).
+template <class T>
+concept SixteenBitElement = FloatingElement<T> && SixteenBitTag<typename tag_of<T>::type>;
+
+/// @brief True when every finite value of `Narrow` is exactly representable in `Wide`: no fewer
+/// mantissa bits, a largest value at least as large and a smallest positive value at least as small
+/// (then at every magnitude Wide's spacing is at most Narrow's). Used to reject master types narrower
+/// than compute types.
 template <NumericTag Wide, NumericTag Narrow>
 inline constexpr bool represents_v =
     numeric_traits<Wide>::mantissa_bits >=
-    numeric_traits<Narrow>::mantissa_bits&& numeric_traits<Wide>::exponent_bits >=
-    numeric_traits<Narrow>::exponent_bits;
+        numeric_traits<Narrow>::mantissa_bits&& static_cast<double>(numeric_traits<Wide>::max_finite) >=
+        static_cast<double>(numeric_traits<Narrow>::max_finite) &&
+    static_cast<double>(min_positive_v<Wide>) <= static_cast<double>(min_positive_v<Narrow>);
+
+namespace detail {
+
+// Whether `numeric_traits<Tag>` is specialised at all (complete), whatever its members.
+template <class Tag>
+concept has_numeric_traits = requires {
+  sizeof(numeric_traits<Tag>);
+};
+
+// The values of a complete description, checked against its layout (only once every member exists).
+template <class Tag, bool = NumericTag<Tag>>
+struct checked_format_values {
+  static constexpr bool value = true;  // a member is missing: checked_format said which
+};
+template <class Tag>
+struct checked_format_values<Tag, true> {
+  using traits = numeric_traits<Tag>;
+  static_assert(traits::exponent_bits >= 1 && traits::mantissa_bits >= 0 && traits::exponent_bias >= 0,
+                "mpx::numeric_traits<Tag>: exponent_bits must be at least 1, mantissa_bits and exponent_bias "
+                "at least 0");
+  static consteval bool storage_holds_codes() {
+    if constexpr (std::is_same_v<typename traits::storage_type, Encoded<Tag>>) {
+      return true;  // sized by the layout
+    } else {
+      return 8 * sizeof(typename traits::storage_type) >= 1u + traits::exponent_bits + traits::mantissa_bits;
+    }
+  }
+  static_assert(storage_holds_codes(),
+                "mpx::numeric_traits<Tag>: storage_type has fewer bits than sign + exponent_bits + "
+                "mantissa_bits");
+  static_assert(traits::non_finite != NonFinite::None || traits::saturates,
+                "mpx::numeric_traits<Tag>: a format whose every code is a number (non_finite = "
+                "mpx::NonFinite::None) has nothing to overflow to: it must saturate (saturates = true)");
+  static_assert(traits::non_finite != NonFinite::InfAndNan || traits::mantissa_bits >= 1,
+                "mpx::numeric_traits<Tag>: NonFinite::InfAndNan needs a mantissa bit to tell NaN from "
+                "infinity; a format without one uses NonFinite::NanOnly or NonFinite::None");
+  static_assert(traits::max_finite == derived_max_finite<Tag>(),
+                "mpx::numeric_traits<Tag>: max_finite is not the largest finite value of the layout "
+                "(exponent_bits, mantissa_bits, exponent_bias, non_finite); compare it with the format's "
+                "specification");
+  static constexpr bool value = true;
+};
+
+// Names each member a description lacks, then checks the values. True (with no checks) for a type
+// that has no numeric_traits at all: that is the caller's "not a precision tag" message.
+template <class Tag, bool = has_numeric_traits<Tag>>
+struct checked_format {
+  static constexpr bool value = true;
+};
+template <class Tag>
+struct checked_format<Tag, true> {
+  using traits = numeric_traits<Tag>;
+  static_assert(
+      requires { typename traits::storage_type; },
+      "mpx::numeric_traits<Tag>: storage_type is missing: the host element type of a tensor in "
+      "this format (float, Eigen::half, ..., or mpx::Encoded<Tag> to keep bit patterns)");
+  static_assert(
+      requires { typename traits::accumulate_type; },
+      "mpx::numeric_traits<Tag>: accumulate_type is missing: the type its values are computed "
+      "and summed in (float)");
+  static_assert(
+      requires { traits::name; },
+      "mpx::numeric_traits<Tag>: name is missing: static constexpr std::string_view name, the "
+      "format's name in messages and records");
+  static_assert(
+      requires { traits::exponent_bits; },
+      "mpx::numeric_traits<Tag>: exponent_bits is missing: static constexpr int, the width of "
+      "the exponent field");
+  static_assert(
+      requires { traits::mantissa_bits; },
+      "mpx::numeric_traits<Tag>: mantissa_bits is missing: static constexpr int, the explicit "
+      "fraction bits");
+  static_assert(
+      requires { traits::exponent_bias; },
+      "mpx::numeric_traits<Tag>: exponent_bias is missing: static constexpr int, the exponent "
+      "field's offset (2^(exponent_bits - 1) - 1 in IEEE-like formats)");
+  static_assert(
+      requires { traits::has_subnormals; },
+      "mpx::numeric_traits<Tag>: has_subnormals is missing: static constexpr bool, whether the "
+      "zero exponent field holds subnormal values");
+  static_assert(
+      requires { traits::non_finite; },
+      "mpx::numeric_traits<Tag>: non_finite is missing: static constexpr mpx::NonFinite, how "
+      "infinities and NaN are encoded (InfAndNan, NanOnly or None)");
+  static_assert(
+      requires { traits::saturates; },
+      "mpx::numeric_traits<Tag>: saturates is missing: static constexpr bool, whether encoding "
+      "an out-of-range value gives +-max_finite rather than infinity or NaN");
+  static_assert(
+      requires { traits::max_finite; },
+      "mpx::numeric_traits<Tag>: max_finite is missing: static constexpr accumulate_type, the "
+      "largest finite value");
+  static_assert(
+      requires { traits::safetensors_dtype; },
+      "mpx::numeric_traits<Tag>: safetensors_dtype is missing: static constexpr "
+      "std::string_view, the dtype in safetensors files (\"\" when there is none)");
+  static_assert(
+      requires { traits::cuda_data_type; },
+      "mpx::numeric_traits<Tag>: cuda_data_type is missing: static constexpr std::string_view, "
+      "the name of its cudaDataType_t (\"\" when CUDA has none: it then runs on the CPU only)");
+  static constexpr bool value = checked_format_values<Tag>::value;
+};
+}  // namespace detail
 
 }  // namespace mpx

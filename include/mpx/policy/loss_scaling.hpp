@@ -176,19 +176,21 @@ template <class S>
 inline constexpr bool allows_fp16_underflow<AllowFp16Underflow<S>> = true;
 }  // namespace detail
 
-/// @brief The scaler something gets unless told otherwise: dynamic when it computes in fp16 (as
-/// PyTorch AMP always pairs fp16 with GradScaler), none when every format has fp32's exponent range.
+/// @brief The scaler something gets unless told otherwise: dynamic when it computes in fp16, or in any
+/// format with fewer exponent bits than fp32 (`narrower_range_than_fp32_v`; as PyTorch AMP always
+/// pairs fp16 with GradScaler), none when every format has fp32's exponent range.
 /// Precisions, models and sweep plans all choose through it.
 template <bool ComputesInHalf>
 using default_scaler_for_t = std::conditional_t<ComputesInHalf, DynamicLossScaling, NoLossScaling>;
 
 /// @brief The scaler precision `P` gets unless told otherwise (see `default_scaler_for_t`).
 template <PrecisionPolicy P>
-using default_scaler_t = default_scaler_for_t<std::is_same_v<typename P::compute_type, Half>>;
+using default_scaler_t = default_scaler_for_t<narrower_range_than_fp32_v<typename P::compute_type>>;
 
 namespace detail {
-// The one soundness rule: scaler S suits what computes in fp16 only if it scales or opts in to
-// underflow. Precisions, models (Trainer) and sweep plans all check through it.
+// The one soundness rule: scaler S suits what computes in fp16 (or another format with fewer
+// exponent bits than fp32) only if it scales or opts in to underflow. Precisions, models (Trainer) and sweep
+// plans all check through it.
 template <bool ComputesInHalf, class S>
 inline constexpr bool scaler_suits_half = !ComputesInHalf || S::scales_loss || allows_fp16_underflow<S>;
 
@@ -196,7 +198,7 @@ inline constexpr bool scaler_suits_half = !ComputesInHalf || S::scales_loss || a
 template <class P, class S>
 consteval bool scaler_suits() {
   if constexpr (LossScalingPolicy<S>) {
-    return scaler_suits_half<std::is_same_v<typename P::compute_type, Half>, S>;
+    return scaler_suits_half<narrower_range_than_fp32_v<typename P::compute_type>, S>;
   } else {
     return false;
   }
@@ -215,7 +217,8 @@ struct checked_scaler {
                 "mpx::StaticLossScaling or mpx::NoLossScaling");
   static_assert(!LossScalingPolicy<S> || scaler_suits_v<P, S>,
                 "mpx: fp16 without loss scaling loses small gradients: fp16 rounds values below 2^-25 "
-                "to zero (its smallest subnormal is 2^-24), and many gradients are that small. Use "
+                "to zero (its smallest subnormal is 2^-24), and many gradients are that small (so does "
+                "every format with fewer exponent bits than fp32, sooner). Use "
                 "mpx::DynamicLossScaling (mpx::default_scaler_t<P> for fp16), or write "
                 "mpx::AllowFp16Underflow<mpx::NoLossScaling> to opt in knowingly");
   using type = S;

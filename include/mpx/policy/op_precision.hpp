@@ -32,40 +32,41 @@ struct OptimizerUpdate {};
 
 /// @brief The precision an operation of kind `Op` uses under policy `P`.
 ///
-/// `storage` is the tag the op's inputs are cast to and its outputs are written in; `math` is the tag
-/// its arithmetic happens in. The primary template covers the fp32 ops (softmax, losses, norm
-/// statistics, reductions); the specialisations below cover the rest.
+/// `storage` is the tag the op's inputs are cast to and its outputs are written in; `accumulate` is
+/// the tag its arithmetic happens in (the precision's accumulate type, the one name mpx has for it).
+/// The primary template covers the fp32 ops (softmax, losses, norm statistics, reductions); the
+/// specialisations below cover the rest.
 template <class Op, PrecisionPolicy P>
 struct op_precision {
   /// @brief Element type the operation reads and writes.
   using storage = typename P::accumulate_type;
   /// @brief Type its arithmetic happens in.
-  using math = typename P::accumulate_type;
+  using accumulate = typename P::accumulate_type;
 };
 
 template <PrecisionPolicy P>
 struct op_precision<op::Matmul, P> {
   using storage = typename P::compute_type;
-  using math = typename P::accumulate_type;
+  using accumulate = typename P::accumulate_type;
 };
 
 template <PrecisionPolicy P>
 struct op_precision<op::Activation, P> {
   using storage = typename P::compute_type;
-  using math = typename P::accumulate_type;
+  using accumulate = typename P::accumulate_type;
 };
 
 template <PrecisionPolicy P>
 struct op_precision<op::OptimizerUpdate, P> {
   using storage = typename P::master_type;
-  using math = typename P::accumulate_type;
+  using accumulate = typename P::accumulate_type;
 };
 
 /// @brief Tag an op of kind `Op` stores its inputs and outputs in under `P`.
 template <class Op, PrecisionPolicy P>
 using op_storage_t = typename op_precision<Op, P>::storage;
-/// @brief Tag an op of kind `Op` computes in under `P`.
+/// @brief Tag an op of kind `Op` computes and accumulates in under `P`.
 template <class Op, PrecisionPolicy P>
-using op_math_t = typename op_precision<Op, P>::math;
+using op_accumulate_t = typename op_precision<Op, P>::accumulate;
 
 }  // namespace mpx

@@ -5,6 +5,8 @@
 /// @brief `Precision<Compute, Master>`: the precision policy a model, its layers and its optimizer
 /// are instantiated with.
 
+#include <algorithm>
+#include <array>
 #include <string_view>
 #include <type_traits>
 
@@ -22,57 +24,95 @@ template <class Master>
 using default_update_rounding_t = std::conditional_t<SixteenBitTag<Master>, RoundStochastic, RoundNearest>;
 
 namespace detail {
-template <class Compute, class Master, class UpdateRounding>
-struct precision_name {
-  static constexpr std::string_view value = "custom";
+// The concatenation of string constants, as a constant, NUL-terminated like the literals it joins
+// (so that `name.data()` can be printed with %s).
+template <const std::string_view&... Parts>
+struct joined {
+  static constexpr auto chars = [] {
+    std::array<char, (Parts.size() + ... + 0) + 1> out{};  // the last stays '\0'
+    auto next = out.begin();
+    ((next = std::copy(Parts.begin(), Parts.end(), next)), ...);
+    return out;
+  }();
+  static constexpr std::string_view value{chars.data(), chars.size() - 1};
 };
-template <>
-struct precision_name<Double, Double, RoundNearest> {
-  static constexpr std::string_view value = "fp64";
-};
-template <>
-struct precision_name<Float, Float, RoundNearest> {
-  static constexpr std::string_view value = "fp32";
-};
-template <>
-struct precision_name<TF32, Float, RoundNearest> {
-  static constexpr std::string_view value = "tf32";
-};
-template <>
-struct precision_name<Half, Float, RoundNearest> {
-  static constexpr std::string_view value = "fp16_mixed";
-};
-template <>
-struct precision_name<BFloat16, Float, RoundNearest> {
-  static constexpr std::string_view value = "bf16_mixed";
-};
-template <>
-struct precision_name<Half, Half, RoundStochastic> {
-  static constexpr std::string_view value = "fp16_pure";
-};
-template <>
-struct precision_name<Half, Half, RoundNearest> {
-  static constexpr std::string_view value = "fp16_pure_nearest";
-};
-template <>
-struct precision_name<BFloat16, BFloat16, RoundStochastic> {
-  static constexpr std::string_view value = "bf16_pure";
-};
-template <>
-struct precision_name<BFloat16, BFloat16, RoundNearest> {
-  static constexpr std::string_view value = "bf16_pure_nearest";
-};
+inline constexpr std::string_view mixed_suffix = "_mixed";
+inline constexpr std::string_view mixed_infix = "_mixed_";
+inline constexpr std::string_view pure_suffix = "_pure";
+inline constexpr std::string_view pure_nearest_suffix = "_pure_nearest";
 
-// Evaluated only for valid tags, so that a non-tag argument reports one error, not a cascade; a TF32
-// master and an fp64 compute type without an fp64 master have their own messages, so they are
-// skipped here too (this message's advice, Master = mpx::Float, would be wrong for them).
+// A precision's name, from its formats' names: the compute format's name where the master weights are
+// the compute weights at full width ("fp32", "tf32", "fp64"); "<compute>_pure" (stochastic updates) or
+// "<compute>_pure_nearest" where narrow weights are their own masters; "<compute>_mixed" over fp32
+// masters, "<compute>_mixed_<master>" over others.
+template <class Compute, class Master, class UpdateRounding>
+consteval std::string_view precision_name() {
+  if constexpr (!NumericTag<Compute> || !NumericTag<Master>) {
+    return "custom";
+  } else {
+    if constexpr (std::is_same_v<storage_t<Compute>, storage_t<Master>> &&
+                  std::is_same_v<storage_t<Master>, accumulate_t<Master>>) {
+      return numeric_traits<Compute>::name;
+    } else if constexpr (std::is_same_v<Compute, Master>) {
+      return std::is_same_v<UpdateRounding, RoundStochastic>
+                 ? joined<numeric_traits<Compute>::name, pure_suffix>::value
+                 : joined<numeric_traits<Compute>::name, pure_nearest_suffix>::value;
+    } else if constexpr (std::is_same_v<Master, Float>) {
+      return joined<numeric_traits<Compute>::name, mixed_suffix>::value;
+    } else {
+      return joined<numeric_traits<Compute>::name, mixed_infix, numeric_traits<Master>::name>::value;
+    }
+  }
+}
+
+// Whether `Tag` is a format kept in another format's storage (TF32 in fp32's): it cannot hold weights.
+template <class Tag>
+consteval bool borrows_storage() {
+  if constexpr (NumericTag<Tag>) {
+    return !owns_storage_v<Tag>;
+  } else {
+    return false;
+  }
+}
+
+// Whether `Tag` computes in fp64 (mpx::Double), or is stored in fp64.
+template <class Tag>
+consteval bool computes_in_fp64() {
+  if constexpr (NumericTag<Tag>) {
+    return std::is_same_v<accumulate_t<Tag>, double>;
+  } else {
+    return false;
+  }
+}
+template <class Tag>
+consteval bool stored_in_fp64() {
+  if constexpr (NumericTag<Tag>) {
+    return std::is_same_v<storage_t<Tag>, double>;
+  } else {
+    return false;
+  }
+}
+
+// Evaluated only for valid tags, so that a non-tag argument reports one error, not a cascade; a
+// master in borrowed storage (TF32) and an fp64 compute type without an fp64 master have their own
+// messages, so they are skipped here too (this message's advice, Master = mpx::Float, would be wrong
+// for them).
 template <class Master, class Compute>
 consteval bool master_represents_compute() {
-  if constexpr (NumericTag<Master> && NumericTag<Compute> && !std::is_same_v<Master, TF32> &&
-                !std::is_same_v<Compute, Double>) {
+  if constexpr (NumericTag<Master> && NumericTag<Compute> && !borrows_storage<Master>() &&
+                !computes_in_fp64<Compute>()) {
     return represents_v<Master, Compute>;
   } else {
     return true;
+  }
+}
+
+template <class Compute, class Master>
+consteval bool stochastic_rounding_target() {
+  if constexpr (NumericTag<Master>) {
+    return SixteenBitTag<Master>;
+  } else {
+    return true;  // reported as "not a precision tag"
   }
 }
 }  // namespace detail
@@ -88,22 +128,24 @@ consteval bool master_represents_compute() {
 /// Misuse is a compile error whose message names the fix (see docs/precision.md).
 template <class Compute, class Master = Float, class UpdateRounding = default_update_rounding_t<Master>>
 struct Precision {
-  static_assert(NumericTag<Compute>,
+  static_assert(NumericTag<Compute> || detail::has_numeric_traits<Compute>,
                 "mpx::Precision<Compute, Master>: Compute must be a precision tag "
                 "(mpx::Double, mpx::Float, mpx::TF32, mpx::Half or mpx::BFloat16), "
                 "e.g. mpx::Precision<mpx::BFloat16>; for a new format, specialise "
                 "mpx::numeric_traits first");
-  static_assert(NumericTag<Master>,
+  static_assert(detail::checked_format<Compute>::value);  // names what a format of your own lacks
+  static_assert(NumericTag<Master> || detail::has_numeric_traits<Master>,
                 "mpx::Precision<Compute, Master>: Master must be a precision tag; "
                 "leave it out to get fp32 master weights (mpx::Float)");
-  static_assert(!std::is_same_v<Master, TF32>,
+  static_assert(detail::checked_format<Master>::value);
+  static_assert(!detail::borrows_storage<Master>(),
                 "mpx::Precision<Compute, Master>: TF32 is a Tensor Core compute mode, not a "
-                "storage type, so it cannot hold master weights; write mpx::Precision<mpx::TF32> "
-                "(master weights in mpx::Float)");
-  static_assert(!(std::is_same_v<Compute, Double> && !std::is_same_v<Master, Double>),
+                "storage type (it is kept in fp32's storage), so it cannot hold master weights; write "
+                "mpx::Precision<mpx::TF32> (master weights in mpx::Float)");
+  static_assert(!(detail::computes_in_fp64<Compute>() && !detail::stored_in_fp64<Master>()),
                 "mpx::Precision<mpx::Double, Master>: fp64 compute needs fp64 master weights; "
                 "write mpx::Precision<mpx::Double, mpx::Double> (alias mpx::fp64)");
-  static_assert(!(std::is_same_v<Master, Double> && !std::is_same_v<Compute, Double>),
+  static_assert(!(detail::stored_in_fp64<Master>() && !detail::computes_in_fp64<Compute>()),
                 "mpx::Precision<Compute, mpx::Double>: optimizer updates accumulate in fp32 unless the "
                 "compute type is fp64, so fp64 master weights would be rounded every step; use "
                 "mpx::Precision<Compute> (fp32 master) or mpx::fp64");
@@ -115,7 +157,8 @@ struct Precision {
                     std::is_same_v<UpdateRounding, RoundStochastic>,
                 "mpx::Precision<Compute, Master, UpdateRounding>: UpdateRounding must be "
                 "mpx::RoundNearest or mpx::RoundStochastic");
-  static_assert(!(std::is_same_v<UpdateRounding, RoundStochastic> && !SixteenBitTag<Master>),
+  static_assert(!std::is_same_v<UpdateRounding, RoundStochastic> ||
+                    detail::stochastic_rounding_target<Compute, Master>(),
                 "mpx::Precision<Compute, Master, mpx::RoundStochastic>: stochastic rounding is for fp16 "
                 "or bf16 master weights (the pure modes); fp32 and fp64 masters hold the update "
                 "exactly, so leave UpdateRounding out (mpx::RoundNearest)");
@@ -124,17 +167,17 @@ struct Precision {
   using compute_type = Compute;
   /// Type of parameters and optimizer state.
   using master_type = Master;
-  /// Type that matmul products and sums, reductions and losses accumulate in: the compute type's
-  /// `math_t` (fp32, fp64 under fp64), the one accumulate type of mpx.
-  using accumulate_type = tag_of_t<math_t<Compute>>;
+  /// Type that matmul products and sums, reductions, losses, gradients and optimizer state accumulate
+  /// in: the tag of the compute format's `accumulate_type` (fp32; fp64 under fp64).
+  using accumulate_type = tag_of_t<accumulate_t<Compute>>;
   /// How optimizers round updated weights into `master_type` (`RoundNearest` or `RoundStochastic`).
   using update_rounding = UpdateRounding;
 
   /// Short name used in records and logs ("bf16_mixed", "fp32", "bf16_pure", ...).
-  static constexpr std::string_view name = detail::precision_name<Compute, Master, UpdateRounding>::value;
-  /// True when master weights are a separate, wider copy of the compute weights.
-  static constexpr bool has_master_copy =
-      !std::is_same_v<Compute, Master> && !(std::is_same_v<Compute, TF32> && std::is_same_v<Master, Float>);
+  static constexpr std::string_view name = detail::precision_name<Compute, Master, UpdateRounding>();
+  /// True when master weights are a separate, wider copy of the compute weights (their storage types
+  /// differ; TF32 compute reads fp32 masters as they are).
+  static constexpr bool has_master_copy = !std::is_same_v<storage_t<Compute>, storage_t<Master>>;
 };
 
 /// @brief Strict fp32: no reduced precision anywhere.
@@ -175,8 +218,13 @@ using compute_t = storage_t<typename P::compute_type>;
 /// @brief Element type of master weights and optimizer state under `P`.
 template <PrecisionPolicy P>
 using master_t = storage_t<typename P::master_type>;
-/// @brief Type accumulation happens in under `P` (`float`, or `double` for fp64).
-template <PrecisionPolicy P>
-using accumulate_t = storage_t<typename P::accumulate_type>;
+
+// `accumulate_t<P>` (numeric/traits.hpp) of a precision: the element type of its accumulate_type.
+namespace detail {
+template <class C, class M, class R>
+struct accumulate_of<Precision<C, M, R>> {
+  using type = storage_t<typename Precision<C, M, R>::accumulate_type>;
+};
+}  // namespace detail
 
 }  // namespace mpx

@@ -24,7 +24,7 @@ void round_into(const Tensor<From, Host>& source, Tensor<storage_t<To>, Host>& d
   storage_t<To>* out = destination.data();
   const std::int64_t count = source.numel();
   for (std::int64_t i = 0; i < count; ++i) {
-    out[i] = round_to<To>(static_cast<math_t<tag_of_t<From>>>(in[i]));
+    out[i] = round_to<To>(static_cast<accumulate_t<From>>(in[i]));
   }
 }
 

@@ -31,8 +31,9 @@ using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 /// rank > 2 folds all leading dimensions into rows. `rows(first, count)` and `view` give tensors over
 /// another tensor's elements without copying them (a micro-batch of a batch, a rank's rows).
 ///
-/// @tparam T      element type: `double`, `float`, `Eigen::half` or `Eigen::bfloat16`, or
-///                `std::int32_t` for class labels and token ids.
+/// @tparam T      element type: a number format's storage type (`double`, `float`, `Eigen::half`,
+///                `Eigen::bfloat16`, `mpx::Encoded<Tag>`), or `std::int32_t` for class labels and
+///                token ids.
 /// @tparam Device `mpx::Host` or `mpx::Cuda`.
 template <Element T, class Device = Host>
 class Tensor {

@@ -103,7 +103,7 @@ struct Backend<Host> {
     destination.vector() += source.vector();
   }
 
-  /// @brief sum = a + b, elementwise (same shapes): added in the math type, rounded once into T
+  /// @brief sum = a + b, elementwise (same shapes): added in the accumulate type, rounded once into T
   /// (a residual connection's forward, and its backward's two gradient paths).
   template <FloatingElement T>
   static void add(const Tensor<T, Host>& a, const Tensor<T, Host>& b, Tensor<T, Host>& sum) {

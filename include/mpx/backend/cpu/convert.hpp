@@ -2,10 +2,12 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief Vectorised conversions between the 16-bit storage types and fp32 on the CPU, bit for bit
-/// the scalar conversions: what the GEMM widens its operands and rounds its output with, and what
-/// the elementwise kernels read and write 16-bit tensors with.
+/// @brief Conversions between every format's storage and its accumulate type on the CPU, bit for bit
+/// the scalar conversions (`static_cast`, `round_to`), vectorised for the 16-bit storage types: what
+/// the GEMM widens its operands and rounds its output with, and what the elementwise kernels read and
+/// write narrow tensors with.
 
+#include <array>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -16,8 +18,9 @@
 #endif
 
 #include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/numeric/encoded.hpp"
 #include "mpx/numeric/rounding.hpp"
-#include "mpx/numeric/tags.hpp"
+#include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/tensor.hpp"
 
 namespace mpx::cpu::detail {
@@ -31,14 +34,27 @@ namespace mpx::cpu::detail {
 // GCC: its test `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380` fails because it defines
 // EIGEN_COMP_CLANG as 0.)
 
-// round_tf32 without branches, bit for bit: finite values get +0x1000 (ties away), NaN is made quiet,
-// infinities stay, and then the low 13 bits are cleared.
-inline float round_tf32_branchless(float x) {
+// round_mantissa_ties_away (TF32's rule) without branches, bit for bit: finite values get half of the
+// dropped bits' weight added (ties away), NaN is made quiet, infinities stay, and then the dropped
+// bits are cleared.
+template <int MantissaBits>
+inline float round_mantissa_ties_away_branchless(float x) {
+  constexpr std::uint32_t dropped = 23 - MantissaBits;
+  constexpr std::uint32_t keep = ~((std::uint32_t{1} << dropped) - 1);
   const std::uint32_t bits = Eigen::numext::bit_cast<std::uint32_t>(x);
   const bool special = (bits & 0x7f800000u) == 0x7f800000u;
   const std::uint32_t quieted = (bits & 0x007fffffu) != 0 ? (bits | 0x00400000u) : bits;
-  return Eigen::numext::bit_cast<float>((special ? quieted : bits + 0x00001000u) & 0xffffe000u);
+  return Eigen::numext::bit_cast<float>((special ? quieted : bits + (std::uint32_t{1} << (dropped - 1))) &
+                                        keep);
 }
+
+// The value of every code of a format of at most 8 bits kept as bit patterns: widening is one load.
+template <NumericTag Tag>
+inline constexpr auto decoded_codes = [] {
+  std::array<float, 256> values{};
+  for (std::uint32_t code = 0; code < 256; ++code) values[code] = mpx::detail::decode_bits<Tag>(code);
+  return values;
+}();
 
 // Eigen's scalar float -> bfloat16 (float_to_bfloat16_rtne<false>) without branches, bit for bit:
 // round to nearest even, NaN -> 0x7fc0 with x's sign.
@@ -85,13 +101,22 @@ inline std::uint16_t float_to_half_bits(float x) {
 }
 #endif
 
-// out[i] = in[i] in the compute type, widened to Acc, for i in [begin, end).
+// out[i] = in[i] in the compute type, widened to Acc, for i in [begin, end). A format kept in a wider
+// float's storage (TF32) is rounded here, as Tensor Cores round their operands; the storage types with
+// vector conversions take them; every other format converts through its traits (one table load per
+// element for formats kept as bytes).
 template <NumericTag Compute, class S, class Acc>
 void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
   std::int64_t i = begin;
-  if constexpr (std::is_same_v<Compute, TF32>) {
+  if constexpr (!owns_storage_v<Compute>) {
     MPX_DETAIL_OMP_SIMD
-    for (std::int64_t j = begin; j < end; ++j) out[j] = round_tf32_branchless(in[j]);
+    for (std::int64_t j = begin; j < end; ++j)
+      out[j] = round_mantissa_ties_away_branchless<numeric_traits<Compute>::mantissa_bits>(in[j]);
+    i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
+  } else if constexpr (std::is_same_v<S, Encoded<Compute>> && sizeof(S) == 1) {
+    const auto& values = decoded_codes<Compute>;
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t j = begin; j < end; ++j) out[j] = static_cast<Acc>(values[in[j].bits]);
     i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<S, Eigen::bfloat16> && std::is_same_v<Acc, float>) {
     MPX_DETAIL_OMP_SIMD

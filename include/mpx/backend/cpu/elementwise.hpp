@@ -3,7 +3,7 @@
 #pragma once
 /// @file
 /// @brief Elementwise maps on the CPU (activations, their derivatives, sums): inputs read in the
-/// compute type, the function evaluated in the math type (fp32; fp64 for double), the result rounded
+/// compute type, the function evaluated in the accumulate type (fp32; fp64 for double), the result rounded
 /// once into the output's type, in vector code on all threads.
 
 #include <algorithm>
@@ -21,15 +21,15 @@ namespace mpx::cpu::detail {
 // rounded back; the bits are those of converting one element at a time.
 inline constexpr std::int64_t map_block = 256;
 
-// Applies `f` to each element in the math type and rounds the result into the output's type.
+// Applies `f` to each element in the accumulate type and rounds the result into the output's type.
 template <FloatingElement T, class F>
 void map_elements(const char* where, const Tensor<T, Host>& x, Tensor<T, Host>& y, F f) {
   require_shape(where, "output", y.shape(), x.shape());
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const T* in = x.data();
   T* out = y.data();
   parallel_for_chunks(x.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
-    Math values[map_block];
+    Acc values[map_block];
     for (std::int64_t first = begin; first < end; first += map_block) {
       const std::int64_t count = std::min(map_block, end - first);
       widen_range<tag_of_t<T>>(in + first, values, 0, count);
@@ -40,14 +40,14 @@ void map_elements(const char* where, const Tensor<T, Host>& x, Tensor<T, Host>& 
   });
 }
 
-// out = f(a, b) elementwise in the math type, rounded into the output's type (shapes checked by
+// out = f(a, b) elementwise in the accumulate type, rounded into the output's type (shapes checked by
 // the caller).
 template <FloatingElement T, class F>
 void map_pairs(const Tensor<T, Host>& a, const Tensor<T, Host>& b, Tensor<T, Host>& out, F f) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   parallel_for_chunks(a.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
-    Math x[map_block];
-    Math y[map_block];
+    Acc x[map_block];
+    Acc y[map_block];
     for (std::int64_t first = begin; first < end; first += map_block) {
       const std::int64_t count = std::min(map_block, end - first);
       widen_range<tag_of_t<T>>(a.data() + first, x, 0, count);
@@ -59,7 +59,7 @@ void map_pairs(const Tensor<T, Host>& a, const Tensor<T, Host>& b, Tensor<T, Hos
   });
 }
 
-// dx = dy * f'(saved), elementwise, in the math type.
+// dx = dy * f'(saved), elementwise, in the accumulate type.
 template <FloatingElement T, class F>
 void map_gradient(const char* where, const Tensor<T, Host>& saved, const Tensor<T, Host>& dy,
                   Tensor<T, Host>& dx, F derivative) {

@@ -35,7 +35,7 @@
 namespace mpx::cpu {
 
 /// @brief `mpx::GemmOperands` for host tensors.
-template <FloatingElement TD, class Acc = math_t<tag_of_t<TD>>>
+template <FloatingElement TD, class Acc = accumulate_t<TD>>
 using GemmOperands = mpx::GemmOperands<TD, Acc, Host>;
 
 namespace detail {
@@ -151,8 +151,8 @@ class ScratchBuffer {
 };
 
 /// An operand as an accumulate-type matrix: a view of the tensor when no conversion is needed,
-/// otherwise a converted copy in scratch slot `slot` (rounded to the compute type first: TF32 rounds
-/// here).
+/// otherwise a converted copy in scratch slot `slot` (rounded to the compute type first: a format kept
+/// in a wider float's storage, TF32, rounds here; a format kept as bit patterns is decoded once here).
 template <NumericTag Compute, class Acc>
 class Operand {
  public:
@@ -161,7 +161,7 @@ class Operand {
   Operand(const Tensor<storage_t<Compute>, Host>& tensor, int slot) : map_(nullptr, 0, 0) {
     using S = storage_t<Compute>;
     const Acc* data = nullptr;
-    if constexpr (std::is_same_v<S, Acc> && !std::is_same_v<Compute, TF32>) {
+    if constexpr (std::is_same_v<S, Acc> && owns_storage_v<Compute>) {
       data = tensor.data();
     } else {
       scratch_.emplace(slot, tensor.numel());
@@ -208,8 +208,8 @@ inline void release_gemm_scratch() noexcept {
 template <NumericTag Compute, FloatingElement TD>
 void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Compute>, Host>& b,
           Tensor<TD, Host>& d, const GemmConfig& config,
-          const GemmOperands<TD, math_t<Compute>>& operands = {}) {
-  using Acc = math_t<Compute>;  // what cuBLASLt accumulates in: COMPUTE_64F or COMPUTE_32F*
+          const GemmOperands<TD, accumulate_t<Compute>>& operands = {}) {
+  using Acc = accumulate_t<Compute>;  // what cuBLASLt accumulates in: COMPUTE_64F or COMPUTE_32F*
   static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
                 "mpx::cpu::gemm<Compute>: D must hold the compute type or the accumulate type "
                 "(float; double for mpx::Double)");
@@ -275,7 +275,8 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       scratch.setZero();
     } else {
       const auto& c = operands.c != nullptr ? *operands.c : d;
-      scratch = beta * c.matrix().template cast<Acc>();
+      detail::widen_operand<tag_of_t<TD>>(c.data(), scratch.data(), d_rows * g.n);
+      scratch *= beta;
     }
   }
   const bool ta = config.transpose_a == Transpose::Yes;

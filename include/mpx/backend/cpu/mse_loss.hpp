@@ -14,21 +14,21 @@ namespace mpx::cpu {
 /// @brief mean((prediction - target)^2) over all elements (PyTorch's default reduction); optionally
 /// writes dprediction = grad_seed * 2 (prediction - target) / count.
 template <FloatingElement T, FloatingElement U>
-math_t<tag_of_t<T>> mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, Host>& target,
-                             float grad_seed, Tensor<T, Host>* dprediction) {
-  using Math = math_t<tag_of_t<T>>;
+accumulate_t<T> mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, Host>& target, float grad_seed,
+                         Tensor<T, Host>* dprediction) {
+  using Acc = accumulate_t<T>;
   constexpr const char* where = "mpx::cpu::mse_loss";
   require_shape(where, "target", target.shape(), prediction.shape());
   if (dprediction != nullptr) require_shape(where, "dprediction", dprediction->shape(), prediction.shape());
   const std::int64_t count = prediction.numel();
-  const Math grad_scale = static_cast<Math>(2) * static_cast<Math>(grad_seed) / static_cast<Math>(count);
-  Math total = 0;
+  const Acc grad_scale = static_cast<Acc>(2) * static_cast<Acc>(grad_seed) / static_cast<Acc>(count);
+  Acc total = 0;
   for (std::int64_t i = 0; i < count; ++i) {
-    const Math diff = static_cast<Math>(prediction[i]) - static_cast<Math>(target[i]);
+    const Acc diff = static_cast<Acc>(prediction[i]) - static_cast<Acc>(target[i]);
     total += diff * diff;
     if (dprediction != nullptr) (*dprediction)[i] = round_to<tag_of_t<T>>(diff * grad_scale);
   }
-  return count == 0 ? Math(0) : total / static_cast<Math>(count);
+  return count == 0 ? Acc(0) : total / static_cast<Acc>(count);
 }
 
 /// @brief The training step's form: the seed is `seed.value()` (a `LossSeed`), the loss is *added*
@@ -36,8 +36,7 @@ math_t<tag_of_t<T>> mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, 
 /// scratch; the CPU does not need it.
 template <Element T, Element U, class Seed>
 void mse_loss(const Tensor<T, Host>& prediction, const Tensor<U, Host>& target, const Seed& seed,
-              Tensor<T, Host>* dprediction, Tensor<math_t<tag_of_t<T>>, Host>& /*partials*/,
-              double* loss_sum) {
+              Tensor<T, Host>* dprediction, Tensor<accumulate_t<T>, Host>& /*partials*/, double* loss_sum) {
   *loss_sum += static_cast<double>(mse_loss(prediction, target, seed.value(), dprediction));
 }
 

@@ -51,18 +51,18 @@ void sgd_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tensor<
       "mpx::cpu::sgd_update: Rounding must be RoundNearest, RoundStochastic or RoundStochasticPerUpdate");
   detail::require_same_shapes("mpx::cpu::sgd_update", master, compute, grad);
   if (control->skip != 0) return;
-  using Math = G;
-  const auto coefficients = sgd_coefficients<Math>(s, control->lr, control->optimizer_step == 0);
+  using Acc = G;
+  const auto coefficients = sgd_coefficients<Acc>(s, control->lr, control->optimizer_step == 0);
   const auto round = rounding_at(rounding, control->optimizer_step + 1);
-  const Math clip = clip_factor<Math>(*control);
+  const Acc clip = clip_factor<Acc>(*control);
   M* p = master.data();
   C* copy = compute != nullptr ? compute->data() : nullptr;
   const G* g = grad.data();
   G* buf = momentum_buffer != nullptr ? momentum_buffer->data() : nullptr;
   parallel_for_chunks(master.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const Math weight = sgd_step(static_cast<Math>(p[i]), clipped_gradient(g[i], *control, clip),
-                                   buf != nullptr ? buf + i : nullptr, coefficients);
+      const Acc weight = sgd_step(static_cast<Acc>(p[i]), clipped_gradient(g[i], *control, clip),
+                                  buf != nullptr ? buf + i : nullptr, coefficients);
       mpx::detail::store_weight(p, copy, i, weight, round);
     }
   });
@@ -97,10 +97,10 @@ void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tenso
   require_shape("mpx::cpu::adamw_update", "exp_avg", exp_avg.shape(), master.shape());
   require_shape("mpx::cpu::adamw_update", "exp_avg_sq", exp_avg_sq.shape(), master.shape());
   if (control->skip != 0) return;
-  using Math = G;
-  const auto coefficients = adamw_coefficients<Math>(s, *control);
+  using Acc = G;
+  const auto coefficients = adamw_coefficients<Acc>(s, *control);
   const auto round = rounding_at(rounding, control->optimizer_step + 1);
-  const Math clip = clip_factor<Math>(*control);
+  const Acc clip = clip_factor<Acc>(*control);
   M* p = master.data();
   C* copy = compute != nullptr ? compute->data() : nullptr;
   const G* g = grad.data();
@@ -108,8 +108,8 @@ void adamw_update(Tensor<M, Host>& master, Tensor<C, Host>* compute, const Tenso
   G* v = exp_avg_sq.data();
   parallel_for_chunks(master.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const Math weight = adamw_step(static_cast<Math>(p[i]), clipped_gradient(g[i], *control, clip), m[i],
-                                     v[i], coefficients);
+      const Acc weight = adamw_step(static_cast<Acc>(p[i]), clipped_gradient(g[i], *control, clip), m[i],
+                                    v[i], coefficients);
       mpx::detail::store_weight(p, copy, i, weight, round);
     }
   });

@@ -3,7 +3,7 @@
 #pragma once
 /// @file
 /// @brief Learned positional embedding on the CPU: y[b, t, :] = x[b, t, :] + weight[t, :] added in
-/// the math type (fp32 for 16-bit activations) and rounded once; the weight gradient sums the
+/// the accumulate type (fp32 for 16-bit activations) and rounded once; the weight gradient sums the
 /// upstream gradient over the batch in batch order (the reference the CUDA kernels reproduce bit
 /// for bit).
 
@@ -17,7 +17,7 @@
 
 namespace mpx::cpu {
 
-/// @brief y[b, t, c] = round(x[b, t, c] + weight[t, c]), the sum in x's math type.
+/// @brief y[b, t, c] = round(x[b, t, c] + weight[t, c]), the sum in x's accumulate type.
 /// @param x      [batch, sequence, dim] (or [sequence, dim]; every leading dimension is a batch) in
 ///               the compute type, sequence <= max_positions.
 /// @param weight [max_positions, dim], any element type (the master weights).
@@ -28,14 +28,14 @@ void positional_embedding_forward(const Tensor<T, Host>& x, const Tensor<Weight,
   constexpr const char* where = "mpx::cpu::positional_embedding_forward";
   const std::int64_t sequence = validate_positional_embedding(where, x, weight);
   require_shape(where, "output", y.shape(), x.shape());
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const std::int64_t block = sequence * weight.shape()[1];  // one sequence's elements = weight's first rows
   const T* in = x.data();
   const Weight* w = weight.data();
   T* out = y.data();
   parallel_for_chunks(x.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i)
-      out[i] = round_to<tag_of_t<T>>(static_cast<Math>(in[i]) + static_cast<Math>(w[i % block]));
+      out[i] = round_to<tag_of_t<T>>(static_cast<Acc>(in[i]) + static_cast<Acc>(w[i % block]));
   });
 }
 

@@ -32,7 +32,7 @@ namespace mpx::cpu {
 ///                     being the number of rows whose label is not `ignore_index`.
 /// @param dlogits      if not null, receives the gradient (same shape and type as logits).
 /// @param ignore_index rows with this label add no loss and get a zero gradient (it may be a class id).
-/// @return the mean loss over the counted rows, in the math type. With no counted row (every label
+/// @return the mean loss over the counted rows, in the accumulate type. With no counted row (every label
 ///         ignored, or no rows) the loss is 0 and the gradient zero: PyTorch returns NaN there, but its
 ///         gradient is zero and its step proceeds, while mpx skips a step whose loss is not finite (and
 ///         backs off the loss scale), so a NaN would turn a batch of padding into a skipped step; 0
@@ -40,10 +40,10 @@ namespace mpx::cpu {
 ///         training step detects. A label outside [0, classes) that is not `ignore_index` throws
 ///         `mpx::invalid_argument` naming it and its row.
 template <FloatingElement T>
-math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
-                                          float smoothing, float grad_seed, Tensor<T, Host>* dlogits,
-                                          std::int32_t ignore_index = default_ignore_index) {
-  using Math = math_t<tag_of_t<T>>;
+accumulate_t<T> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
+                                      float smoothing, float grad_seed, Tensor<T, Host>* dlogits,
+                                      std::int32_t ignore_index = default_ignore_index) {
+  using Acc = accumulate_t<T>;
   constexpr const char* where = "mpx::cpu::softmax_cross_entropy";
   validate_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing, dlogits);
   const std::int64_t rows = logits.shape().rows();
@@ -53,16 +53,16 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::sp
     if (label != ignore_index) ++counted;
   }
 
-  const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
-  const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
-  const Math grad_scale = counted == 0 ? Math(0) : static_cast<Math>(grad_seed) / static_cast<Math>(counted);
-  Math total = 0;
+  const Acc off_target = static_cast<Acc>(smoothing) / static_cast<Acc>(classes);
+  const Acc on_target = static_cast<Acc>(1) - static_cast<Acc>(smoothing) + off_target;
+  const Acc grad_scale = counted == 0 ? Acc(0) : static_cast<Acc>(grad_seed) / static_cast<Acc>(counted);
+  Acc total = 0;
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::int32_t label = labels[static_cast<std::size_t>(row)];
     if (label == ignore_index) {
       if (dlogits != nullptr) {
         T* dz = dlogits->data() + row * classes;
-        for (std::int64_t c = 0; c < classes; ++c) dz[c] = round_to<tag_of_t<T>>(Math(0));
+        for (std::int64_t c = 0; c < classes; ++c) dz[c] = round_to<tag_of_t<T>>(Acc(0));
       }
       continue;
     }
@@ -72,27 +72,27 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::sp
                                                  ") and is not the ignore index ", ignore_index));
     }
     const T* z = logits.data() + row * classes;
-    Math max_logit = static_cast<Math>(z[0]);
-    for (std::int64_t c = 1; c < classes; ++c) max_logit = std::fmax(max_logit, static_cast<Math>(z[c]));
-    Math sum_exp = 0;
-    for (std::int64_t c = 0; c < classes; ++c) sum_exp += std::exp(static_cast<Math>(z[c]) - max_logit);
-    const Math log_sum_exp = max_logit + std::log(sum_exp);
+    Acc max_logit = static_cast<Acc>(z[0]);
+    for (std::int64_t c = 1; c < classes; ++c) max_logit = std::fmax(max_logit, static_cast<Acc>(z[c]));
+    Acc sum_exp = 0;
+    for (std::int64_t c = 0; c < classes; ++c) sum_exp += std::exp(static_cast<Acc>(z[c]) - max_logit);
+    const Acc log_sum_exp = max_logit + std::log(sum_exp);
     // loss = -sum_c target_c * log p_c, with log p_c = z_c - log_sum_exp and sum_c target_c = 1.
-    Math row_loss = log_sum_exp - on_target * static_cast<Math>(z[label]);
+    Acc row_loss = log_sum_exp - on_target * static_cast<Acc>(z[label]);
     for (std::int64_t c = 0; c < classes; ++c) {
-      if (c != label) row_loss -= off_target * static_cast<Math>(z[c]);
+      if (c != label) row_loss -= off_target * static_cast<Acc>(z[c]);
     }
     total += row_loss;
     if (dlogits != nullptr) {
       T* dz = dlogits->data() + row * classes;
       for (std::int64_t c = 0; c < classes; ++c) {
-        const Math p = std::exp(static_cast<Math>(z[c]) - log_sum_exp);
-        const Math target = c == label ? on_target : off_target;
+        const Acc p = std::exp(static_cast<Acc>(z[c]) - log_sum_exp);
+        const Acc target = c == label ? on_target : off_target;
         dz[c] = round_to<tag_of_t<T>>((p - target) * grad_scale);
       }
     }
   }
-  return counted == 0 ? Math(0) : total / static_cast<Math>(counted);
+  return counted == 0 ? Acc(0) : total / static_cast<Acc>(counted);
 }
 
 /// @brief The training step's form: the seed is `seed.value()` (a `LossSeed`: the running step's loss
@@ -102,7 +102,7 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Host>& logits, std::sp
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::int32_t> labels,
                            float smoothing, const Seed& seed, Tensor<T, Host>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Host>& /*row_losses*/, double* loss_sum,
+                           Tensor<accumulate_t<T>, Host>& /*row_losses*/, double* loss_sum,
                            std::int32_t ignore_index = default_ignore_index) {
   *loss_sum += static_cast<double>(
       softmax_cross_entropy(logits, labels, smoothing, seed.value(), dlogits, ignore_index));
@@ -112,7 +112,7 @@ void softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<const std::i
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Host>& logits, const Tensor<std::int32_t, Host>& labels,
                            float smoothing, const Seed& seed, Tensor<T, Host>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Host>& row_losses, double* loss_sum,
+                           Tensor<accumulate_t<T>, Host>& row_losses, double* loss_sum,
                            std::int32_t ignore_index = default_ignore_index) {
   softmax_cross_entropy(
       logits, std::span<const std::int32_t>(labels.data(), static_cast<std::size_t>(labels.numel())),
@@ -121,16 +121,16 @@ void softmax_cross_entropy(const Tensor<T, Host>& logits, const Tensor<std::int3
 
 namespace detail {
 
-/// The class a row of logits predicts: the index of its largest value in the math type, the first
+/// The class a row of logits predicts: the index of its largest value in the accumulate type, the first
 /// one on ties, and the first NaN if there is one (torch.argmax's rule: NaN compares as the largest).
 template <FloatingElement T>
 std::int32_t row_argmax(const T* z, std::int64_t classes) noexcept {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   std::int64_t best = 0;
-  Math best_value = static_cast<Math>(z[0]);
+  Acc best_value = static_cast<Acc>(z[0]);
   if (std::isnan(best_value)) return 0;
   for (std::int64_t c = 1; c < classes; ++c) {
-    const Math value = static_cast<Math>(z[c]);
+    const Acc value = static_cast<Acc>(z[c]);
     if (std::isnan(value)) return static_cast<std::int32_t>(c);
     if (value > best_value) {
       best = c;
@@ -143,7 +143,7 @@ std::int32_t row_argmax(const T* z, std::int64_t classes) noexcept {
 }  // namespace detail
 
 /// @brief The predicted class of each row: `indices[row]` = the index of the row's largest logit,
-/// compared in the math type (fp32, fp64 for double), the first one on ties and the first NaN if
+/// compared in the accumulate type (fp32, fp64 for double), the first one on ties and the first NaN if
 /// any, as `torch.argmax(logits, dim=1)`.
 /// @param logits  [batch, classes], classes >= 1.
 /// @param indices [batch] (`mpx::shape_error` otherwise).

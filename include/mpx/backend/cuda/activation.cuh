@@ -74,12 +74,12 @@ struct GeluDerivative {
   }
 };
 
-// y[i] = f(x[i]) in the math type, rounded into T. The first `packs` * width elements go through
+// y[i] = f(x[i]) in the accumulate type, rounded into T. The first `packs` * width elements go through
 // 16-byte accesses (when the host found the pointers aligned), the tail one element at a time.
 // In place (y == x) is fine: every element is read before the same thread writes it.
 template <class T, class F>
 __global__ void map_elements_kernel(const T* x, T* y, std::int64_t count, std::int64_t packs, F f) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   constexpr int width = pack_width<T>;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -87,19 +87,19 @@ __global__ void map_elements_kernel(const T* x, T* y, std::int64_t count, std::i
     Pack<T> in = reinterpret_cast<const Pack<T>*>(x)[p];
     Pack<T> out;
 #pragma unroll
-    for (int k = 0; k < width; ++k) out.value[k] = round_to<tag_of_t<T>>(f(static_cast<Math>(in.value[k])));
+    for (int k = 0; k < width; ++k) out.value[k] = round_to<tag_of_t<T>>(f(static_cast<Acc>(in.value[k])));
     reinterpret_cast<Pack<T>*>(y)[p] = out;
   }
   for (std::int64_t i = packs * width + first; i < count; i += stride) {
-    y[i] = round_to<tag_of_t<T>>(f(static_cast<Math>(x[i])));
+    y[i] = round_to<tag_of_t<T>>(f(static_cast<Acc>(x[i])));
   }
 }
 
-// dx[i] = dy[i] * f'(saved[i]) in the math type, rounded into T; packed like map_elements_kernel.
+// dx[i] = dy[i] * f'(saved[i]) in the accumulate type, rounded into T; packed like map_elements_kernel.
 template <class T, class F>
 __global__ void map_gradient_kernel(const T* saved, const T* dy, T* dx, std::int64_t count,
                                     std::int64_t packs, F derivative) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   constexpr int width = pack_width<T>;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -110,12 +110,12 @@ __global__ void map_gradient_kernel(const T* saved, const T* dy, T* dx, std::int
 #pragma unroll
     for (int k = 0; k < width; ++k) {
       out.value[k] =
-          round_to<tag_of_t<T>>(static_cast<Math>(g.value[k]) * derivative(static_cast<Math>(s.value[k])));
+          round_to<tag_of_t<T>>(static_cast<Acc>(g.value[k]) * derivative(static_cast<Acc>(s.value[k])));
     }
     reinterpret_cast<Pack<T>*>(dx)[p] = out;
   }
   for (std::int64_t i = packs * width + first; i < count; i += stride) {
-    dx[i] = round_to<tag_of_t<T>>(static_cast<Math>(dy[i]) * derivative(static_cast<Math>(saved[i])));
+    dx[i] = round_to<tag_of_t<T>>(static_cast<Acc>(dy[i]) * derivative(static_cast<Acc>(saved[i])));
   }
 }
 

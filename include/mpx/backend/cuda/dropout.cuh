@@ -28,8 +28,8 @@ namespace detail {
 // from *step (one more Philox call per thread, cheaper than a round trip through shared memory).
 template <class T>
 __global__ void dropout_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t count,
-                               DropoutMask mask, std::uint32_t threshold, math_t<tag_of_t<T>> keep) {
-  using Math = math_t<tag_of_t<T>>;
+                               DropoutMask mask, std::uint32_t threshold, accumulate_t<T> keep) {
+  using Acc = accumulate_t<T>;
   const auto step_words = dropout_step_words(mask.seed, mask.stream, *mask.step);
   const auto micro_batch = static_cast<std::uint32_t>(mask.micro_batch);
   const std::int64_t blocks = (count + 3) / 4;
@@ -42,7 +42,7 @@ __global__ void dropout_kernel(const T* __restrict__ x, T* __restrict__ y, std::
       const std::int64_t i = block * 4 + lane;
       if (i < count) {
         y[i] =
-            round_to<tag_of_t<T>>(dropout_element(static_cast<Math>(x[i]), bits.v[lane] >= threshold, keep));
+            round_to<tag_of_t<T>>(dropout_element(static_cast<Acc>(x[i]), bits.v[lane] >= threshold, keep));
       }
     }
   }
@@ -57,7 +57,7 @@ __global__ void dropout_kernel(const T* __restrict__ x, T* __restrict__ y, std::
 /// count in host memory.
 template <FloatingElement T>
 void dropout(const Tensor<T, Cuda>& x, Tensor<T, Cuda>& y, const DropoutMask& mask) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   constexpr const char* where = "mpx::cuda::dropout";
   validate_dropout(where, x, y, mask);
   if (!is_device_pointer(mask.step)) {
@@ -69,7 +69,7 @@ void dropout(const Tensor<T, Cuda>& x, Tensor<T, Cuda>& y, const DropoutMask& ma
   const std::int64_t blocks = (count + 3) / 4;
   detail::dropout_kernel<<<detail::elementwise_blocks(blocks), detail::elementwise_threads, 0,
                            detail::stream()>>>(x.data(), y.data(), count, mask, dropout_threshold(mask.p),
-                                               dropout_keep_probability<Math>(mask.p));
+                                               dropout_keep_probability<Acc>(mask.p));
   MPX_CUDA_CHECK_LAUNCH("dropout_kernel");
 }
 

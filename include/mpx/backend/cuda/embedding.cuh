@@ -153,7 +153,7 @@ void embedding_forward(const Tensor<std::int32_t, Cuda>& ids, const Tensor<T, Cu
   const std::int64_t tokens = ids.numel();
   const std::int64_t dim = weight.shape()[1];
   if (tokens == 0) return;
-  const T nan = round_to<tag_of_t<T>>(std::numeric_limits<math_t<tag_of_t<T>>>::quiet_NaN());
+  const T nan = round_to<tag_of_t<T>>(std::numeric_limits<accumulate_t<T>>::quiet_NaN());
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(tokens, std::int64_t{1} << 20));
   detail::embedding_forward_kernel<<<blocks, detail::row_threads(dim), 0, detail::stream()>>>(
       ids.data(), weight.data(), tokens, dim, weight.shape()[0], nan, out.data());

@@ -59,7 +59,7 @@
 namespace mpx::cuda {
 
 /// @brief `mpx::GemmOperands` for device tensors.
-template <Element TD, class Acc = math_t<tag_of_t<TD>>>
+template <Element TD, class Acc = accumulate_t<TD>>
 using GemmOperands = mpx::GemmOperands<TD, Acc, Cuda>;
 
 namespace detail {
@@ -436,13 +436,14 @@ struct UnfusedOperandReduction {
 };
 
 // The launchers `gemm<Compute, TD>` calls: the epilogue writes D's device type; the reduction reads
-// A and B's, rounded to TF32 first for TF32.
+// A and B's, rounded to TF32 first for a format kept in fp32's storage (TF32).
 template <NumericTag Compute, Element TD>
-using UnfusedEpilogueFor = UnfusedEpilogue<math_t<Compute>, typename cuda_traits<tag_of_t<TD>>::device_type>;
+using UnfusedEpilogueFor =
+    UnfusedEpilogue<accumulate_t<Compute>, typename cuda_traits<tag_of_t<TD>>::device_type>;
 template <NumericTag Compute>
 using UnfusedOperandReductionFor =
-    UnfusedOperandReduction<math_t<Compute>, typename cuda_traits<Compute>::device_type,
-                            std::is_same_v<Compute, TF32>>;
+    UnfusedOperandReduction<accumulate_t<Compute>, typename cuda_traits<Compute>::device_type,
+                            !owns_storage_v<Compute>>;
 
 // `launch`, or an mpx::error saying why the unfused path cannot run in this program.
 template <class Launch>
@@ -493,8 +494,9 @@ inline void reset_gemm_path_counts() noexcept {
 template <NumericTag Compute, Element TD>
 void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Compute>, Cuda>& b,
           Tensor<TD, Cuda>& d, const GemmConfig& config,
-          const GemmOperands<TD, math_t<Compute>>& operands = {}, CudaContext& context = cuda_context()) {
-  using Acc = math_t<Compute>;
+          const GemmOperands<TD, accumulate_t<Compute>>& operands = {},
+          CudaContext& context = cuda_context()) {
+  using Acc = accumulate_t<Compute>;
   static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
                 "mpx::cuda::gemm<Compute>: D must hold the compute type or the accumulate type "
                 "(float; double for mpx::Double)");

@@ -218,17 +218,25 @@ void register_launcher(UnfusedOperandReduction<Acc, ST, Tf32>) {
   UnfusedOperandReduction<Acc, ST, Tf32>::launch = &launch_reduce_operand<Acc, ST, Tf32>;
 }
 
-// Fills every slot `gemm<Compute, TD>` reads, for TD = storage_t<Compute> and TD = math_t<Compute>.
-template <NumericTag... Computes>
-bool register_unfused_gemm() {
-  (register_launcher(UnfusedEpilogueFor<Computes, storage_t<Computes>>{}), ...);
-  (register_launcher(UnfusedEpilogueFor<Computes, math_t<Computes>>{}), ...);
-  (register_launcher(UnfusedOperandReductionFor<Computes>{}), ...);
+// Fills every slot `gemm<Compute, TD>` reads, for TD = storage_t<Compute> and TD = accumulate_t<Compute>,
+// for each format of the list that the CUDA backend runs (`CudaFormat`).
+template <class Compute>
+void register_unfused_gemm_for() {
+  if constexpr (CudaFormat<Compute>) {
+    register_launcher(UnfusedEpilogueFor<Compute, storage_t<Compute>>{});
+    register_launcher(UnfusedEpilogueFor<Compute, accumulate_t<Compute>>{});
+    register_launcher(UnfusedOperandReductionFor<Compute>{});
+  }
+}
+template <class... Computes>
+bool register_unfused_gemm(FormatList<Computes...>) {
+  (register_unfused_gemm_for<Computes>(), ...);
   return true;
 }
 
-// Every precision with `cuda_traits` (data_type.hpp). An inline variable: its initialiser runs once
-// per program, during static initialisation, however many translation units include this header.
-inline const bool unfused_gemm_registered = register_unfused_gemm<Double, Float, TF32, Half, BFloat16>();
+// Every built-in format (numeric/tags.hpp) the CUDA backend runs. An inline variable: its initialiser
+// runs once per program, during static initialisation, however many translation units include this
+// header.
+inline const bool unfused_gemm_registered = register_unfused_gemm(BuiltinFormats{});
 
 }  // namespace mpx::cuda::detail

@@ -174,7 +174,7 @@ __device__ G divided(G g, G divisor) {
 
 template <class G>
 __device__ double to_double(G g) {
-  return static_cast<double>(static_cast<math_t<tag_of_t<G>>>(g));
+  return static_cast<double>(static_cast<accumulate_t<G>>(g));
 }
 
 // Exponent bits all set: inf or NaN.
@@ -297,13 +297,13 @@ __global__ void scale_in_place_kernel(G* g, std::int64_t count, G factor) {
 template <class T, class Before, class... Args>
 __global__ void flag_nonfinite_after_kernel(const T* x, std::int64_t count, int* flag, unsigned int* counter,
                                             unsigned int* found, Before before, Args... args) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   int local = 0;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
     // NaN fails every comparison and inf exceeds the largest finite value.
-    if (!(fabs(static_cast<Math>(x[i])) <= std::numeric_limits<Math>::max())) local = 1;
+    if (!(fabs(static_cast<Acc>(x[i])) <= std::numeric_limits<Acc>::max())) local = 1;
   }
   if (__syncthreads_or(local) != 0 && threadIdx.x == 0) atomicExch(found, 1u);
   if (!last_block_done(counter)) return;

@@ -35,20 +35,20 @@ namespace detail {
 // when dprediction is set, writes seed * 2 (prediction - target) / count rounded into T.
 template <class T, class U, class Seed>
 __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64_t count, Seed seed,
-                                T* dprediction, math_t<tag_of_t<T>>* partials) {
-  using Math = math_t<tag_of_t<T>>;
-  const Math grad_scale = dprediction != nullptr ? static_cast<Math>(2) * static_cast<Math>(seed.value()) /
-                                                       static_cast<Math>(count)
-                                                 : Math(0);
+                                T* dprediction, accumulate_t<T>* partials) {
+  using Acc = accumulate_t<T>;
+  const Acc grad_scale = dprediction != nullptr
+                             ? static_cast<Acc>(2) * static_cast<Acc>(seed.value()) / static_cast<Acc>(count)
+                             : Acc(0);
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  Math local = 0;
+  Acc local = 0;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    const Math diff = static_cast<Math>(prediction[i]) - static_cast<Math>(target[i]);
+    const Acc diff = static_cast<Acc>(prediction[i]) - static_cast<Acc>(target[i]);
     local += diff * diff;
     if (dprediction != nullptr) dprediction[i] = round_to<tag_of_t<T>>(diff * grad_scale);
   }
-  const Math total = block_reduce(local, Plus{});
+  const Acc total = block_reduce(local, Plus{});
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
@@ -63,20 +63,20 @@ __global__ void mse_loss_kernel(const T* prediction, const U* target, std::int64
 /// @param target      one value per prediction.
 /// @param seed        the gradient's seed (the loss scale over the micro-batches), read on the device.
 /// @param dprediction if not null, receives the gradient (same shape and type as prediction).
-/// @param partials scratch in the math type, given the shape [mse_loss_partials] here if it has
+/// @param partials scratch in the accumulate type, given the shape [mse_loss_partials] here if it has
 ///                 another (so a loss can keep an empty tensor for it). The mean is reduced in a fixed order
-///                 (per-block sums, then one block over them) in the math type, then converted to
+///                 (per-block sums, then one block over them) in the accumulate type, then converted to
 ///                 double; an empty prediction adds 0, as the CPU version returns.
 /// @param loss_sum device memory, or null to compute only the gradient.
 template <Element T, Element U, class Seed>
 void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, Seed seed,
-              std::type_identity_t<Tensor<T, Cuda>>* dprediction, Tensor<math_t<tag_of_t<T>>, Cuda>& partials,
+              std::type_identity_t<Tensor<T, Cuda>>* dprediction, Tensor<accumulate_t<T>, Cuda>& partials,
               double* loss_sum) {
   constexpr const char* where = "mpx::cuda::mse_loss";
   require_shape(where, "target", target.shape(), prediction.shape());
   if (dprediction != nullptr) require_shape(where, "dprediction", dprediction->shape(), prediction.shape());
   if (!(partials.shape() == Shape{mse_loss_partials})) {
-    partials = Tensor<math_t<tag_of_t<T>>, Cuda>::uninitialized(Shape{mse_loss_partials});
+    partials = Tensor<accumulate_t<T>, Cuda>::uninitialized(Shape{mse_loss_partials});
   }
   const std::int64_t count = prediction.numel();
   const std::int64_t blocks = std::clamp<std::int64_t>(
@@ -96,14 +96,14 @@ void mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, 
 /// @brief mpx::cpu::mse_loss's signature on the GPU: returns the mean loss (one synchronisation) and
 /// writes dprediction = grad_seed * 2 (prediction - target) / count when it is not null.
 template <Element T, Element U>
-math_t<tag_of_t<T>> mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target,
-                             float grad_seed, std::type_identity_t<Tensor<T, Cuda>>* dprediction) {
-  using Math = math_t<tag_of_t<T>>;
-  auto partials = Tensor<Math, Cuda>::uninitialized(Shape{mse_loss_partials});
+accumulate_t<T> mse_loss(const Tensor<T, Cuda>& prediction, const Tensor<U, Cuda>& target, float grad_seed,
+                         std::type_identity_t<Tensor<T, Cuda>>* dprediction) {
+  using Acc = accumulate_t<T>;
+  auto partials = Tensor<Acc, Cuda>::uninitialized(Shape{mse_loss_partials});
   DeviceArray<double> loss_sum(1);
   MPX_CUDA_CHECK(cudaMemsetAsync(loss_sum.data(), 0, sizeof(double), detail::stream()));
   mse_loss(prediction, target, detail::ConstantSeed{grad_seed}, dprediction, partials, loss_sum.data());
-  return static_cast<Math>(loss_sum.download()[0]);
+  return static_cast<Acc>(loss_sum.download()[0]);
 }
 
 }  // namespace mpx::cuda

@@ -3,7 +3,7 @@
 #pragma once
 /// @file
 /// @brief Learned positional embedding on the GPU with mpx::cpu::positional_embedding_*'s contracts
-/// and bits: forward adds in the math type and rounds once (one correctly rounded add, so nothing for
+/// and bits: forward adds in the accumulate type and rounds once (one correctly rounded add, so nothing for
 /// nvcc to contract); backward gives each weight element one thread that adds the batch's terms in
 /// batch order, the CPU's order, without atomics.
 
@@ -24,15 +24,15 @@ namespace mpx::cuda {
 
 namespace detail {
 
-// y[i] = round(x[i] + weight[i % block]) in T's math type; block = sequence * dim.
+// y[i] = round(x[i] + weight[i % block]) in T's accumulate type; block = sequence * dim.
 template <class T, class Weight>
 __global__ void positional_embedding_forward_kernel(const T* x, const Weight* weight, std::int64_t count,
                                                     std::int64_t block, T* y) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride)
-    y[i] = round_to<tag_of_t<T>>(static_cast<Math>(x[i]) + static_cast<Math>(weight[i % block]));
+    y[i] = round_to<tag_of_t<T>>(static_cast<Acc>(x[i]) + static_cast<Acc>(weight[i % block]));
 }
 
 // dweight[e] += (dy[0, e] + dy[1, e]) + ... for e in [0, block): one thread per element.
@@ -50,7 +50,7 @@ __global__ void positional_embedding_backward_kernel(const T* dy, std::int64_t b
 
 }  // namespace detail
 
-/// @brief y[b, t, c] = round(x[b, t, c] + weight[t, c]), the sum in x's math type: the bits of
+/// @brief y[b, t, c] = round(x[b, t, c] + weight[t, c]), the sum in x's accumulate type: the bits of
 /// mpx::cpu::positional_embedding_forward.
 /// @param x      [batch, sequence, dim] (or [sequence, dim]) in the compute type.
 /// @param weight [max_positions, dim], any element type (the master weights).

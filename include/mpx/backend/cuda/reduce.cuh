@@ -74,17 +74,17 @@ __device__ Acc block_reduce(Acc value, Op op) {
 /// Threads of the single-block kernels that finish a reduction.
 inline constexpr int final_reduce_threads = 256;
 
-/// `*sum += double(total / divisor)`, total being `values[0 .. count)` summed in `Math` in a fixed
+/// `*sum += double(total / divisor)`, total being `values[0 .. count)` summed in `Acc` in a fixed
 /// order by one block of final_reduce_threads threads. With `divisor == 0`, adds 0 when
 /// `empty_mean_is_zero` (MSE's convention) and NaN (0 / 0) otherwise.
-template <class Math>
-__global__ void add_mean_kernel(const Math* values, std::int64_t count, std::int64_t divisor,
+template <class Acc>
+__global__ void add_mean_kernel(const Acc* values, std::int64_t count, std::int64_t divisor,
                                 bool empty_mean_is_zero, double* sum) {
-  Math local = 0;
+  Acc local = 0;
   for (std::int64_t i = threadIdx.x; i < count; i += blockDim.x) local += values[i];
-  const Math total = block_reduce(local, Plus{});
+  const Acc total = block_reduce(local, Plus{});
   if (threadIdx.x == 0) {
-    const Math mean = divisor == 0 && empty_mean_is_zero ? Math(0) : total / static_cast<Math>(divisor);
+    const Acc mean = divisor == 0 && empty_mean_is_zero ? Acc(0) : total / static_cast<Acc>(divisor);
     *sum += static_cast<double>(mean);
   }
 }

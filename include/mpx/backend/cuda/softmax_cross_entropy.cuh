@@ -81,11 +81,11 @@ __device__ std::int32_t count_kept(const Label* labels, std::int64_t rows, Label
 // row is kept, as on the CPU): one kernel where the count, the rows and the mean took three.
 template <class T, class Seed>
 __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t* labels, std::int64_t rows,
-                                             std::int64_t classes, math_t<tag_of_t<T>> on_target,
-                                             math_t<tag_of_t<T>> off_target, Seed seed,
+                                             std::int64_t classes, accumulate_t<T> on_target,
+                                             accumulate_t<T> off_target, Seed seed,
                                              const std::int32_t* counted, std::int32_t ignore_index,
-                                             T* dlogits, math_t<tag_of_t<T>>* row_losses, LossMean mean) {
-  using Math = math_t<tag_of_t<T>>;
+                                             T* dlogits, accumulate_t<T>* row_losses, LossMean mean) {
+  using Acc = accumulate_t<T>;
   const std::int32_t kept = counted != nullptr ? *counted : count_kept(labels, rows, ignore_index);
   const std::int64_t row = blockIdx.x;
   const T* z = logits + row * classes;
@@ -93,11 +93,11 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t
   const std::int32_t label = labels[row];
   if (label == ignore_index) {  // the same for the whole block
     if (dz != nullptr) {
-      for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) dz[c] = round_to<tag_of_t<T>>(Math(0));
+      for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) dz[c] = round_to<tag_of_t<T>>(Acc(0));
     }
     if (threadIdx.x == 0) row_losses[row] = 0;
   } else if (label < 0 || label >= classes) {  // the same for the whole block
-    const Math nan = std::numeric_limits<Math>::quiet_NaN();
+    const Acc nan = std::numeric_limits<Acc>::quiet_NaN();
     if (dz != nullptr) {
       for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) dz[c] = round_to<tag_of_t<T>>(nan);
     }
@@ -106,50 +106,49 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, const std::int32_t
     // fmax as the CPU: a NaN logit does not become the maximum, but its exponential below is NaN.
     // The smoothing term, loss = log_sum_exp - on_target z[label] - sum over c != label of
     // off_target z[c], needs no maximum, so it is summed in the same pass.
-    Math local_max = -std::numeric_limits<Math>::infinity();
-    Math local_off = 0;
+    Acc local_max = -std::numeric_limits<Acc>::infinity();
+    Acc local_off = 0;
     for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-      const Math value = static_cast<Math>(z[c]);
+      const Acc value = static_cast<Acc>(z[c]);
       local_max = fmax(local_max, value);
       if (c != label) local_off += off_target * value;
     }
-    const Math max_logit = block_reduce(local_max, Fmax{});
-    const Math off_sum = block_reduce(local_off, Plus{});
-    Math local_sum = 0;
+    const Acc max_logit = block_reduce(local_max, Fmax{});
+    const Acc off_sum = block_reduce(local_off, Plus{});
+    Acc local_sum = 0;
     for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-      local_sum += std::exp(static_cast<Math>(z[c]) - max_logit);
+      local_sum += std::exp(static_cast<Acc>(z[c]) - max_logit);
     }
-    const Math log_sum_exp = max_logit + std::log(block_reduce(local_sum, Plus{}));
-    if (threadIdx.x == 0) row_losses[row] = (log_sum_exp - on_target * static_cast<Math>(z[label])) - off_sum;
+    const Acc log_sum_exp = max_logit + std::log(block_reduce(local_sum, Plus{}));
+    if (threadIdx.x == 0) row_losses[row] = (log_sum_exp - on_target * static_cast<Acc>(z[label])) - off_sum;
 
     if (dz != nullptr) {
       // This row is kept, so kept >= 1.
-      const Math grad_scale = static_cast<Math>(seed.value()) / static_cast<Math>(kept);
+      const Acc grad_scale = static_cast<Acc>(seed.value()) / static_cast<Acc>(kept);
       for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-        const Math p = std::exp(static_cast<Math>(z[c]) - log_sum_exp);
-        const Math target = c == label ? on_target : off_target;
+        const Acc p = std::exp(static_cast<Acc>(z[c]) - log_sum_exp);
+        const Acc target = c == label ? on_target : off_target;
         dz[c] = round_to<tag_of_t<T>>((p - target) * grad_scale);
       }
     }
   }
   if (mean.counter == nullptr || !last_block_done(mean.counter)) return;  // uniform over the grid
-  Math local = 0;
+  Acc local = 0;
   for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) local += __ldcg(row_losses + i);
-  const Math total = block_reduce(local, Plus{});
-  if (threadIdx.x == 0)
-    *mean.sum += static_cast<double>(kept == 0 ? Math(0) : total / static_cast<Math>(kept));
+  const Acc total = block_reduce(local, Plus{});
+  if (threadIdx.x == 0) *mean.sum += static_cast<double>(kept == 0 ? Acc(0) : total / static_cast<Acc>(kept));
 }
 
-// mpx::cpu::detail::row_argmax on the device: the first largest value in the math type, or the
+// mpx::cpu::detail::row_argmax on the device: the first largest value in the accumulate type, or the
 // first NaN (torch.argmax's rule). NaN is the only value unequal to itself.
 template <class T>
 __device__ std::int32_t row_argmax(const T* z, std::int64_t classes) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   std::int64_t best = 0;
-  Math best_value = static_cast<Math>(z[0]);
+  Acc best_value = static_cast<Acc>(z[0]);
   if (best_value != best_value) return 0;
   for (std::int64_t c = 1; c < classes; ++c) {
-    const Math value = static_cast<Math>(z[c]);
+    const Acc value = static_cast<Acc>(z[c]);
     if (value != value) return static_cast<std::int32_t>(c);
     if (value > best_value) {
       best = c;
@@ -217,12 +216,12 @@ inline unsigned int* loss_block_counter(const void* owner) {
 template <Element T, class Seed>
 void queue_softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
                                  Seed seed, Tensor<T, Cuda>* dlogits,
-                                 Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, std::int32_t* counted,
+                                 Tensor<accumulate_t<T>, Cuda>& row_losses, std::int32_t* counted,
                                  double* loss_sum, std::int32_t ignore_index) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const std::int64_t rows = logits.shape().rows();
   const std::int64_t classes = logits.shape().cols();
-  if (!(row_losses.shape() == Shape{rows})) row_losses = Tensor<Math, Cuda>::uninitialized(Shape{rows});
+  if (!(row_losses.shape() == Shape{rows})) row_losses = Tensor<Acc, Cuda>::uninitialized(Shape{rows});
   if (rows == 0) return;  // no row: nothing to write, and a mean over no row adds 0
   const bool count_in_blocks = rows <= rows_counted_in_blocks;
   if (!count_in_blocks) {
@@ -230,8 +229,8 @@ void queue_softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32
     MPX_CUDA_CHECK_LAUNCH("count_targets_kernel");
   }
   const LossMean mean{loss_sum != nullptr ? loss_block_counter(&row_losses) : nullptr, loss_sum};
-  const Math off_target = static_cast<Math>(smoothing) / static_cast<Math>(classes);
-  const Math on_target = static_cast<Math>(1) - static_cast<Math>(smoothing) + off_target;
+  const Acc off_target = static_cast<Acc>(smoothing) / static_cast<Acc>(classes);
+  const Acc on_target = static_cast<Acc>(1) - static_cast<Acc>(smoothing) + off_target;
   softmax_cross_entropy_kernel<<<static_cast<unsigned>(rows), row_threads(classes), 0, stream()>>>(
       logits.data(), labels, rows, classes, on_target, off_target, seed, count_in_blocks ? nullptr : counted,
       ignore_index, dlogits != nullptr ? dlogits->data() : nullptr, row_losses.data(), mean);
@@ -280,7 +279,7 @@ class DeviceLabels {
 ///                     `LossSeed`, train/loss_seed.hpp); the gradient is
 ///                     seed * (softmax - target) / counted.
 /// @param dlogits      if not null, receives the gradient (same shape and type as logits).
-/// @param row_losses   scratch in the math type, given the shape [rows] here if it has another (so a
+/// @param row_losses   scratch in the accumulate type, given the shape [rows] here if it has another (so a
 ///                     loss can keep an empty tensor for it): each row's loss (left there after the
 ///                     call; 0 for ignored rows). It also names the device scratch (`detail::scratch`)
 ///                     for the count of rows whose label is not `ignore_index` and the counter of the
@@ -288,7 +287,7 @@ class DeviceLabels {
 ///                     the whole loss is one kernel (its last block adds the mean); beyond, a one-block
 ///                     kernel counts them first.
 /// @param loss_sum     device memory (or null: no loss); the mean over the counted rows is added to it,
-///                     reduced in a fixed order in the math type and then converted to double; with no
+///                     reduced in a fixed order in the accumulate type and then converted to double; with no
 ///                     counted row it adds 0 (see mpx::cpu::softmax_cross_entropy for why).
 /// @param ignore_index rows with this label add no loss and get a zero gradient.
 ///
@@ -300,7 +299,7 @@ class DeviceLabels {
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* labels, float smoothing,
                            Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum,
+                           Tensor<accumulate_t<T>, Cuda>& row_losses, double* loss_sum,
                            std::int32_t ignore_index = default_ignore_index) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
   detail::check_softmax_cross_entropy(where, logits, -1, smoothing, dlogits);
@@ -317,7 +316,7 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const std::int32_t* la
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
                            float smoothing, Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum,
+                           Tensor<accumulate_t<T>, Cuda>& row_losses, double* loss_sum,
                            std::int32_t ignore_index = default_ignore_index) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
   detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
@@ -338,7 +337,7 @@ void softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::i
 template <Element T, class Seed>
 void softmax_cross_entropy(const Tensor<T, Cuda>& logits, const Tensor<std::int32_t, Cuda>& labels,
                            float smoothing, Seed seed, std::type_identity_t<Tensor<T, Cuda>>* dlogits,
-                           Tensor<math_t<tag_of_t<T>>, Cuda>& row_losses, double* loss_sum,
+                           Tensor<accumulate_t<T>, Cuda>& row_losses, double* loss_sum,
                            std::int32_t ignore_index = default_ignore_index) {
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy (training step)";
   detail::check_softmax_cross_entropy(where, logits, labels.numel(), smoothing, dlogits);
@@ -360,7 +359,7 @@ void count_correct(const Tensor<T, Cuda>& logits, const std::int32_t* labels, st
 }
 
 /// @brief mpx::cpu::argmax on the GPU: `indices[row]` (device memory, [batch]) = the row's predicted
-/// class, the first largest logit compared in the math type or the first NaN, as `torch.argmax`.
+/// class, the first largest logit compared in the accumulate type or the first NaN, as `torch.argmax`.
 /// Queued on the context's stream; no synchronisation.
 template <FloatingElement T>
 void argmax(const Tensor<T, Cuda>& logits, Tensor<std::int32_t, Cuda>& indices) {
@@ -383,11 +382,11 @@ void argmax(const Tensor<T, Cuda>& logits, Tensor<std::int32_t, Cuda>& indices) 
 /// device labels cannot be checked without a copy, and an invalid one makes the result NaN (see the
 /// device path).
 template <Element T>
-math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
-                                          float smoothing, float grad_seed,
-                                          std::type_identity_t<Tensor<T, Cuda>>* dlogits,
-                                          std::int32_t ignore_index = default_ignore_index) {
-  using Math = math_t<tag_of_t<T>>;
+accumulate_t<T> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::span<const std::int32_t> labels,
+                                      float smoothing, float grad_seed,
+                                      std::type_identity_t<Tensor<T, Cuda>>* dlogits,
+                                      std::int32_t ignore_index = default_ignore_index) {
+  using Acc = accumulate_t<T>;
   constexpr const char* where = "mpx::cuda::softmax_cross_entropy";
   detail::check_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing,
                                       dlogits);
@@ -403,14 +402,14 @@ math_t<tag_of_t<T>> softmax_cross_entropy(const Tensor<T, Cuda>& logits, std::sp
       }
     }
   }
-  auto row_losses = Tensor<Math, Cuda>::uninitialized(Shape{rows});
+  auto row_losses = Tensor<Acc, Cuda>::uninitialized(Shape{rows});
   DeviceArray<std::int32_t> counted(1);
   DeviceArray<double> loss_sum(1);
   MPX_CUDA_CHECK(cudaMemsetAsync(loss_sum.data(), 0, sizeof(double), detail::stream()));
   detail::queue_softmax_cross_entropy(logits, device_labels.data(), smoothing,
                                       detail::ConstantSeed{grad_seed}, dlogits, row_losses, counted.data(),
                                       loss_sum.data(), ignore_index);
-  return static_cast<Math>(loss_sum.download()[0]);
+  return static_cast<Acc>(loss_sum.download()[0]);
 }
 
 /// @brief mpx::cpu::count_correct's signature on the GPU: the number of rows whose predicted class

@@ -28,13 +28,13 @@ namespace mpx::cuda {
 
 namespace detail {
 
-// out[i] = round_to<To>(in[i] read in its math type), as mpx::round_into.
+// out[i] = round_to<To>(in[i] read in its accumulate type), as mpx::round_into.
 template <class To, class From>
 __global__ void round_nearest_kernel(const From* in, storage_t<To>* out, std::int64_t count) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    out[i] = round_to<To>(static_cast<math_t<tag_of_t<From>>>(in[i]));
+    out[i] = round_to<To>(static_cast<accumulate_t<From>>(in[i]));
   }
 }
 
@@ -55,27 +55,27 @@ __global__ void round_stochastic_kernel(const float* in, storage_t<To>* out, std
   }
 }
 
-// destination[i] += source[i] in the math type, rounded into T: what Eigen's `+=` does on the host
+// destination[i] += source[i] in the accumulate type, rounded into T: what Eigen's `+=` does on the host
 // (its half and bfloat16 operator+ add in float and round once).
 template <class T>
 __global__ void add_into_kernel(T* destination, const T* source, std::int64_t count) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    destination[i] = round_to<tag_of_t<T>>(static_cast<Math>(destination[i]) + static_cast<Math>(source[i]));
+    destination[i] = round_to<tag_of_t<T>>(static_cast<Acc>(destination[i]) + static_cast<Acc>(source[i]));
   }
 }
 
-// sum[i] = a[i] + b[i] in the math type, rounded once into T, as Backend<Host>::add.
+// sum[i] = a[i] + b[i] in the accumulate type, rounded once into T, as Backend<Host>::add.
 template <class T>
 __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ sum,
                            std::int64_t count) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    sum[i] = round_to<tag_of_t<T>>(static_cast<Math>(a[i]) + static_cast<Math>(b[i]));
+    sum[i] = round_to<tag_of_t<T>>(static_cast<Acc>(a[i]) + static_cast<Acc>(b[i]));
   }
 }
 
@@ -93,13 +93,13 @@ __global__ void fill_uniform_kernel(T* out, std::int64_t count, double low, doub
 // *flag = 1 when some element is inf or NaN; one store per block that found one, never a clear.
 template <class T>
 __global__ void flag_nonfinite_kernel(const T* x, std::int64_t count, int* flag) {
-  using Math = math_t<tag_of_t<T>>;
+  using Acc = accumulate_t<T>;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   int found = 0;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
     // NaN fails every comparison and inf exceeds the largest finite value.
-    if (!(fabs(static_cast<Math>(x[i])) <= std::numeric_limits<Math>::max())) found = 1;
+    if (!(fabs(static_cast<Acc>(x[i])) <= std::numeric_limits<Acc>::max())) found = 1;
   }
   if (__syncthreads_or(found) && threadIdx.x == 0) *flag = 1;
 }
@@ -146,7 +146,7 @@ void add_into(Tensor<T, Cuda>& destination, const Tensor<T, Cuda>& source) {
   MPX_CUDA_CHECK_LAUNCH("add_into_kernel");
 }
 
-/// @brief sum = a + b, elementwise (same shapes), added in the math type and rounded once: the
+/// @brief sum = a + b, elementwise (same shapes), added in the accumulate type and rounded once: the
 /// bits of Backend<Host>::add.
 template <FloatingElement T>
 void add(const Tensor<T, Cuda>& a, const Tensor<T, Cuda>& b, Tensor<T, Cuda>& sum) {
