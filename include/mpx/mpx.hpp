@@ -18,6 +18,7 @@
 #include "mpx/numeric/tags.hpp"
 #include "mpx/numeric/traits.hpp"
 
+#include "mpx/policy/fp8_scaling.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/policy/op_precision.hpp"
 #include "mpx/policy/precision.hpp"
