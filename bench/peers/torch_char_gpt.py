@@ -111,41 +111,62 @@ def load_mpx_weights(model, tensors):
             parameter.copy_(tensors[name])
 
 
-def bench(argv):
-    """Median ms per training step (forward, cross-entropy, backward, AdamW) of the char-GPT on the
-    CPU in eager fp32 and under torch.autocast("cpu", bf16 / fp16), on random token ids; prints one
-    JSON object. The fp16 step scales its loss with a GradScaler, as an fp16 PyTorch user would."""
+def _step_arguments(prog, argv, steps, precision=False):
+    """The model's shape, the token batch and the timing options of `bench` and `profile`."""
     import argparse  # noqa: PLC0415
-    import json  # noqa: PLC0415
-    import statistics  # noqa: PLC0415
-    import time  # noqa: PLC0415
 
-    parser = argparse.ArgumentParser(prog="torch_char_gpt.py bench")
+    parser = argparse.ArgumentParser(prog=prog)
+    if precision:
+        parser.add_argument("--precision", choices=("fp32", "bf16_mixed", "fp16_mixed"), default="fp32")
     for name, default in (("batch", 16), ("context", 64), ("width", 128), ("heads", 4), ("blocks", 4),
-                          ("vocabulary", 96), ("steps", 10), ("threads", 0)):
+                          ("vocabulary", 96), ("steps", steps), ("threads", 0)):
         parser.add_argument(f"--{name}", type=int, default=default)
     args = parser.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    return args
+
+
+def _training_step(args, dtype, mark_optimizer=False):
+    """A fresh char-GPT (seed 5) and AdamW, and one training step of it on fixed random token ids
+    (seed 11): forward and cross-entropy under torch.autocast("cpu", dtype) (eager fp32 when dtype is
+    None), backward, AdamW, with a GradScaler for fp16. With `mark_optimizer`, the optimizer's work
+    runs inside the profiler range "optimizer phase"."""
+    import contextlib  # noqa: PLC0415
+
     generator = torch.Generator().manual_seed(11)
     inputs = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
     targets = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
-    results = {"torch": torch.__version__, "threads": torch.get_num_threads(), "step_ms": {}}
-    for precision, dtype in (("fp32", None), ("bf16_mixed", torch.bfloat16), ("fp16_mixed", torch.float16)):
-        torch.manual_seed(5)
-        model = char_gpt(args.vocabulary, args.context, args.width, args.heads, args.blocks)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
+    torch.manual_seed(5)
+    model = char_gpt(args.vocabulary, args.context, args.width, args.heads, args.blocks)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
 
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-                logits = model(inputs)
-                loss = nn.functional.cross_entropy(logits.float().view(-1, args.vocabulary), targets.view(-1))
-            scaler.scale(loss).backward()
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            logits = model(inputs)
+            loss = nn.functional.cross_entropy(logits.float().view(-1, args.vocabulary), targets.view(-1))
+        scaler.scale(loss).backward()
+        with (torch.profiler.record_function("optimizer phase") if mark_optimizer else contextlib.nullcontext()):
             scaler.step(optimizer)
             scaler.update()
 
+    return step
+
+
+def bench(argv):
+    """Median ms per training step (forward, cross-entropy, backward, AdamW) of the char-GPT on the
+    CPU in eager fp32 and under torch.autocast("cpu", bf16 / fp16), on random token ids; prints one
+    JSON object. The fp16 step scales its loss with a GradScaler, as an fp16 PyTorch user would."""
+    import json  # noqa: PLC0415
+    import statistics  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    args = _step_arguments("torch_char_gpt.py bench", argv, steps=10)
+    results = {"torch": torch.__version__, "threads": torch.get_num_threads(), "step_ms": {}}
+    for precision, dtype in (("fp32", None), ("bf16_mixed", torch.bfloat16), ("fp16_mixed", torch.float16)):
+        step = _training_step(args, dtype)
         for _ in range(2):
             step()
         samples = []
@@ -161,38 +182,13 @@ def profile(argv):
     """Self CPU time per aten operation of the char-GPT training step (bench's step), from
     torch.profiler over --steps steps after 3 warm-up steps; prints one JSON object
     {"step_ms": median, "ops": {name: self ms per step}}."""
-    import argparse  # noqa: PLC0415
     import json  # noqa: PLC0415
     import statistics  # noqa: PLC0415
     import time  # noqa: PLC0415
 
-    parser = argparse.ArgumentParser(prog="torch_char_gpt.py profile")
-    parser.add_argument("--precision", choices=("fp32", "bf16_mixed", "fp16_mixed"), default="fp32")
-    for name, default in (("batch", 16), ("context", 64), ("width", 128), ("heads", 4), ("blocks", 4),
-                          ("vocabulary", 96), ("steps", 20), ("threads", 0)):
-        parser.add_argument(f"--{name}", type=int, default=default)
-    args = parser.parse_args(argv)
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
+    args = _step_arguments("torch_char_gpt.py profile", argv, steps=20, precision=True)
     dtype = {"fp32": None, "bf16_mixed": torch.bfloat16, "fp16_mixed": torch.float16}[args.precision]
-    generator = torch.Generator().manual_seed(11)
-    inputs = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
-    targets = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
-    torch.manual_seed(5)
-    model = char_gpt(args.vocabulary, args.context, args.width, args.heads, args.blocks)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            logits = model(inputs)
-            loss = nn.functional.cross_entropy(logits.float().view(-1, args.vocabulary), targets.view(-1))
-        scaler.scale(loss).backward()
-        with torch.profiler.record_function("optimizer phase"):
-            scaler.step(optimizer)
-            scaler.update()
-
+    step = _training_step(args, dtype, mark_optimizer=True)
     for _ in range(3):
         step()
     samples = []
