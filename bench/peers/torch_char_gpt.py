@@ -121,31 +121,36 @@ def _step_arguments(prog, argv, steps, precision=False):
     for name, default in (("batch", 16), ("context", 64), ("width", 128), ("heads", 4), ("blocks", 4),
                           ("vocabulary", 96), ("steps", steps), ("threads", 0)):
         parser.add_argument(f"--{name}", type=int, default=default)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--compile", action="store_true", help="also time the step under torch.compile")
     args = parser.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     return args
 
 
-def _training_step(args, dtype, mark_optimizer=False):
-    """A fresh char-GPT (seed 5) and AdamW, and one training step of it on fixed random token ids
-    (seed 11): forward and cross-entropy under torch.autocast("cpu", dtype) (eager fp32 when dtype is
-    None), backward, AdamW, with a GradScaler for fp16. With `mark_optimizer`, the optimizer's work
-    runs inside the profiler range "optimizer phase"."""
+def _training_step(args, dtype, mark_optimizer=False, compiled=False):
+    """A fresh char-GPT (seed 5) and AdamW on `args.device`, and one training step of it on fixed
+    random token ids (seed 11): forward and cross-entropy under torch.autocast(device, dtype) (eager
+    fp32 when dtype is None), backward, AdamW, with a GradScaler for fp16. With `compiled`, the model
+    runs under torch.compile. With `mark_optimizer`, the optimizer's work runs inside the profiler
+    range "optimizer phase"."""
     import contextlib  # noqa: PLC0415
 
+    device = args.device
     generator = torch.Generator().manual_seed(11)
-    inputs = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
-    targets = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator)
+    inputs = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator).to(device)
+    targets = torch.randint(0, args.vocabulary, (args.batch, args.context), generator=generator).to(device)
     torch.manual_seed(5)
-    model = char_gpt(args.vocabulary, args.context, args.width, args.heads, args.blocks)
+    model = char_gpt(args.vocabulary, args.context, args.width, args.heads, args.blocks).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
+    scaler = torch.amp.GradScaler(device, enabled=dtype is torch.float16)
+    forward = torch.compile(model) if compiled else model
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            logits = model(inputs)
+        with torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            logits = forward(inputs)
             loss = nn.functional.cross_entropy(logits.float().view(-1, args.vocabulary), targets.view(-1))
         scaler.scale(loss).backward()
         with (torch.profiler.record_function("optimizer phase") if mark_optimizer else contextlib.nullcontext()):
@@ -156,25 +161,42 @@ def _training_step(args, dtype, mark_optimizer=False):
 
 
 def bench(argv):
-    """Median ms per training step (forward, cross-entropy, backward, AdamW) of the char-GPT on the
-    CPU in eager fp32 and under torch.autocast("cpu", bf16 / fp16), on random token ids; prints one
-    JSON object. The fp16 step scales its loss with a GradScaler, as an fp16 PyTorch user would."""
+    """Median ms per training step (forward, cross-entropy, backward, AdamW) of the char-GPT on
+    --device (the CPU by default) in eager fp32 and under torch.autocast(device, bf16 / fp16), on
+    random token ids; with --compile also bf16 under torch.compile ("bf16_mixed_compiled"); prints one
+    JSON object. The fp16 step scales its loss with a GradScaler, as an fp16 PyTorch user would. On
+    the GPU each step is timed to its end (torch.cuda.synchronize), with 3 warm-up steps (the
+    compiled ones compile there)."""
     import json  # noqa: PLC0415
     import statistics  # noqa: PLC0415
     import time  # noqa: PLC0415
 
     args = _step_arguments("torch_char_gpt.py bench", argv, steps=10)
-    results = {"torch": torch.__version__, "threads": torch.get_num_threads(), "step_ms": {}}
-    for precision, dtype in (("fp32", None), ("bf16_mixed", torch.bfloat16), ("fp16_mixed", torch.float16)):
-        step = _training_step(args, dtype)
-        for _ in range(2):
+    cuda = args.device == "cuda"
+    synchronize = torch.cuda.synchronize if cuda else (lambda: None)
+    results = {"torch": torch.__version__, "device": torch.cuda.get_device_name() if cuda else "cpu",
+               "threads": torch.get_num_threads(), "batch": args.batch, "context": args.context,
+               "width": args.width, "heads": args.heads, "blocks": args.blocks, "step_ms": {},
+               "tokens_per_second": {}}
+    precisions = (("fp32", None), ("bf16_mixed", torch.bfloat16), ("fp16_mixed", torch.float16))
+    runs = [(precision, dtype, False) for precision, dtype in precisions]
+    if args.compile:  # compiling takes tens of seconds per precision: bf16, the usual choice, only
+        runs.append(("bf16_mixed", torch.bfloat16, True))
+    for precision, dtype, compiled in runs:
+        suffix = "_compiled" if compiled else ""
+        step = _training_step(args, dtype, compiled=compiled)
+        for _ in range(3):
             step()
+        synchronize()
         samples = []
         for _ in range(args.steps):
             start = time.perf_counter()
             step()
+            synchronize()
             samples.append(1e3 * (time.perf_counter() - start))
-        results["step_ms"][precision] = statistics.median(samples)
+        median = statistics.median(samples)
+        results["step_ms"][precision + suffix] = median
+        results["tokens_per_second"][precision + suffix] = args.batch * args.context / (median / 1e3)
     print(json.dumps(results))
 
 

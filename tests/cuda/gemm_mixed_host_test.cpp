@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #include <mpx/backend/cuda/gemm.hpp>
 #include <mpx/backend/cuda/memory.hpp>
@@ -93,5 +94,91 @@ TEST_CASE("host-compiled code runs cuda::gemm's unfused path", "[cuda][gemm]") {
       CHECK(static_cast<float>(d_back[i]) == 2.0F * static_cast<float>(pre[i]));
     }
     for (std::int64_t j = 0; j < n; ++j) CHECK(bias_grad_back[j] == 0.0F);
+  }
+}
+
+TEST_CASE("A strided batch's alignment class holds for every matrix of the batch",
+          "[cuda][gemm][alignment]") {
+  using mpx::cuda::detail::alignment_class;
+  alignas(256) static unsigned char pool[1024];
+  // Attention's per-head matrices: 40 rows x 32 fp16 columns, so matrix i starts i * 2560 bytes on
+  // and the pointer's 256 bytes hold for each; a 10-column head (ld 20 bytes) holds 4 bytes only.
+  CHECK(alignment_class(pool) == 256);
+  CHECK(alignment_class(pool, 32 * 2, 40 * 32 * 2) == 64);
+  CHECK(alignment_class(pool, 10 * 2, 40 * 10 * 2) == 4);
+  CHECK(alignment_class(pool, 64 * 2, 64 * 64 * 2) == 128);
+  CHECK(alignment_class(pool, 256, 256 * 3) == 256);
+  CHECK(alignment_class(pool + 16, 256, 256 * 3) == 16);  // the pointer's own class still bounds it
+  CHECK(alignment_class(pool, 3 * 2, 5 * 3 * 2) == 2);    // odd fp16 columns: 2 bytes
+}
+
+namespace {
+
+enum class Addend { c, accumulate, bias };
+
+// D = A B + C (or + bias) where every product sum is 1 + 2^-p exactly (p: one bit past the 16-bit
+// format's mantissa) and C (or bias) is -1: rounded once from fp32, D is 2^-p; rounded into 16 bits
+// before C is added (round(1 + 2^-p) = 1), D is 0. The product's fp32 accumulation promise is that
+// of the one rounding. Returns how many elements of D are not 2^-p.
+template <mpx::NumericTag Compute>
+std::int64_t elements_not_rounded_once(std::int64_t m, std::int64_t n, std::int64_t k, Addend addend) {
+  const bool bias = addend == Addend::bias;
+  using S = mpx::storage_t<Compute>;
+  const float tail = std::is_same_v<Compute, mpx::Half> ? 0x1p-11f : 0x1p-8f;  // half a 16-bit ulp of 1
+  mpx::Tensor<S> a(mpx::Shape{m, k});
+  mpx::Tensor<S> b(mpx::Shape{k, n});
+  for (S& x : a.values()) x = S(0.0f);
+  for (S& x : b.values()) x = S(0.0f);
+  for (std::int64_t i = 0; i < m; ++i) {
+    a[i * k] = S(1.0f);
+    a[i * k + k - 1] = S(tail);  // the two far ends of K: different splits, if cuBLASLt splits
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    b[j] = S(1.0f);
+    b[(k - 1) * n + j] = S(1.0f);
+  }
+  mpx::Tensor<S> minus_one(bias ? mpx::Shape{n} : mpx::Shape{m, n});
+  for (S& x : minus_one.values()) x = S(-1.0f);
+  const auto a_gpu = mpx::to_device(a);
+  const auto b_gpu = mpx::to_device(b);
+  const auto minus_one_gpu = mpx::to_device(minus_one);
+  mpx::Tensor<S, mpx::Cuda> d_gpu(mpx::Shape{m, n});
+  if (addend == Addend::bias) {
+    mpx::cuda::gemm<Compute>(a_gpu, b_gpu, d_gpu, {.epilogue = mpx::Epilogue::Bias},
+                             {.bias = &minus_one_gpu});
+  } else if (addend == Addend::c) {
+    mpx::cuda::gemm<Compute>(a_gpu, b_gpu, d_gpu, {.beta = 1.0f}, {.c = &minus_one_gpu});
+  } else {  // accumulate: C is D's previous contents (C and D the same memory)
+    d_gpu = mpx::to_device(minus_one);
+    mpx::cuda::gemm<Compute>(a_gpu, b_gpu, d_gpu, {.beta = 1.0f});
+  }
+  const auto d = mpx::to_host(d_gpu);
+  std::int64_t wrong = 0;
+  for (const S x : d.values()) wrong += static_cast<float>(x) != tail ? 1 : 0;
+  return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("16-bit D: beta C and the bias are added to the fp32 product before its one rounding",
+          "[cuda][gemm][rounding]") {
+  struct Shape3 {
+    std::int64_t m, n, k;
+  };
+  // Small products (cuBLASLt splits K for them), a middle one and one too large to split.
+  for (const Shape3 s :
+       {Shape3{37, 19, 23}, Shape3{64, 48, 32}, Shape3{128, 64, 128}, Shape3{1024, 1024, 1024}}) {
+    for (const Addend addend : {Addend::c, Addend::accumulate, Addend::bias}) {
+      const char* name = addend == Addend::c      ? ", beta C)"
+                         : addend == Addend::bias ? ", bias)"
+                                                  : ", D += A B)";
+      CAPTURE(s.m, s.n, s.k, name);
+      const std::int64_t bf16_wrong = elements_not_rounded_once<mpx::BFloat16>(s.m, s.n, s.k, addend);
+      const std::int64_t fp16_wrong = elements_not_rounded_once<mpx::Half>(s.m, s.n, s.k, addend);
+      WARN("rounded twice: bf16 " << bf16_wrong << ", fp16 " << fp16_wrong << " of " << s.m * s.n
+                                  << " elements (" << s.m << " x " << s.n << " x " << s.k << name);
+      CHECK(bf16_wrong == 0);
+      CHECK(fp16_wrong == 0);
+    }
   }
 }

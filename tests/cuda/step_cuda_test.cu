@@ -936,7 +936,10 @@ TEST_CASE(
     require_same_scalars(scalars.host, found);
     CHECK(found.inputs_nonfinite == (step == 2 ? 1 : 0));
     CHECK(found.update.skip == (step == 2 ? 1 : 0));
-    CHECK(found.update.clipped == (step == 2 ? 0 : 1));
+    // Clipped where the unscaled norm exceeds max_norm 1: every step unscales the gradients in place,
+    // so their norm falls by the loss scale each step and a later step may not clip.
+    const bool over_max_norm = std::sqrt(static_cast<double>(scalars.host.sum_of_squares)) > 1.0;
+    CHECK(found.update.clipped == (step != 2 && over_max_norm ? 1 : 0));
     CHECK(found.update.bias_correction1 == 1.0 - mpx::integer_power(0.9, found.update.optimizer_step + 1));
     for (std::size_t t = 0; t < grads.size(); t += 37) require_same(grads[t], device_grads[t]);
   }

@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <sstream>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -134,13 +135,27 @@ std::vector<float> master_weights(Model& model) {
   return all;
 }
 
-// How far the GPU's loss may drift from the CPU's over 200 steps, relative to max(1, loss). The two
-// differ only in summation order inside the GEMMs (cuBLASLt's split-k and tile order vs Eigen's), a
-// relative 1e-7 (fp32) to 1e-3 (16-bit outputs) per step that training then carries forward.
+// How far the GPU's loss may be from the CPU's, relative to max(1, loss). The two differ only in
+// summation order inside the GEMMs (cuBLASLt's tiles vs Eigen's blocks): after the first step, from
+// the same weights and batch, by what one step's roundings give (measured on an H200: 4e-7 in fp32,
+// 1.3e-6 in tf32, 2.2e-6 to 2.4e-6 in the 16-bit precisions). Training then carries the difference
+// forward and, where the GEMMs' outputs are rounded to 16 bits (or operands to tf32), amplifies it:
+// a rounding that lands on the other side of a 16-bit neighbour changes the next step's gradient
+// by a whole ulp. Measured over 200 steps on the H200: fp32 stays within 4e-7; tf32, fp16, bf16 and
+// pure bf16 wander up to 0.106, 0.089, 0.093 and 0.095 of the loss (largest at steps 59, 143, 63,
+// 200; the weights' RMS difference 0.113 to 0.120), first growing from 1e-6. So the first step is
+// held to the rounding bound and the trajectory to the precision's own noise: exactness in fp32,
+// in the 16-bit precisions a bound that a bug (a wrong gradient, a missed scale, a skipped step)
+// exceeds at once and the divergence does not.
+template <class P>
+constexpr double first_step_tolerance() {
+  if constexpr (std::is_same_v<P, mpx::fp32>) return 2e-6;
+  return 2e-5;
+}
 template <class P>
 constexpr double loss_tolerance() {
-  if constexpr (std::is_same_v<typename P::compute_type, mpx::Float>) return 2e-3;
-  return 3e-2;
+  if constexpr (std::is_same_v<P, mpx::fp32>) return 2e-3;
+  return 0.2;
 }
 
 template <class P>
@@ -151,6 +166,7 @@ void compare_200_steps() {
   Setup<P, mpx::Cuda> gpu;
   double worst = 0.0;
   int worst_step = 0;
+  std::ostringstream trajectory;
   for (int s = 0; s < steps; ++s) {
     const auto host_result = cpu.trainer.step(data.inputs[s], data.labels[s]);
     const auto device_result = gpu.trainer.step(device_data.inputs[s], device_data.labels[s]);
@@ -159,11 +175,19 @@ void compare_200_steps() {
     REQUIRE(std::isfinite(device_result.loss));
     const double difference =
         std::abs(device_result.loss - host_result.loss) / std::max(1.0, host_result.loss);
+    if (s == 0) {
+      INFO(P::name << ": relative loss difference after the first step " << difference);
+      CHECK(difference <= first_step_tolerance<P>());
+    }
     if (difference > worst) {
       worst = difference;
       worst_step = s + 1;
     }
+    if (s + 1 == 1 || (s + 1) % 25 == 0) trajectory << ' ' << s + 1 << ": " << difference;
   }
+  // How the difference grows: from the first step (one step's rounding) to the last (what training
+  // carried forward), so that a failure tells a bug (large at once) from divergence (growing).
+  WARN(P::name << ": relative loss difference GPU vs CPU by step:" << trajectory.str());
   INFO(P::name << ": largest relative loss difference " << worst << " at step " << worst_step);
   CHECK(worst <= loss_tolerance<P>());
   // The weights themselves, not only the losses: the RMS difference of the fp32 master weights,
@@ -594,7 +618,11 @@ TEST_CASE("gradient accumulation over micro-batches on the GPU follows the CPU: 
     INFO("step " << s + 1);
     REQUIRE(device_result.stepped == host_result.stepped);
     CHECK(std::abs(device_result.loss - host_result.loss) <= 3e-2 * std::max(1.0, host_result.loss));
-    // Each parameter's accumulated gradient: the largest difference within 3% of its largest value.
+    // The first step's accumulated gradients, from the same weights: the largest difference within
+    // 3% of its largest value. Later steps start from weights that already differ by the first
+    // step's roundings, which bf16 training amplifies (by step 4 past 3% on an H200; see
+    // loss_tolerance): their losses are compared above, not their gradients.
+    if (s > 0) continue;
     std::vector<mpx::Tensor<float>> host_grads;
     std::vector<mpx::Tensor<float>> device_grads;
     cpu.model.for_each_parameter([&](std::string_view, auto& p) { host_grads.push_back(p.grad().clone()); });

@@ -90,6 +90,11 @@ constexpr bool writes_aux(Epilogue e) noexcept {
 constexpr bool reads_aux(Epilogue e) noexcept {
   return e == Epilogue::DGelu || e == Epilogue::DGeluBGrad;
 }
+/// @brief Whether an epilogue applies GELU or its derivative.
+constexpr bool is_gelu_epilogue(Epilogue e) noexcept {
+  return e == Epilogue::GeluBias || e == Epilogue::GeluAuxBias || e == Epilogue::DGelu ||
+         e == Epilogue::DGeluBGrad;
+}
 /// @brief Whether an epilogue writes the ReLU bit mask.
 constexpr bool writes_relu_mask(Epilogue e) noexcept {
   return e == Epilogue::ReluAuxBias;

@@ -119,8 +119,8 @@ MPX_HOST_DEVICE inline storage_t<Tag> round_to(From x) {
 /// (away from zero) when `random_bits < floor((|x| - |lo|) / (|hi| - |lo|) * 2^32)`, otherwise lo, so
 /// E[result] = x up to 2^-32 of one ulp. Both differences are exact in fp32 and the spacing is a power
 /// of two, so the threshold is exact. Infinity counts as the neighbour above the largest finite value
-/// (at the format's top spacing), as it does for round-to-nearest. Zero, infinities and NaN pass
-/// through unchanged. Sign is preserved.
+/// (at the format's top spacing), as it does for round-to-nearest. Zero and infinities pass through
+/// unchanged, NaN stays NaN (its payload is the conversion's: the GPU's is 0x7fff). Sign is preserved.
 template <SixteenBitTag Tag>
 MPX_HOST_DEVICE inline storage_t<Tag> round_stochastic(float x, std::uint32_t random_bits) {
   using S = storage_t<Tag>;

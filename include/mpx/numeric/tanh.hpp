@@ -22,8 +22,9 @@ namespace mpx {
 
 /// @brief tanh(x) in float by a [13/6] rational minimax approximation (the coefficients of Eigen
 /// 3.4's `generic_fast_tanh_float`): odd numerator, even denominator, input clamped to
-/// +-7.9053111, where the approximation reaches 1, and tanh(x) = x for |x| < 4e-4. NaN stays NaN,
-/// +-inf gives +-1. At most 7 ulp from the exact value (see the file comment).
+/// +-7.9053111, where the approximation reaches 1 (and the result is exactly +-1 from there on),
+/// and tanh(x) = x for |x| < 4e-4. NaN stays NaN, +-inf gives +-1. At most 7 ulp from the exact value (see
+/// the file comment).
 MPX_HOST_DEVICE inline float rational_tanh(float x) {
   constexpr float clamp = 7.90531110763549805f;
   const float c = x < -clamp ? -clamp : (x > clamp ? clamp : x);  // NaN compares false: stays NaN
@@ -38,7 +39,13 @@ MPX_HOST_DEVICE inline float rational_tanh(float x) {
   q = c2 * q + 2.26843463243900e-03f;
   q = c2 * q + 4.89352518554385e-03f;
   const float r = c * p / q;
-  return (x < 4e-4f && x > -4e-4f) ? x : r;
+  if (x < 4e-4f && x > -4e-4f) return x;
+  // At and beyond the clamp tanh is +-1 in float. The rational function lands there exactly only
+  // without contracted multiply-adds: nvcc's FMAs left it at -0.99999994 on an H200, and then GELU
+  // at -inf gave -inf * 6e-8 = -inf where the CPU gave -inf * 0 = NaN.
+  if (x >= clamp) return 1.0f;
+  if (x <= -clamp) return -1.0f;
+  return r;
 }
 
 /// @brief The tanh the activations use: `rational_tanh` for float (and so for every 16-bit compute

@@ -76,6 +76,20 @@ inline int alignment_class(const void* pointer) noexcept {
   return alignment;
 }
 
+// The alignment that holds for every matrix of a strided batch: matrix i starts at pointer +
+// i * stride and its columns at multiples of the leading dimension, so the class is the largest power
+// of two dividing the pointer, the leading dimension and the batch stride (all in bytes). The base
+// pointer alone would promise cuBLASLt 256 bytes for, say, per-head matrices of 5 x 8 fp16 values,
+// whose second matrix starts 80 bytes further on.
+inline int alignment_class(const void* pointer, std::int64_t leading_dimension_bytes,
+                           std::int64_t batch_stride_bytes) noexcept {
+  int alignment = alignment_class(pointer);
+  for (const std::int64_t bytes : {leading_dimension_bytes, batch_stride_bytes}) {
+    while (alignment > 1 && bytes % alignment != 0) alignment /= 2;
+  }
+  return alignment;
+}
+
 // Everything that determines the descriptors, the layouts and the algorithm of a call.
 struct GemmKey {
   int device = 0;
@@ -266,6 +280,18 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
   set_preference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, static_cast<std::uint32_t>(key.align_a));
   set_preference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, static_cast<std::uint32_t>(key.align_c));
   set_preference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<std::uint32_t>(key.align_d));
+  // Split-K only where it cannot cost precision. Left to itself the heuristic picks, for small
+  // products, split-K schemes that break the one rounding of the fp32-accumulated product into D:
+  // partial sums kept in D's type (REDUCTION_SCHEME_OUTPUT_TYPE, or added into D in place: INPLACE),
+  // and, with a 16-bit D, even partials kept in fp32 (COMPUTE_TYPE) had the bias added after the
+  // sum was rounded into D. Seen on an H200 (cuBLASLt 13.1): fp16 37 x 19 x 23 with DRELU ran 20
+  // splits in fp16, 7 ulps off; bf16 with a bias 16 splits, every element rounded twice
+  // (tests/cuda/gemm_mixed_host_test.cpp). So a 16-bit D gets no split-K, an fp32 or fp64 D only
+  // partials in its compute type.
+  const bool narrow_d = key.d_type == CUDA_R_16F || key.d_type == CUDA_R_16BF;
+  set_preference(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                 static_cast<std::uint32_t>(narrow_d ? CUBLASLT_REDUCTION_SCHEME_NONE
+                                                     : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
 
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
@@ -415,6 +441,13 @@ inline std::unordered_map<int, GemmScratch>& gemm_scratches() {
   return scratch;
 }
 
+// Where D += A B with a 16-bit D gets its copy of C (see `gemm`): a buffer of its own, because the
+// fused path's DRELU fallback and the unfused path use gemm_scratches() in the same call.
+inline std::unordered_map<int, GemmScratch>& gemm_c_copies() {
+  thread_local std::unordered_map<int, GemmScratch> copies;
+  return copies;
+}
+
 // The unfused path's kernel launchers. They are CUDA code, which only nvcc can compile, while
 // `gemm` must have one body whichever compiler includes this header (a second body of the same
 // inline function would break the one-definition rule). So the body calls them through these
@@ -464,6 +497,7 @@ Launch unfused_launcher(Launch launch, const char* where, Epilogue epilogue, con
 inline void clear_gemm_cache() noexcept {
   detail::gemm_plans().clear();
   for (auto& [device, scratch] : detail::gemm_scratches()) scratch.release();
+  for (auto& [device, copy] : detail::gemm_c_copies()) copy.release();
 }
 
 /// @brief How this thread's `gemm` calls ran since the last reset (see `GemmPathCounts`).
@@ -509,6 +543,19 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   const Acc alpha = static_cast<Acc>(config.alpha);
   const Acc beta = static_cast<Acc>(config.beta);
   const void* c_pointer = operands.c != nullptr ? operands.c->data() : d.data();
+  // D += A B in place with a 16-bit D: cuBLASLt rounded the product into D's type before adding C
+  // when C was D's own memory (on an H200, cuBLASLt 13.1: every element from 64 x 48 x 32 up to
+  // 1024^3, bf16 and fp16; tests/cuda/gemm_mixed_host_test.cpp), and added the fp32 product to C
+  // before the one rounding when C was a separate copy. So C is given as a copy: one pass over D,
+  // small beside the product, for the fp32 accumulation the CPU does too.
+  bool c_copied = false;
+  if (beta != Acc(0) && c_pointer == d.data() && sizeof(TD) < sizeof(float) && g.k > 0) {
+    const std::size_t bytes = static_cast<std::size_t>(d.numel()) * sizeof(TD);
+    void* copy = detail::gemm_c_copies()[context.device()].get(bytes);
+    MPX_CUDA_CHECK(cudaMemcpyAsync(copy, d.data(), bytes, cudaMemcpyDeviceToDevice, context.stream()));
+    c_pointer = copy;
+    c_copied = true;
+  }
 
   detail::MatmulCall call;
   call.key.device = context.device();
@@ -522,17 +569,28 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   call.key.ab_type = cuda_traits<Compute>::data_type;
   call.key.d_type = cuda_traits<tag_of_t<TD>>::data_type;
   call.key.compute_type = cuda_traits<Compute>::compute_type;
-  call.key.separate_c = operands.c != nullptr;
+  call.key.separate_c = operands.c != nullptr || c_copied;
   call.key.beta_zero = beta == Acc(0);
-  call.key.align_a = detail::alignment_class(a.data());
-  call.key.align_b = detail::alignment_class(b.data());
-  call.key.align_c = detail::alignment_class(c_pointer);
-  call.key.align_d = detail::alignment_class(d.data());
   call.key.batch = g.batch;
   call.a_rows = a.shape().rows() / g.batch;  // per matrix of a batch
   call.a_cols = a.shape().cols();
   call.b_rows = b.shape().rows() / g.batch;
   call.b_cols = b.shape().cols();
+  if (g.batch > 1) {  // what holds for every matrix of the batch (row-major: ld = columns)
+    constexpr auto ab_bytes = static_cast<std::int64_t>(sizeof(storage_t<Compute>));
+    constexpr auto d_bytes = static_cast<std::int64_t>(sizeof(TD));
+    call.key.align_a =
+        detail::alignment_class(a.data(), call.a_cols * ab_bytes, call.a_rows * call.a_cols * ab_bytes);
+    call.key.align_b =
+        detail::alignment_class(b.data(), call.b_cols * ab_bytes, call.b_rows * call.b_cols * ab_bytes);
+    call.key.align_c = detail::alignment_class(c_pointer, g.n * d_bytes, g.m * g.n * d_bytes);
+    call.key.align_d = detail::alignment_class(d.data(), g.n * d_bytes, g.m * g.n * d_bytes);
+  } else {
+    call.key.align_a = detail::alignment_class(a.data());
+    call.key.align_b = detail::alignment_class(b.data());
+    call.key.align_c = detail::alignment_class(c_pointer);
+    call.key.align_d = detail::alignment_class(d.data());
+  }
   call.c_type = call.key.d_type;
   call.a = a.data();
   call.b = b.data();
@@ -545,7 +603,12 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
   cublasLtEpilogue_t fused{};
   // cuBLASLt requires the GELU aux leading dimension (our N) to be a multiple of 8.
   const bool aux_ld_ok = !(writes_aux(epilogue) || reads_aux(epilogue)) || g.n % 8 == 0;
-  if (g.k > 0 && aux_ld_ok && detail::cublaslt_epilogue(epilogue, fused)) {
+  // fp64 is the reference precision: its GELU must be gelu_tanh in double, as on the CPU. cuBLASLt's
+  // fp64 GELU epilogues compute another GELU (on an H200 it missed the double one by more than
+  // 1e-13 relative), so fp64 GELU goes the unfused way, through mpx's kernel.
+  constexpr bool reference_precision = std::is_same_v<Acc, double>;
+  const bool gelu_ok = !(reference_precision && is_gelu_epilogue(epilogue));
+  if (g.k > 0 && aux_ld_ok && gelu_ok && detail::cublaslt_epilogue(epilogue, fused)) {
     detail::MatmulCall fused_call = call;
     fused_call.key.epilogue = epilogue;
     if (reads_bias(epilogue)) {

@@ -59,8 +59,11 @@ __device__ inline void store_from(double* p, double v) {
   *p = v;
 }
 
-// TF32 operands are summed as the Tensor Cores see them: rounded to TF32 (ties away from zero).
+// TF32 operands are summed as the Tensor Cores see them: rounded to TF32 (ties away from zero). NaN
+// is returned as it is: cvt.rna.tf32.f32 rounds its bits like a number's, so a NaN whose payload
+// lies in the 13 low bits came out as infinity on an H200 (0x7f8009bd gave 0x7f800000).
 __device__ inline float round_tf32_device(float x) {
+  if (x != x) return x;
   std::uint32_t bits;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
   return __uint_as_float(bits);
