@@ -12,6 +12,7 @@
 #include "mpx/error.hpp"
 #include "mpx/log.hpp"
 
+#include "mpx/numeric/accumulation.hpp"
 #include "mpx/numeric/encoded.hpp"
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
