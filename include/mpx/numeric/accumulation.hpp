@@ -45,7 +45,7 @@ concept AccumulationModel = requires(float acc, std::span<const float> products)
 
 /// @brief Round-to-nearest fp32 sums, one product at a time, in order.
 struct Fp32Accumulation {
-  static constexpr std::string_view name = "fp32";
+  static constexpr std::string_view name = "fp32";  ///< the model's name in records and messages
   /// @brief acc + products[0] + products[1] + ..., each addition rounded to nearest in fp32.
   static float accumulate(float acc, std::span<const float> products) noexcept {
     for (const float p : products) acc = acc + p;
@@ -86,9 +86,9 @@ struct TruncatedAccumulation {
   // The exact sum is held in a double: Group + 1 terms below 2^(FractionalBits + 1) units each.
   static_assert(FractionalBits + 1 + std::bit_width(Group + 1) <= 53,
                 "TruncatedAccumulation: the exact group sum must fit a double's 53 bits");
-  static constexpr std::string_view name = "truncated";
-  static constexpr int fractional_bits = FractionalBits;
-  static constexpr std::size_t group = Group;
+  static constexpr std::string_view name = "truncated";   ///< the model's name in records and messages
+  static constexpr int fractional_bits = FractionalBits;  ///< bits kept below the largest term's leading bit
+  static constexpr std::size_t group = Group;             ///< products summed in one step
 
   /// @brief acc plus the products, a group at a time (see the type's description).
   static float accumulate(float acc, std::span<const float> products) noexcept {
@@ -127,9 +127,9 @@ using HopperFp8FastAccumulation = TruncatedAccumulation<13, 32>;
 template <std::size_t Interval = 128, AccumulationModel Inner = HopperFp8FastAccumulation>
 struct PromotedAccumulation {
   static_assert(Interval >= 1, "PromotedAccumulation: Interval >= 1");
-  static constexpr std::string_view name = "promoted";
-  static constexpr std::size_t interval = Interval;
-  using inner = Inner;
+  static constexpr std::string_view name = "promoted";  ///< the model's name in records and messages
+  static constexpr std::size_t interval = Interval;     ///< products per promotion into fp32
+  using inner = Inner;                                  ///< how each run of `Interval` products is summed
 
   /// @brief acc plus the products: each run of `Interval` through `Inner` from zero, then added to
   /// acc in fp32.
