@@ -20,9 +20,9 @@
 # Usage: scripts/gpu_build.sh            (JOBS=N to change the 2 parallel jobs; TARGETS="a b" to build
 #                                        and carry only those, e.g. TARGETS=mpx_nccl_smoke)
 # With Fashion-MNIST (31 MB) the default targets do not all fit the device tool's 64 MiB with the
-# working tree: `scripts/gpu_session.sh all` needs every one but linear_cuda and
-# fashion_mnist_step_cuda (TARGETS below, SESSION=all), which `--full linear fashion` runs in a later
-# lease without the dataset.
+# working tree: SESSION=all builds what `scripts/gpu_session.sh all` runs (every target but
+# linear_cuda and fashion_mnist_step_cuda); a later call's TARGETS="mpx_cuda_tests linear_cuda
+# fashion_mnist_step_cuda" fits beside the dataset for the `linear fashion` stages.
 # Then carry "build-gpu" and run scripts/gpu_session.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,8 +81,8 @@ for library in libgomp.so.1 libz.so.1; do
 done
 
 # The data the example stages read, each if it fits beside the binaries: Fashion-MNIST (30 MB; the
-# trainer test uses it when present, Gaussian blobs otherwise) and the char-GPT's text corpus (the
-# fortunes package's text files, about 1.5 MB; the device has no Debian packages).
+# trainer test uses it when present, Gaussian blobs otherwise) and the char-GPT's text corpus (from
+# the fortunes package's text files; the device has no Debian packages).
 copy_if_it_fits() {  # copy_if_it_fits NAME DESTINATION FILES...
   local name=$1 destination=$2
   shift 2
