@@ -106,7 +106,6 @@ TEST_CASE("TruncatedAccumulation drops what lies below its fractional bits, towa
 TEST_CASE("TruncatedAccumulation equals an integer implementation of the rule on random FP8 products",
           "[accumulation]") {
   std::mt19937 rng(2511);
-  int compared = 0;
   for (int trial = 0; trial < 4000; ++trial) {
     const std::size_t size = 1 + static_cast<std::size_t>(trial % 32);
     std::vector<float> group(size);
@@ -118,9 +117,7 @@ TEST_CASE("TruncatedAccumulation equals an integer implementation of the rule on
     INFO("trial " << trial << ", " << size << " products");
     CHECK(model13 == truncated_group_reference<13>(acc, group));
     CHECK(model23 == truncated_group_reference<23>(acc, group));
-    ++compared;
   }
-  CHECK(compared == 4000);
 }
 
 TEST_CASE("PromotedAccumulation sums each run of Interval products from zero, then adds it in fp32",

@@ -62,12 +62,6 @@ inline float to_float_toward_zero(double value) noexcept {
   return rounded;
 }
 
-// The fp32 round-to-nearest sum: what every model does where a value is not finite, so that NaN and
-// infinities propagate as IEEE arithmetic has them.
-inline float fp32_sum(float acc, std::span<const float> products) noexcept {
-  return Fp32Accumulation::accumulate(acc, products);
-}
-
 }  // namespace detail
 
 /// @brief Fused group sums with truncated alignment: the model of Hopper's FP8 fast accumulation.
@@ -76,7 +70,8 @@ inline float fp32_sum(float acc, std::span<const float> products) noexcept {
 /// group, with e the exponent of the leading bit of the largest of |acc| and the group's |products|,
 /// every term (acc and each product) is truncated toward zero to a multiple of 2^(e - FractionalBits);
 /// the truncated terms are added exactly, and the sum becomes the new acc, truncated toward zero to
-/// fp32. A group holding NaN or an infinity (or meeting one in acc) is summed in plain fp32 instead.
+/// fp32. A group holding NaN or an infinity (or meeting one in acc) is summed in plain fp32 instead, so
+/// that they propagate as IEEE arithmetic has them.
 /// @tparam FractionalBits bits kept below the leading bit of the largest term (13 by default: the
 ///                        "about 14 bits" of the measurements, the leading bit included)
 /// @tparam Group          products summed in one step (the MMA instruction's k; 32 for FP8 on sm_90)
@@ -102,11 +97,11 @@ struct TruncatedAccumulation {
   static float add_group(float acc, std::span<const float> group) noexcept {
     float largest = std::fabs(acc);
     for (const float p : group) {
-      if (!std::isfinite(p)) return detail::fp32_sum(acc, group);
+      if (!std::isfinite(p)) return Fp32Accumulation::accumulate(acc, group);
       largest = std::fmax(largest, std::fabs(p));
     }
-    if (!std::isfinite(acc)) return detail::fp32_sum(acc, group);
-    if (largest == 0.0f) return detail::fp32_sum(acc, group);  // zeros: fp32's sign rules
+    if (!std::isfinite(acc)) return Fp32Accumulation::accumulate(acc, group);
+    if (largest == 0.0f) return Fp32Accumulation::accumulate(acc, group);  // zeros: fp32's sign rules
     // 2^(e - FractionalBits), e the exponent of the largest term's leading bit. Every term is a
     // multiple of 2^-149 and at most 2^128, so its quotient by the quantum is exact in double.
     const double quantum = std::ldexp(1.0, std::ilogb(largest) - FractionalBits);

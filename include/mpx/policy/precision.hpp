@@ -65,33 +65,19 @@ consteval std::string_view precision_name() {
   }
 }
 
-// Whether `Tag` is a format kept in another format's storage (TF32 in fp32's): it cannot hold weights.
+// Facts of a format that the checks below ask of any argument: a non-tag has none of them, so that it
+// reports "not a precision tag" once rather than a cascade (a concept's conjunction stops at the first
+// false part, so the trait is never instantiated for a non-tag).
+// A format kept in another format's storage (TF32 in fp32's): it cannot hold weights.
 template <class Tag>
-consteval bool borrows_storage() {
-  if constexpr (NumericTag<Tag>) {
-    return !owns_storage_v<Tag>;
-  } else {
-    return false;
-  }
-}
-
-// Whether `Tag` computes in fp64 (mpx::Double), or is stored in fp64.
+concept BorrowsStorage = NumericTag<Tag> && !owns_storage_v<Tag>;
+// A format that computes in fp64 (mpx::Double), and one stored in fp64.
 template <class Tag>
-consteval bool computes_in_fp64() {
-  if constexpr (NumericTag<Tag>) {
-    return std::is_same_v<accumulate_t<Tag>, double>;
-  } else {
-    return false;
-  }
-}
+concept ComputesInFp64 = NumericTag<Tag> && std::is_same_v < accumulate_t<Tag>,
+double > ;
 template <class Tag>
-consteval bool stored_in_fp64() {
-  if constexpr (NumericTag<Tag>) {
-    return std::is_same_v<storage_t<Tag>, double>;
-  } else {
-    return false;
-  }
-}
+concept StoredInFp64 = NumericTag<Tag> && std::is_same_v < storage_t<Tag>,
+double > ;
 
 // Evaluated only for valid tags, so that a non-tag argument reports one error, not a cascade; a
 // master in borrowed storage (TF32) and an fp64 compute type without an fp64 master have their own
@@ -99,22 +85,17 @@ consteval bool stored_in_fp64() {
 // for them).
 template <class Master, class Compute>
 consteval bool master_represents_compute() {
-  if constexpr (NumericTag<Master> && NumericTag<Compute> && !borrows_storage<Master>() &&
-                !computes_in_fp64<Compute>()) {
+  if constexpr (NumericTag<Master> && NumericTag<Compute> && !BorrowsStorage<Master> &&
+                !ComputesInFp64<Compute>) {
     return represents_v<Master, Compute>;
   } else {
     return true;
   }
 }
 
-template <class Compute, class Master>
-consteval bool stochastic_rounding_target() {
-  if constexpr (NumericTag<Master>) {
-    return SixteenBitTag<Master>;
-  } else {
-    return true;  // reported as "not a precision tag"
-  }
-}
+// A master type stochastic rounding can target: fp16 or bf16 (a non-tag is reported elsewhere).
+template <class Master>
+concept StochasticRoundingTarget = !NumericTag<Master> || SixteenBitTag<Master>;
 }  // namespace detail
 
 /// @brief A precision policy: matmuls and activations in `Compute`, parameters in `Master`,
@@ -138,14 +119,14 @@ struct Precision {
                 "mpx::Precision<Compute, Master>: Master must be a precision tag; "
                 "leave it out to get fp32 master weights (mpx::Float)");
   static_assert(detail::checked_format<Master>::value);
-  static_assert(!detail::borrows_storage<Master>(),
+  static_assert(!detail::BorrowsStorage<Master>,
                 "mpx::Precision<Compute, Master>: TF32 is a Tensor Core compute mode, not a "
                 "storage type (it is kept in fp32's storage), so it cannot hold master weights; write "
                 "mpx::Precision<mpx::TF32> (master weights in mpx::Float)");
-  static_assert(!(detail::computes_in_fp64<Compute>() && !detail::stored_in_fp64<Master>()),
+  static_assert(!(detail::ComputesInFp64<Compute> && !detail::StoredInFp64<Master>),
                 "mpx::Precision<mpx::Double, Master>: fp64 compute needs fp64 master weights; "
                 "write mpx::Precision<mpx::Double, mpx::Double> (alias mpx::fp64)");
-  static_assert(!(detail::stored_in_fp64<Master>() && !detail::computes_in_fp64<Compute>()),
+  static_assert(!(detail::StoredInFp64<Master> && !detail::ComputesInFp64<Compute>),
                 "mpx::Precision<Compute, mpx::Double>: optimizer updates accumulate in fp32 unless the "
                 "compute type is fp64, so fp64 master weights would be rounded every step; use "
                 "mpx::Precision<Compute> (fp32 master) or mpx::fp64");
@@ -157,8 +138,7 @@ struct Precision {
                     std::is_same_v<UpdateRounding, RoundStochastic>,
                 "mpx::Precision<Compute, Master, UpdateRounding>: UpdateRounding must be "
                 "mpx::RoundNearest or mpx::RoundStochastic");
-  static_assert(!std::is_same_v<UpdateRounding, RoundStochastic> ||
-                    detail::stochastic_rounding_target<Compute, Master>(),
+  static_assert(!std::is_same_v<UpdateRounding, RoundStochastic> || detail::StochasticRoundingTarget<Master>,
                 "mpx::Precision<Compute, Master, mpx::RoundStochastic>: stochastic rounding is for fp16 "
                 "or bf16 master weights (the pure modes); fp32 and fp64 masters hold the update "
                 "exactly, so leave UpdateRounding out (mpx::RoundNearest)");

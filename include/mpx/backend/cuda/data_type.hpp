@@ -36,17 +36,12 @@ inline constexpr CudaDataTypeName cuda_real_data_types[] = {
     {"CUDA_R_64F", CUDA_R_64F},   {"CUDA_R_32F", CUDA_R_32F},         {"CUDA_R_16F", CUDA_R_16F},
     {"CUDA_R_16BF", CUDA_R_16BF}, {"CUDA_R_8F_E4M3", CUDA_R_8F_E4M3}, {"CUDA_R_8F_E5M2", CUDA_R_8F_E5M2},
 };
-inline constexpr bool is_cuda_real_data_type(std::string_view name) {
+// The entry of `cuda_real_data_types` with this name, or null.
+inline constexpr const CudaDataTypeName* find_cuda_data_type(std::string_view name) {
   for (const auto& type : cuda_real_data_types) {
-    if (type.name == name) return true;
+    if (type.name == name) return &type;
   }
-  return false;
-}
-inline constexpr cudaDataType_t cuda_data_type_named(std::string_view name) {
-  for (const auto& type : cuda_real_data_types) {
-    if (type.name == name) return type.value;
-  }
-  return CUDA_R_32F;  // not reached: cuda_traits checks the name first
+  return nullptr;
 }
 
 // The CUDA element type that is bit-compatible with a host storage type.
@@ -70,7 +65,7 @@ template <class Tag>
 consteval bool runs_on_cuda() {
   if constexpr (NumericTag<Tag>) {
     using traits = numeric_traits<Tag>;
-    return is_cuda_real_data_type(traits::cuda_data_type) && !is_encoded_v<storage_t<Tag>> &&
+    return find_cuda_data_type(traits::cuda_data_type) != nullptr && !is_encoded_v<storage_t<Tag>> &&
            (owns_storage_v<Tag> || (traits::exponent_bits == 8 && traits::mantissa_bits == 10));
   } else {
     return false;
@@ -98,7 +93,7 @@ struct cuda_traits {
   using device_type = typename detail::device_type_of<storage_t<Tag>>::type;
   /// @brief How cuBLASLt stores it (`CUDA_R_16BF`).
   static constexpr cudaDataType_t data_type =
-      detail::cuda_data_type_named(numeric_traits<Tag>::cuda_data_type);
+      detail::find_cuda_data_type(numeric_traits<Tag>::cuda_data_type)->value;
   /// @brief The compute type of a matmul with these operands: fp64 sums for fp64, TF32 operand
   /// rounding for a format kept in fp32's storage, fp32 sums otherwise (cuBLASLt has no math mode:
   /// COMPUTE_32F with fp32 operands never drops to TF32).

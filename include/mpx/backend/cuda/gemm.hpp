@@ -286,9 +286,9 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
   // and, with a 16-bit D, even partials kept in fp32 (COMPUTE_TYPE) had the bias added after the
   // sum was rounded into D. Seen on an H200 (cuBLASLt 13.1): fp16 37 x 19 x 23 with DRELU ran 20
   // splits in fp16, 7 ulps off; bf16 with a bias 16 splits, every element rounded twice
-  // (tests/cuda/gemm_mixed_host_test.cpp). So a 16-bit D gets no split-K, an fp32 or fp64 D only
-  // partials in its compute type.
-  const bool narrow_d = key.d_type == CUDA_R_16F || key.d_type == CUDA_R_16BF;
+  // (tests/cuda/gemm_mixed_host_test.cpp). So a D narrower than fp32 gets no split-K, an fp32 or
+  // fp64 D only partials in its compute type.
+  const bool narrow_d = key.d_type != CUDA_R_32F && key.d_type != CUDA_R_64F;  // any D narrower than fp32
   set_preference(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                  static_cast<std::uint32_t>(narrow_d ? CUBLASLT_REDUCTION_SCHEME_NONE
                                                      : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
