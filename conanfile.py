@@ -29,8 +29,9 @@ class MpxConan(ConanFile):
     topics = ("deep-learning", "mixed-precision", "header-only", "cuda")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
-    options = {"with_cuda": [True, False], "with_mpi": [True, False], "with_nccl": [True, False]}
-    default_options = {"with_cuda": False, "with_mpi": False, "with_nccl": False,
+    options = {"with_cuda": [True, False], "with_mpi": [True, False], "with_nccl": [True, False],
+               "with_onednn": [True, False]}
+    default_options = {"with_cuda": False, "with_mpi": False, "with_nccl": False, "with_onednn": False,
                        "boost/*:header_only": True}
     exports_sources = "CMakeLists.txt", "cmake/*", "include/*"
     no_copy_source = True
@@ -63,11 +64,13 @@ class MpxConan(ConanFile):
 
     def build(self):
         # Only generates mpxConfig.cmake, mpxConfigVersion.cmake, mpx.pc and mpx-mpi.pc; nothing is
-        # compiled, and the consumer's CUDA, NCCL and MPI are found when it asks for the components.
+        # compiled, and the consumer's CUDA, NCCL, MPI and oneDNN are found when it asks for the
+        # components.
         cmake = CMake(self)
         cmake.configure(variables={
             "MPX_BUILD_TESTS": "OFF", "MPX_BUILD_EXAMPLES": "OFF", "MPX_BUILD_BENCH": "OFF",
-            "MPX_ENABLE_CUDA": "OFF", "MPX_ENABLE_MPI": "OFF", "MPX_INSTALL": "ON",
+            "MPX_ENABLE_CUDA": "OFF", "MPX_ENABLE_MPI": "OFF", "MPX_ENABLE_ONEDNN": "OFF",
+            "MPX_INSTALL": "ON",
             "MPX_PC_MPI_MODULE": self._mpi_pkg_config_module})
 
     def package(self):
@@ -103,6 +106,15 @@ class MpxConan(ConanFile):
             nccl.system_libs = ["nccl"]
             nccl.bindirs = []
             nccl.libdirs = []
+        if self.options.with_onednn:
+            # oneDNN from the system (Debian: libdnnl-dev; find_package(mpx COMPONENTS onednn) finds it).
+            onednn = self.cpp_info.components["onednn"]
+            onednn.set_property("cmake_target_name", "mpx::onednn")
+            onednn.requires = ["core"]
+            onednn.defines = ["MPX_HAS_ONEDNN=1"]
+            onednn.system_libs = ["dnnl"]
+            onednn.bindirs = []
+            onednn.libdirs = []
         if self.options.with_mpi:
             # The system's MPI (find_package(mpx COMPONENTS mpi) finds it with FindMPI); for the other
             # generators its own pkg-config file gives its include and library directories.

@@ -3,10 +3,12 @@
 // Which CPU GEMM should mpx use? The shapes mpx's CPU workloads run (the char-GPT's and the MLPs'
 // Linear layers, forward A*B^T, input gradient A*B and weight gradient A^T*B, and 2048^3), timed in
 // each packaged library this machine has, in the same run:
-//   fp32: Eigen (mpx::cpu::gemm<Float>, today's path), OpenBLAS and BLIS (cblas_sgemm, loaded with
-//         dlopen so that their identical symbols cannot clash), oneDNN (dnnl_sgemm);
-//   bf16 operands, fp32 result: mpx::cpu::gemm<BFloat16> (widen to fp32, then Eigen), widen + OpenBLAS,
-//         oneDNN's bf16 matmul primitive (native AVX512_BF16 / AMX where the CPU has them).
+//   fp32: Eigen's own parallel product (mpx's GEMM before oneDNN), OpenBLAS and BLIS (cblas_sgemm,
+//         loaded with dlopen so that their identical symbols cannot clash), oneDNN (dnnl_sgemm), and
+//         mpx::cpu::gemm<Float> as it is built (its kernel library and fixed tiles, gemm_kernel.hpp);
+//   bf16 operands, fp32 result: widen to fp32 + Eigen, mpx::cpu::gemm<BFloat16> (widen, then its
+//         kernel), widen + OpenBLAS, oneDNN's bf16 matmul primitive (native AVX512_BF16 / AMX where
+//         the CPU has them).
 // Every library's result is checked against an fp64 reference before it is timed. The libraries of a
 // case are timed in turn, repetition by repetition, and the medians are reported with their ratio to
 // Eigen, as a table and as JSON (--json PATH). The machine's fp32 peak is measured too (independent
@@ -36,7 +38,7 @@
 #include <omp.h>
 #endif
 
-#if MPX_BENCH_HAS_ONEDNN
+#if MPX_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
@@ -157,6 +159,9 @@ double relative_error(const Shape& s, const Operands& o, const std::vector<float
 
 // ---- one library on one shape ---------------------------------------------------------------------
 
+// mpx's GEMM as built here: its fp32 kernel's library (gemm_kernel.hpp) in the name.
+const std::string mpx_gemm_name = std::string("mpx (") + mpx::cpu::gemm_kernel_library + ")";
+
 struct Candidate {
   std::string library;
   std::string precision;  // "fp32" or "bf16"
@@ -171,7 +176,21 @@ std::vector<Candidate> candidates(const Shape& s, const Operands& o, const std::
   };
   const mpx::GemmConfig config{.transpose_a = s.transpose_a ? mpx::Transpose::Yes : mpx::Transpose::No,
                                .transpose_b = s.transpose_b ? mpx::Transpose::Yes : mpx::Transpose::No};
-  out.push_back({"Eigen (mpx today)", "fp32", [&, config](std::vector<float>& c) {
+  // Eigen's own product, threaded by Eigen, on fp32 operands (widened first for bf16).
+  const auto eigen_product = [&s](const float* a_data, const float* b_data, float* c_data) {
+    using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Eigen::Map<const Matrix> a(a_data, s.transpose_a ? s.k : s.m, s.transpose_a ? s.m : s.k);
+    const Eigen::Map<const Matrix> b(b_data, s.transpose_b ? s.n : s.k, s.transpose_b ? s.k : s.n);
+    Eigen::Map<Matrix> c(c_data, s.m, s.n);
+    if (!s.transpose_a && !s.transpose_b) c.noalias() = a * b;
+    if (!s.transpose_a && s.transpose_b) c.noalias() = a * b.transpose();
+    if (s.transpose_a && !s.transpose_b) c.noalias() = a.transpose() * b;
+    if (s.transpose_a && s.transpose_b) c.noalias() = a.transpose() * b.transpose();
+  };
+  out.push_back({"Eigen", "fp32", [&, eigen_product](std::vector<float>& c) {
+                   eigen_product(o.a.data(), o.b.data(), c.data());
+                 }});
+  out.push_back({mpx_gemm_name, "fp32", [&, config](std::vector<float>& c) {
                    const auto a = as_tensor(o.a, o.rows_a, o.cols_a);
                    const auto b = as_tensor(o.b, o.rows_b, o.cols_b);
                    auto d = mpx::Tensor<float>::view(c.data(), mpx::Shape{s.m, s.n});
@@ -184,20 +203,26 @@ std::vector<Candidate> candidates(const Shape& s, const Operands& o, const std::
                                    int(o.cols_b), 0.0f, c.data(), int(s.n));
                    }});
   }
-#if MPX_BENCH_HAS_ONEDNN
+#if MPX_HAS_ONEDNN
   out.push_back({"oneDNN", "fp32", [&](std::vector<float>& c) {
                    dnnl_sgemm(s.transpose_a ? 'T' : 'N', s.transpose_b ? 'T' : 'N', s.m, s.n, s.k, 1.0f,
                               o.a.data(), o.cols_a, o.b.data(), o.cols_b, 0.0f, c.data(), s.n);
                  }});
 #endif
-  out.push_back({"Eigen (mpx today)", "bf16", [&, config](std::vector<float>& c) {
+  out.push_back({"widen + Eigen", "bf16", [&, eigen_product](std::vector<float>& c) {
+                   thread_local std::vector<float> a, b;
+                   a.assign(o.a16.begin(), o.a16.end());
+                   b.assign(o.b16.begin(), o.b16.end());
+                   eigen_product(a.data(), b.data(), c.data());
+                 }});
+  out.push_back({mpx_gemm_name, "bf16", [&, config](std::vector<float>& c) {
                    const auto a = as_tensor(o.a16, o.rows_a, o.cols_a);
                    const auto b = as_tensor(o.b16, o.rows_b, o.cols_b);
                    auto d = mpx::Tensor<float>::view(c.data(), mpx::Shape{s.m, s.n});
                    mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config);
                  }});
   if (!cblas.empty()) {
-    // Widen both operands to fp32 (as mpx does today), then the first cblas library's sgemm.
+    // Widen both operands to fp32 (as mpx does), then the first cblas library's sgemm.
     out.push_back(
         {"widen + " + cblas.front().name, "bf16", [&, library = cblas.front()](std::vector<float>& c) {
            thread_local std::vector<float> a, b;
@@ -210,7 +235,7 @@ std::vector<Candidate> candidates(const Shape& s, const Operands& o, const std::
                          int(s.n));
          }});
   }
-#if MPX_BENCH_HAS_ONEDNN
+#if MPX_HAS_ONEDNN
   // oneDNN's matmul primitive: bf16 A and B (transposes as strides), fp32 C, created once per shape.
   struct Matmul {
     dnnl::engine engine{dnnl::engine::kind::cpu, 0};
@@ -325,7 +350,7 @@ int main(int argc, char** argv) {
   std::printf("%s\nthreads %d; libraries: Eigen%s%s\n", mpx::bench::machine_line().c_str(), threads,
               cblas.empty() ? "" : (", " + cblas.front().name).c_str(),
               cblas.size() > 1 ? (", " + cblas.back().name).c_str() : "");
-#if MPX_BENCH_HAS_ONEDNN
+#if MPX_HAS_ONEDNN
   std::printf("oneDNN %d.%d.%d\n", dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
 #endif
   const double peak = measured_peak_gflops(threads);
@@ -365,7 +390,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < list.size(); ++i) {
       Result result{s, list[i].library, list[i].precision, mpx::bench::median(times[i]), 0, 0, errors[i]};
       result.gflops = flops / result.median_ms / 1e6;
-      if (list[i].library == "Eigen (mpx today)")
+      if (list[i].library == "Eigen" || list[i].library == "widen + Eigen")
         (list[i].precision == "fp32" ? eigen_fp32 : eigen_bf16) = result.median_ms;
       results.push_back(result);
     }

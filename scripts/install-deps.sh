@@ -10,6 +10,7 @@ packages=(
   cmake g++ make ccache clang-format   # toolchain
   libeigen3-dev libboost-dev           # Eigen 3.4 (CPU GEMM, half/bfloat16), Boost.Hana
   librandom123-dev                     # Philox counter-based random bits (host and device)
+  libdnnl-dev                          # oneDNN: the CPU GEMM's fp32 kernel (mpx::onednn; Eigen without it)
   catch2                               # tests (Catch2 2.13)
   zlib1g-dev dataset-fashion-mnist     # gzip'd IDX reader and the default dataset
   fortunes                             # the text corpus of the character-level GPT (docs/data.md)

@@ -2,7 +2,8 @@
 # SPDX-FileCopyrightText: 2026 The mpx authors
 """Builds and runs one of the consumers' programs against the mpx package (CMakeDeps and
 CMakeToolchain): tiny_mlp.cpp through mpx::mpx or, when mpx was made with_mpi=True,
-data_parallel_check.cpp through mpx::mpi (which brings mpx::mpx)."""
+data_parallel_check.cpp through mpx::mpi (which brings mpx::mpx); made with_onednn=True, the
+program links mpx::onednn too, so that its GEMMs run on oneDNN."""
 import os
 
 from conan import ConanFile
@@ -24,9 +25,13 @@ class MpxTestPackage(ConanFile):
     def _with_mpi(self):
         return bool(self.dependencies["mpx"].options.with_mpi)
 
+    def _with_onednn(self):
+        return bool(self.dependencies["mpx"].options.with_onednn)
+
     def generate(self):
         toolchain = CMakeToolchain(self)
         toolchain.cache_variables["MPX_TEST_MPI"] = self._with_mpi()
+        toolchain.cache_variables["MPX_TEST_ONEDNN"] = self._with_onednn()
         toolchain.generate()
 
     def build(self):
@@ -38,5 +43,4 @@ class MpxTestPackage(ConanFile):
         if can_run(self):
             # tiny_mlp exits non-zero unless its training loss falls to a third; data_parallel_check
             # (one MPI process, started without mpirun) unless its loss halves.
-            program = "data_parallel_check" if self._with_mpi() else "tiny_mlp"
-            self.run(os.path.join(self.cpp.build.bindir, program), env="conanrun")
+            self.run(os.path.join(self.cpp.build.bindir, "check"), env="conanrun")

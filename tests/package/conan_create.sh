@@ -26,6 +26,11 @@ fi
 if pkg-config --exists ompi-cxx 2>/dev/null; then
   options+=(-o "&:with_mpi=True")
 fi
+# Likewise with_onednn=True where the system has oneDNN (Debian libdnnl-dev): the same program links
+# mpx::onednn too.
+if [[ -e /usr/include/oneapi/dnnl/dnnl.h ]]; then
+  options+=(-o "&:with_onednn=True")
+fi
 cd "$source_dir"
 "$conan" --version
 "$conan" create . -pr:a conan/profiles/debian-12 "${options[@]}"

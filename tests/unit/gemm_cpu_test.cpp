@@ -9,12 +9,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "../support/relu_mask.hpp"
 #include "../support/tolerances.hpp"
@@ -435,6 +440,118 @@ TEST_CASE("cpu::gemm with beta = 1 adds D's contents to the finished product, on
   }
 }
 
+TEST_CASE("cpu::gemm into a 16-bit D with beta = 1 rounds D + the finished fp32 product once",
+          "[gemm][cpu]") {
+  // cuBLASLt's t = alpha A B + beta C, rounded once into D: C joins the finished fp32 product, not the
+  // first k-block's partial sum, whatever k is.
+  std::mt19937_64 rng(23);
+  for (const std::int64_t k : {std::int64_t{24}, std::int64_t{3000}}) {
+    CAPTURE(k);
+    const std::int64_t m = 70, n = 40;
+    const auto a = random_tensor<Eigen::bfloat16>(Shape{m, k}, rng);
+    const auto b = random_tensor<Eigen::bfloat16>(Shape{k, n}, rng);
+    const auto previous = random_tensor<Eigen::bfloat16>(Shape{m, n}, rng);
+    Tensor<float> product(Shape{m, n});
+    mpx::cpu::gemm<mpx::BFloat16>(a, b, product, {});
+    Tensor<Eigen::bfloat16> accumulated = previous.clone();
+    mpx::cpu::gemm<mpx::BFloat16>(a, b, accumulated, {.beta = 1.0f});
+    for (std::int64_t i = 0; i < accumulated.numel(); ++i) {
+      CAPTURE(i);
+      const float expected = static_cast<float>(previous[i]) + product[i];
+      REQUIRE(mpx::bits_of(accumulated[i]) == mpx::bits_of(mpx::round_to<mpx::BFloat16>(expected)));
+    }
+  }
+}
+
+TEST_CASE("cpu::gemm<BFloat16> keeps subnormal products and sums, as cuBLASLt does", "[gemm][cpu]") {
+  // oneDNN's bf16 dot products flush subnormals to zero; mpx takes them only for operands whose
+  // products and sums cannot be subnormal (gemm_kernel.hpp), and widens to fp32 otherwise.
+  using Bf16 = Eigen::bfloat16;
+  Tensor<Bf16> a(Shape{1, 2}), b(Shape{2, 1});
+  a[0] = Bf16(1e-20f);
+  a[1] = Bf16(0.0f);
+  b[0] = Bf16(1e-19f);
+  b[1] = Bf16(3.0f);
+  Tensor<float> d(Shape{1, 1});
+  mpx::cpu::gemm<mpx::BFloat16>(a, b, d, {});
+  const float exact = static_cast<float>(a[0]) * static_cast<float>(b[0]);  // about 1e-39: subnormal
+  REQUIRE(exact != 0.0f);
+  REQUIRE(std::fpclassify(exact) == FP_SUBNORMAL);
+  REQUIRE(d[0] == exact);
+  // A subnormal operand is kept too (its product with 2 is subnormal as well).
+  a[0] = Bf16(0x1p-130f);  // a bf16 subnormal
+  b[0] = Bf16(2.0f);
+  mpx::cpu::gemm<mpx::BFloat16>(a, b, d, {});
+  REQUIRE(d[0] == static_cast<float>(a[0]) * 2.0f);
+  REQUIRE(d[0] != 0.0f);
+
+  // Which operands may take the bf16 dot products: every nonzero |a| >= 2^ea, |b| >= 2^eb with
+  // ea + eb >= -100, and no subnormal.
+  const auto native = [](float a_least, float b_least, float alpha = 1.0f) {
+    const Bf16 a_values[] = {Bf16(1.0f), Bf16(0.0f), Bf16(-a_least)};
+    const Bf16 b_values[] = {Bf16(b_least), Bf16(-2.0f)};
+    return mpx::cpu::detail::native_bf16_products<mpx::BFloat16>(a_values, 3, b_values, 2, alpha);
+  };
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  if (mpx::cpu::detail::onednn::has_native_bf16()) {
+    CHECK(native(0x1p-50f, 0x1p-50f));
+    CHECK(native(0x1p-60f, 0x1.8p-40f));
+    CHECK(native(0x1p-50f, 0x1p-50f, 0x1p-12f));
+  }
+#endif
+  CHECK_FALSE(native(0x1p-50f, 0x1.fcp-51f));  // ea + eb = -101
+  CHECK_FALSE(native(0x1p-127f, 1.0f));        // a subnormal
+  CHECK_FALSE(native(1.0f, 1.0f, 0x1p-13f));   // alpha could make a result subnormal
+  CHECK_FALSE(native(1.0f, 1.0f, std::numeric_limits<float>::quiet_NaN()));
+}
+
+TEST_CASE("cpu::gemm gives the same bits on one thread and on several", "[gemm][cpu][threads]") {
+#ifdef _OPENMP
+  // Each product is cut into tiles by its shape alone, each tile one kernel call on one thread, so
+  // D cannot depend on the thread count: not for many tiles, not for one tile with a long k (a
+  // single row is one that oneDNN's own threads would split along k), not for a batch.
+  struct Case {
+    std::int64_t m, n, k, batch;
+    Transpose ta, tb;
+  };
+  const Case cases[] = {{1024, 384, 128, 1, Transpose::No, Transpose::Yes},
+                        {384, 128, 1024, 1, Transpose::Yes, Transpose::No},
+                        {48, 40, 20000, 1, Transpose::No, Transpose::No},
+                        {1, 64, 30000, 1, Transpose::No, Transpose::No},  // oneDNN threads it along k
+                        {300, 2000, 50, 1, Transpose::No, Transpose::Yes},
+                        {64, 64, 32, 12, Transpose::No, Transpose::Yes}};
+  std::mt19937_64 rng(31);
+  const int threads = omp_get_max_threads();
+  for (const Case& c : cases) {
+    CAPTURE(c.m, c.n, c.k, c.batch);
+    const Shape a_shape = c.ta == Transpose::Yes ? Shape{c.batch * c.k, c.m} : Shape{c.batch * c.m, c.k};
+    const Shape b_shape = c.tb == Transpose::Yes ? Shape{c.batch * c.n, c.k} : Shape{c.batch * c.k, c.n};
+    const auto a = random_tensor<float>(a_shape, rng);
+    const auto b = random_tensor<float>(b_shape, rng);
+    const auto a16 = random_tensor<Eigen::bfloat16>(a_shape, rng);
+    const auto b16 = random_tensor<Eigen::bfloat16>(b_shape, rng);
+    const GemmConfig config{.transpose_a = c.ta, .transpose_b = c.tb, .batch_count = c.batch};
+    const auto run = [&](int thread_count) {
+      omp_set_num_threads(thread_count);
+      Tensor<float> d(Shape{c.batch * c.m, c.n}), d16(Shape{c.batch * c.m, c.n});
+      mpx::cpu::gemm<mpx::Float>(a, b, d, config);
+      mpx::cpu::gemm<mpx::BFloat16>(a16, b16, d16, config);
+      omp_set_num_threads(threads);
+      return std::pair{std::move(d), std::move(d16)};
+    };
+    const auto [one, one16] = run(1);
+    const auto [two, two16] = run(2);
+    const auto [four, four16] = run(4);
+    REQUIRE(std::memcmp(one.data(), two.data(), one.size_bytes()) == 0);
+    REQUIRE(std::memcmp(one.data(), four.data(), one.size_bytes()) == 0);
+    REQUIRE(std::memcmp(one16.data(), two16.data(), one16.size_bytes()) == 0);
+    REQUIRE(std::memcmp(one16.data(), four16.data(), one16.size_bytes()) == 0);
+  }
+#else
+  WARN("built without OpenMP: one thread only, nothing to compare");
+#endif
+}
+
 TEMPLATE_TEST_CASE("cpu::gemm applies every epilogue (D, aux, bias_grad) like the reference",
                    "[gemm][cpu][epilogue]", Fp32, Tf32, Fp64, Fp16, Fp16IntoFp32, Bf16, Bf16IntoFp32) {
   const Epilogue epilogue = GENERATE(from_range(std::begin(k_all_epilogues), std::end(k_all_epilogues)));
@@ -665,23 +782,33 @@ TEST_CASE("cpu::gemm's vectorised conversions give the scalar conversions' bits 
 }
 
 TEST_CASE("cpu::gemm's scratch memory counts in memory_stats during the call only", "[gemm][cpu][memory]") {
-  // Converted operands and the fp32 t behind a bf16 D are reused between calls, but memory_stats
-  // reports them as if each call allocated them: in the peak, not in live bytes afterwards.
+  // Converted operands and the fp32 t behind a 16-bit D are reused between calls, but memory_stats
+  // reports them as if each call allocated them: in the peak, not in live bytes afterwards. fp16
+  // operands are always widened; bf16 ones only where they do not go to oneDNN's bf16 matmul as
+  // they are.
   constexpr std::int64_t m = 64, n = 48, k = 32;
   std::mt19937_64 rng(5);
-  const auto a = random_tensor<Eigen::bfloat16>(Shape{m, k}, rng);
-  const auto b = random_tensor<Eigen::bfloat16>(Shape{n, k}, rng);
-  Tensor<Eigen::bfloat16> d(Shape{m, n});
   const GemmConfig config{.transpose_b = Transpose::Yes};
   auto& stats = mpx::memory_stats<mpx::Host>();
-  for (int call = 0; call < 2; ++call) {  // the first call fills the cache, the second reuses it
-    INFO("call " << call);
-    stats.reset_peak();
-    const std::int64_t live_before = stats.live_bytes();
-    mpx::cpu::gemm<mpx::BFloat16>(a, b, d, config);
-    CHECK(stats.live_bytes() == live_before);
-    CHECK(stats.peak_bytes() - live_before == (m * k + n * k + m * n) * std::int64_t{sizeof(float)});
-  }
+  const auto check_scratch = [&]<class Compute>(Compute) {
+    using S = mpx::storage_t<Compute>;
+    const auto a = random_tensor<S>(Shape{m, k}, rng);
+    const auto b = random_tensor<S>(Shape{n, k}, rng);
+    Tensor<S> d(Shape{m, n});
+    const bool widened =
+        !mpx::cpu::detail::native_bf16_products<Compute>(a.data(), a.numel(), b.data(), b.numel(), 1.0f);
+    const std::int64_t expected = (m * n + (widened ? m * k + n * k : 0)) * std::int64_t{sizeof(float)};
+    for (int call = 0; call < 2; ++call) {  // the first call fills the cache, the second reuses it
+      INFO(mpx::numeric_traits<Compute>::name << ", call " << call);
+      stats.reset_peak();
+      const std::int64_t live_before = stats.live_bytes();
+      mpx::cpu::gemm<Compute>(a, b, d, config);
+      CHECK(stats.live_bytes() == live_before);
+      CHECK(stats.peak_bytes() - live_before == expected);
+    }
+  };
+  check_scratch(mpx::Half{});
+  check_scratch(mpx::BFloat16{});
   // fp32 needs no scratch: operands are used in place and t is D.
   const auto a32 = random_tensor<float>(Shape{m, k}, rng);
   const auto b32 = random_tensor<float>(Shape{n, k}, rng);

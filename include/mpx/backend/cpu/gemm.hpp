@@ -2,16 +2,17 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief cuBLASLt's GEMM semantics on Eigen: operands in the compute type, products and sums in
+/// @brief cuBLASLt's GEMM semantics on the CPU: operands in the compute type, products and sums in
 /// fp32 (fp64 for `Double`), epilogue in fp32, one rounding into D.
 ///
 /// Tensor Core products of fp16, bf16 or TF32 operands are exact in fp32 (at most 22 significant
-/// bits), so widening the rounded operands to fp32 and multiplying with Eigen's fp32 GEMM gives the
-/// GPU's numerics up to the order of the fp32 sums.
+/// bits), so widening the rounded operands to fp32 and multiplying with an fp32 GEMM kernel
+/// (gemm_kernel.hpp: oneDNN or Eigen) gives the GPU's numerics up to the order of the fp32 sums;
+/// bf16 operands go to oneDNN's bf16 dot products unwidened where those are exact too.
 ///
-/// A batched call (`GemmConfig::batch_count` > 1) widens A and B once, runs Eigen's product on each
-/// matrix of the batch (in parallel over the batch, each product on one thread) and rounds D once:
-/// the numerics of a loop of single calls, one per matrix.
+/// A batched call (`GemmConfig::batch_count` > 1) converts A and B once, multiplies every matrix
+/// of the batch tile by tile as a single call would, and rounds D once: the numerics of a loop of
+/// single calls, one per matrix.
 
 #include <algorithm>
 #include <cstddef>
@@ -23,6 +24,7 @@
 #include <Eigen/Core>
 
 #include "mpx/backend/cpu/convert.hpp"
+#include "mpx/backend/cpu/gemm_kernel.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/error.hpp"
@@ -40,46 +42,25 @@ using GemmOperands = mpx::GemmOperands<TD, Acc, Host>;
 
 namespace detail {
 
-// Products below this many multiply-adds (m n k) do not go through Eigen's parallel GEMM: its
-// threads busy-wait on each other for every packed block, and on shared cores, where the scheduler
-// takes a thread away now and then, a char-GPT step (GEMMs of 50-70 M multiply-adds) ran about 7x slower
-// on two threads than on one. They run as fixed blocks of rows on this library's threads instead.
-inline constexpr std::int64_t own_threads_gemm_work = std::int64_t{1} << 28;
-// Rows of a small product per task. Fixed, so that the bits do not depend on the thread count (nor
-// do they depend on the blocks at all: Eigen's blocking along k, which orders each sum, depends on
-// k and the cache sizes only).
-inline constexpr std::int64_t gemm_rows_per_task = 256;
-
-// C[m, n] += alpha op(A) op(B) with Eigen's blocked kernel on the calling thread, as Eigen's product
-// runs when it does not start threads of its own. Eigen::internal's entry point, as Eigen 3.4 (which
-// CMakeLists.txt requires) declares it; the GEMM tests compare every path with an fp64 reference. C is
-// row-major; op(A) and op(B) are row-major with strides lda and ldb, or, when transposed, the column-major
-// views of row-major A and B.
-template <class Scalar>
-void gemm_on_this_thread(bool ta, bool tb, Eigen::Index m, Eigen::Index n, Eigen::Index k, const Scalar* a,
-                         Eigen::Index lda, const Scalar* b, Eigen::Index ldb, Scalar* c, Eigen::Index ldc,
-                         Scalar alpha) {
-  Eigen::internal::gemm_blocking_space<Eigen::RowMajor, Scalar, Scalar, Eigen::Dynamic, Eigen::Dynamic,
-                                       Eigen::Dynamic>
-      blocking(m, n, k, 1, true);
-  const auto run = [&]<int LhsOrder, int RhsOrder>() {
-    Eigen::internal::general_matrix_matrix_product<Eigen::Index, Scalar, LhsOrder, false, Scalar, RhsOrder,
-                                                   false, Eigen::RowMajor, 1>::run(m, n, k, a, lda, b, ldb, c,
-                                                                                   1, ldc, alpha, blocking,
-                                                                                   nullptr);
-  };
-  constexpr int row = Eigen::RowMajor;
-  constexpr int col = Eigen::ColMajor;
-  if (!ta && !tb) run.template operator()<row, row>();
-  if (!ta && tb) run.template operator()<row, col>();
-  if (ta && !tb) run.template operator()<col, row>();
-  if (ta && tb) run.template operator()<col, col>();
-}
-
 template <NumericTag Compute, class S, class Acc>
 void widen_operand(const S* in, Acc* out, std::int64_t count) {
   parallel_for_chunks(count, parallel_grain, [in, out](std::int64_t begin, std::int64_t end) {
     widen_range<Compute>(in, out, begin, end);
+  });
+}
+
+// t[i] += beta * C[i], C widened from its storage a block at a time.
+template <NumericTag Tag, class S, class Acc>
+void add_scaled(const S* c, Acc beta, Acc* t, std::int64_t count) {
+  parallel_for_chunks(count, parallel_grain, [c, beta, t](std::int64_t begin, std::int64_t end) {
+    constexpr std::int64_t block = 256;
+    Acc widened[block];
+    for (std::int64_t first = begin; first < end; first += block) {
+      const std::int64_t length = std::min(block, end - first);
+      widen_range<Tag>(c + first, widened, 0, length);
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t i = 0; i < length; ++i) t[first + i] = t[first + i] + beta * widened[i];
+    }
   });
 }
 
@@ -195,9 +176,10 @@ inline void release_gemm_scratch() noexcept {
 /// @throws mpx::shape_error when shapes do not fit (naming both), mpx::invalid_argument when the
 ///         epilogue's operands are missing.
 /// With `config.batch_count` = n > 1, A, B (and C) and D hold n matrices each and matrix i of D is
-/// computed from matrix i of A and B; each product is Eigen's single-threaded product of that matrix
-/// pair, so the result equals n single calls bit for bit wherever those run single-threaded too (a
-/// multi-threaded Eigen product may block the inner dimension differently).
+/// computed from matrix i of A and B, tile by tile as a single call on that pair would, so the result
+/// equals n single calls bit for bit (for bf16, where those take the same kernel: the choice of
+/// oneDNN's bf16 dot products looks at the whole of A and B). Results do not depend on the number
+/// of threads.
 /// @code
 /// mpx::cpu::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes,
 ///                                         .epilogue = mpx::Epilogue::ReluBias}, {.bias = &b});
@@ -245,77 +227,56 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     overlap("C", operands.c->data(), operands.c->size_bytes());
   }
 
-  const detail::Operand<Compute, Acc> a_acc(a, 0);
-  const detail::Operand<Compute, Acc> b_acc(b, 1);
-  const auto& am = a_acc.matrix();
-  const auto& bm = b_acc.matrix();
+  // bf16 operands go to oneDNN's bf16 matmul as they are where its products are exact
+  // (gemm_kernel.hpp); otherwise both are widened (rounded first where needed) into fp32 scratch.
+  // BGradA / BGradB sum a widened operand either way.
+  const bool native = detail::native_bf16_products<Compute>(a.data(), a.numel(), b.data(), b.numel(),
+                                                            static_cast<float>(alpha));
+  std::optional<detail::Operand<Compute, Acc>> a_acc, b_acc;
+  if (!native || epilogue == Epilogue::BGradA) a_acc.emplace(a, 0);
+  if (!native || epilogue == Epilogue::BGradB) b_acc.emplace(b, 1);
 
-  // t = beta * C + alpha * op(A) op(B). When D holds Acc, t is D itself; with beta = 0 the product
-  // accumulates there. With beta != 0 the product goes to scratch first and C is added to the
-  // finished product, once, as cuBLASLt adds it: accumulating into D in place, Eigen would add C to
-  // the first k-block's partial sum (for k beyond one block). That is also what makes a gradient
-  // accumulated over micro-batches equal the sum of the micro-batches' own, bit for bit.
+  // t = alpha * op(A) op(B) + beta * C. When D holds Acc and beta = 0, t is D itself. Otherwise the
+  // product goes to scratch first and C is added to the finished product, once, as cuBLASLt adds it
+  // (a kernel accumulating into C would add it to the first k-block's partial sum). That is also
+  // what makes a gradient accumulated over micro-batches equal the sum of the micro-batches' own,
+  // bit for bit.
   constexpr bool d_is_acc = std::is_same_v<TD, Acc>;
   std::optional<detail::ScratchBuffer<Acc>> scratch_buffer;
   Eigen::Map<RowMajorMatrix<Acc>> scratch(nullptr, 0, 0);
   Eigen::Map<RowMajorMatrix<Acc>> t(nullptr, d_rows, g.n);
-  if constexpr (d_is_acc) {
-    new (&t) decltype(t)(d.data(), d_rows, g.n);
-    if (beta == Acc(0)) {
-      t.setZero();
-    } else {
-      scratch_buffer.emplace(2, d_rows * g.n);
-      new (&scratch) decltype(scratch)(scratch_buffer->data(), d_rows, g.n);
-      scratch.setZero();
-    }
+  if constexpr (d_is_acc) new (&t) decltype(t)(d.data(), d_rows, g.n);
+  if (d_is_acc && beta == Acc(0)) {
+    t.setZero();
   } else {
     scratch_buffer.emplace(2, d_rows * g.n);
     new (&scratch) decltype(scratch)(scratch_buffer->data(), d_rows, g.n);
-    if (beta == Acc(0)) {
-      scratch.setZero();
-    } else {
-      const auto& c = operands.c != nullptr ? *operands.c : d;
-      detail::widen_operand<tag_of_t<TD>>(c.data(), scratch.data(), d_rows * g.n);
-      scratch *= beta;
-    }
+    scratch.setZero();
   }
-  const bool ta = config.transpose_a == Transpose::Yes;
-  const bool tb = config.transpose_b == Transpose::Yes;
-  const auto product = [&](auto&& target, const auto& x, const auto& y) {
-    if (!ta && !tb) target.noalias() += alpha * x * y;
-    if (!ta && tb) target.noalias() += alpha * x * y.transpose();
-    if (ta && !tb) target.noalias() += alpha * x.transpose() * y;
-    if (ta && tb) target.noalias() += alpha * x.transpose() * y.transpose();
-  };
-  // Rows [first, end) of one matrix of the batch, on the calling thread.
-  const auto rows_on_this_thread = [&](Acc* target, std::int64_t matrix, std::int64_t first,
-                                       std::int64_t end) {
-    const std::int64_t a_size = am.size() / g.batch;
-    const std::int64_t b_size = bm.size() / g.batch;
-    const Acc* a_matrix = am.data() + matrix * a_size;
-    // Row i of op(A) starts at a + i * lda in row-major A, at a + i in transposed A.
-    const Acc* a_rows = a_matrix + (ta ? first : first * am.outerStride());
-    detail::gemm_on_this_thread(ta, tb, end - first, g.n, g.k, a_rows, am.outerStride(),
-                                bm.data() + matrix * b_size, bm.outerStride(),
-                                target + (matrix * g.m + first) * g.n, g.n, alpha);
-  };
+  // target += alpha op(A) op(B) for every matrix of the batch, tile by tile on the library's threads
+  // (gemm_kernel.hpp): the same bits on any number of threads, and matrix i of a batch as one call.
   auto multiply = [&](auto&& target) {
-    if (g.k == 0) return;
-    if (g.batch == 1 && g.m * g.n * g.k >= detail::own_threads_gemm_work) {
-      product(target, am, bm);  // large: Eigen's parallel GEMM
-      return;
-    }
-    // Small products, and the matrices of a batch: fixed blocks of rows (whole matrices of a
-    // batch) on this library's threads, each with Eigen's kernel on one thread.
-    if (g.batch == 1) {
-      parallel_for_chunks(g.m, detail::gemm_rows_per_task, [&](std::int64_t first, std::int64_t end) {
-        rows_on_this_thread(target.data(), 0, first, end);
+    const auto products = [&](const auto* a_data, const auto* b_data) {
+      using In = std::remove_cvref_t<decltype(*a_data)>;
+      detail::run_products(g.batch, [&](std::int64_t matrix) {
+        return detail::ProductView<In, Acc>{.transpose_a = config.transpose_a == Transpose::Yes,
+                                            .transpose_b = config.transpose_b == Transpose::Yes,
+                                            .m = g.m,
+                                            .n = g.n,
+                                            .k = g.k,
+                                            .a = a_data + matrix * (a.numel() / g.batch),
+                                            .lda = a.shape().cols(),
+                                            .b = b_data + matrix * (b.numel() / g.batch),
+                                            .ldb = b.shape().cols(),
+                                            .c = target.data() + matrix * g.m * g.n,
+                                            .ldc = g.n,
+                                            .alpha = alpha};
       });
-    } else {
-      parallel_for_chunks(g.batch, 1, [&](std::int64_t first, std::int64_t end) {
-        for (std::int64_t i = first; i < end; ++i) rows_on_this_thread(target.data(), i, 0, g.m);
-      });
+    };
+    if constexpr (std::is_same_v<Compute, BFloat16> && detail::built_with_onednn) {
+      if (native) return products(a.data(), b.data());
     }
+    products(a_acc->matrix().data(), b_acc->matrix().data());
   };
 
   // The epilogue over one row of t, in place. The switch sits outside the loops so that each loop
@@ -420,17 +381,23 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     finish(d.data());
   } else {
     multiply(scratch);
+    if (beta != Acc(0)) {
+      const TD* c = operands.c != nullptr ? operands.c->data() : d.data();
+      detail::add_scaled<tag_of_t<TD>>(c, beta, scratch.data(), d_rows * g.n);
+    }
     finish(scratch.data());
   }
 
   // Bias gradients of the operands, from the same compute-type values the product used.
   if (epilogue == Epilogue::BGradA) {
     const bool ta = config.transpose_a == Transpose::Yes;
+    const auto& am = a_acc->matrix();
     for (std::int64_t row = 0; row < g.m; ++row) {
       bias_grad[row] = ta ? am.col(row).sum() : am.row(row).sum();
     }
   } else if (epilogue == Epilogue::BGradB) {
     const bool tb = config.transpose_b == Transpose::Yes;
+    const auto& bm = b_acc->matrix();
     for (std::int64_t col = 0; col < g.n; ++col) {
       bias_grad[col] = tb ? bm.row(col).sum() : bm.col(col).sum();
     }

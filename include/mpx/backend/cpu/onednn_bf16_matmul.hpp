@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief C += alpha op(A) op(B) for bf16 A and B and an fp32 C on oneDNN's matmul primitive, whose
+/// bf16 dot products (AVX512_BF16, AMX) multiply exactly and add in fp32, on the calling thread.
+/// Only with `MPX_HAS_ONEDNN`; gemm_kernel.hpp decides when it may be used.
+///
+/// Those instructions treat subnormal inputs and results as zero, where cuBLASLt's bf16 products
+/// keep them. `bf16_products_stay_normal` tells when that cannot change a result: every nonzero
+/// |a| >= 2^ea and |b| >= 2^eb with ea + eb >= -100. A product of two bf16 values (8 significant
+/// bits each) is then a multiple of 2^(ea + eb - 14), every fp32 partial sum of such products is a
+/// multiple of that too (a sum below 2^24 of those units is exact, and rounding a larger one keeps it
+/// a multiple), so nothing nonzero falls below 2^-114 (or below 2^-126 after an alpha >= 2^-12).
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/error.hpp"
+
+namespace mpx::cpu::detail::onednn {
+
+inline void check(dnnl_status_t status, const char* call) {
+  if (status != dnnl_success) {
+    throw error(mpx::detail::concat("mpx::cpu::gemm: oneDNN's ", call, " failed with status ",
+                                    static_cast<int>(status)));
+  }
+}
+
+/// True when oneDNN runs bf16 matmuls on native dot-product instructions here (AVX512_BF16 or AMX;
+/// `DNNL_MAX_CPU_ISA` can lower what it uses). Elsewhere it would emulate them, slower than
+/// widening to fp32.
+inline bool has_native_bf16() {
+  static const bool native = [] {
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+    return (isa & bf16) == bf16;
+  }();
+  return native;
+}
+
+/// The smallest binary exponent of a nonzero finite value among `count` bf16 bit patterns: +1000 when
+/// all are zero (or not finite), and -127 or less when one is subnormal.
+inline int smallest_exponent(const std::uint16_t* bits, std::int64_t count) {
+  const auto smallest_magnitude = [bits](std::int64_t begin, std::int64_t end) {
+    std::uint16_t least = 0x7f80;  // infinity's pattern: above every finite magnitude
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::uint16_t magnitude = bits[i] & 0x7fffu;
+      const std::uint16_t candidate = magnitude == 0 ? std::uint16_t{0x7f80} : magnitude;
+      least = candidate < least ? candidate : least;
+    }
+    return least;
+  };
+  std::uint16_t least = 0x7f80;
+  const std::int64_t chunks = (count + parallel_grain - 1) / parallel_grain;
+  std::vector<std::uint16_t> per_chunk(static_cast<std::size_t>(chunks), 0x7f80);
+  parallel_for_chunks(count, parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+    per_chunk[static_cast<std::size_t>(begin / parallel_grain)] = smallest_magnitude(begin, end);
+  });
+  for (const std::uint16_t m : per_chunk) least = m < least ? m : least;
+  if (least >= 0x7f80) return 1000;
+  const int exponent_field = least >> 7;
+  return exponent_field == 0 ? -127 - 7 : exponent_field - 127;  // a subnormal is below 2^-127
+}
+
+/// Whether the native bf16 dot products give IEEE results for these operands (the file's comment).
+template <class Bf16>
+bool bf16_products_stay_normal(const Bf16* a, std::int64_t a_count, const Bf16* b, std::int64_t b_count,
+                               float alpha) {
+  static_assert(sizeof(Bf16) == 2);
+  if (!(alpha == 0.0f || (alpha >= 0x1p-12f || alpha <= -0x1p-12f))) return false;
+  const int a_exponent = smallest_exponent(reinterpret_cast<const std::uint16_t*>(a), a_count);
+  if (a_exponent < -126) return false;
+  const int b_exponent = smallest_exponent(reinterpret_cast<const std::uint16_t*>(b), b_count);
+  return b_exponent >= -126 && a_exponent + b_exponent >= -100;
+}
+
+/// The engine and stream of the calling thread.
+class ThreadContext {
+ public:
+  ThreadContext() {
+    check(dnnl_engine_create(&engine_, dnnl_cpu, 0), "dnnl_engine_create");
+    check(dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags), "dnnl_stream_create");
+  }
+  ~ThreadContext() {
+    dnnl_stream_destroy(stream_);
+    dnnl_engine_destroy(engine_);
+  }
+  ThreadContext(const ThreadContext&) = delete;
+  ThreadContext& operator=(const ThreadContext&) = delete;
+
+  [[nodiscard]] dnnl_engine_t engine() const noexcept { return engine_; }
+  [[nodiscard]] dnnl_stream_t stream() const noexcept { return stream_; }
+
+  /// A scratchpad of at least `bytes`, the thread's one (a primitive runs to its end before the next).
+  void* scratchpad(std::size_t bytes) {
+    if (scratchpad_.size() < bytes) scratchpad_.resize(bytes);
+    return scratchpad_.data();
+  }
+
+ private:
+  dnnl_engine_t engine_ = nullptr;
+  dnnl_stream_t stream_ = nullptr;
+  std::vector<std::uint8_t> scratchpad_;
+};
+
+/// One tile's matmul: dst (fp32, row stride ldc) += alpha src (bf16) x weights (bf16), created once
+/// per shape, strides, transposes and alpha on each thread. The scratchpad is the caller's (user
+/// mode), so primitives the library's cache shares between threads never share one.
+class Bf16Matmul {
+ public:
+  struct Key {
+    std::int64_t m, n, k, lda, ldb, ldc;
+    bool transpose_a, transpose_b;
+    float alpha;
+    auto operator<=>(const Key&) const = default;
+  };
+
+  Bf16Matmul(const Key& key, const ThreadContext& context) {
+    const auto strided = [](dnnl_memory_desc_t* desc, std::int64_t rows, std::int64_t cols,
+                            dnnl_data_type_t type, std::int64_t row_stride, std::int64_t col_stride) {
+      const dnnl_dims_t dims = {rows, cols};
+      const dnnl_dims_t strides = {row_stride, col_stride};
+      check(dnnl_memory_desc_init_by_strides(desc, 2, dims, type, strides),
+            "dnnl_memory_desc_init_by_strides");
+    };
+    // op(A)[i][l] is A[i lda + l], or A[l lda + i] when transposed; op(B)[l][j] likewise.
+    dnnl_memory_desc_t a_desc, b_desc, c_desc;
+    strided(&a_desc, key.m, key.k, dnnl_bf16, key.transpose_a ? 1 : key.lda, key.transpose_a ? key.lda : 1);
+    strided(&b_desc, key.k, key.n, dnnl_bf16, key.transpose_b ? 1 : key.ldb, key.transpose_b ? key.ldb : 1);
+    strided(&c_desc, key.m, key.n, dnnl_f32, key.ldc, 1);
+    dnnl_matmul_desc_t op;
+    check(dnnl_matmul_desc_init(&op, &a_desc, &b_desc, nullptr, &c_desc), "dnnl_matmul_desc_init");
+
+    dnnl_primitive_attr_t attr = nullptr;
+    dnnl_post_ops_t post_ops = nullptr;
+    check(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
+    const std::unique_ptr<dnnl_primitive_attr, decltype(&dnnl_primitive_attr_destroy)> attr_owner(
+        attr, &dnnl_primitive_attr_destroy);
+    check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+          "dnnl_primitive_attr_set_scratchpad_mode");
+    if (key.alpha != 1.0f) {
+      check(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &key.alpha),
+            "dnnl_primitive_attr_set_output_scales");
+    }
+    check(dnnl_post_ops_create(&post_ops), "dnnl_post_ops_create");
+    const std::unique_ptr<dnnl_post_ops, decltype(&dnnl_post_ops_destroy)> post_ops_owner(
+        post_ops, &dnnl_post_ops_destroy);
+    check(dnnl_post_ops_append_sum(post_ops, 1.0f), "dnnl_post_ops_append_sum");  // dst += result
+    check(dnnl_primitive_attr_set_post_ops(attr, post_ops), "dnnl_primitive_attr_set_post_ops");
+
+    dnnl_primitive_desc_t descriptor = nullptr;
+    check(dnnl_primitive_desc_create(&descriptor, &op, attr, context.engine(), nullptr),
+          "dnnl_primitive_desc_create (bf16 matmul)");
+    const std::unique_ptr<dnnl_primitive_desc, decltype(&dnnl_primitive_desc_destroy)> descriptor_owner(
+        descriptor, &dnnl_primitive_desc_destroy);
+    check(dnnl_primitive_create(&primitive_, descriptor), "dnnl_primitive_create");
+    const dnnl_memory_desc_t* scratchpad_desc =
+        dnnl_primitive_desc_query_md(descriptor, dnnl_query_scratchpad_md, 0);
+    scratchpad_bytes_ = scratchpad_desc != nullptr ? dnnl_memory_desc_get_size(scratchpad_desc) : 0;
+
+    const auto memory = [&](dnnl_memory_t* m, const dnnl_memory_desc_t* desc) {
+      check(dnnl_memory_create(m, desc, context.engine(), DNNL_MEMORY_NONE), "dnnl_memory_create");
+    };
+    memory(&a_, &a_desc);
+    memory(&b_, &b_desc);
+    memory(&c_, &c_desc);
+    if (scratchpad_bytes_ > 0) memory(&scratchpad_, scratchpad_desc);
+  }
+  ~Bf16Matmul() {
+    for (dnnl_memory_t m : {a_, b_, c_, scratchpad_}) {
+      if (m != nullptr) dnnl_memory_destroy(m);
+    }
+    if (primitive_ != nullptr) dnnl_primitive_destroy(primitive_);
+  }
+  Bf16Matmul(const Bf16Matmul&) = delete;
+  Bf16Matmul& operator=(const Bf16Matmul&) = delete;
+
+  void run(ThreadContext& context, const void* a, const void* b, float* c) {
+    check(dnnl_memory_set_data_handle(a_, const_cast<void*>(a)), "dnnl_memory_set_data_handle");
+    check(dnnl_memory_set_data_handle(b_, const_cast<void*>(b)), "dnnl_memory_set_data_handle");
+    check(dnnl_memory_set_data_handle(c_, c), "dnnl_memory_set_data_handle");
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}, {0, nullptr}};
+    int count = 3;
+    if (scratchpad_ != nullptr) {
+      check(dnnl_memory_set_data_handle(scratchpad_, context.scratchpad(scratchpad_bytes_)),
+            "dnnl_memory_set_data_handle");
+      args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad_};
+    }
+    check(dnnl_primitive_execute(primitive_, context.stream(), count, args),
+          "dnnl_primitive_execute (bf16 matmul)");
+    check(dnnl_stream_wait(context.stream()), "dnnl_stream_wait");
+  }
+
+ private:
+  dnnl_primitive_t primitive_ = nullptr;
+  dnnl_memory_t a_ = nullptr, b_ = nullptr, c_ = nullptr, scratchpad_ = nullptr;
+  std::size_t scratchpad_bytes_ = 0;
+};
+
+/// C += alpha op(A) op(B) on the calling thread (row-major, as `ProductView`).
+inline void bf16_matmul(const Bf16Matmul::Key& key, const void* a, const void* b, float* c) {
+  thread_local ThreadContext context;
+  thread_local std::map<Bf16Matmul::Key, std::unique_ptr<Bf16Matmul>> matmuls;
+  auto found = matmuls.find(key);
+  if (found == matmuls.end()) found = matmuls.emplace(key, std::make_unique<Bf16Matmul>(key, context)).first;
+  found->second->run(context, a, b, c);
+}
+
+}  // namespace mpx::cpu::detail::onednn
