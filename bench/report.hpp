@@ -21,6 +21,7 @@
 
 #include <Eigen/Core>
 
+#include "mpx/backend/cpu/gemm_kernel.hpp"
 #include "mpx/config.hpp"
 #include "mpx/io/atomic_file.hpp"
 
@@ -88,12 +89,23 @@ inline std::string json_escape(std::string_view text) {
   return out;
 }
 
+/// The library under mpx::cpu::gemm's products, with its version where it has one ("oneDNN 2.6.3").
+inline std::string cpu_gemm_kernel() {
+  std::ostringstream kernel;  // (not string +: GCC 12 warns falsely on " " + std::to_string)
+  kernel << cpu::gemm_kernel_library;
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  const dnnl_version_t* version = dnnl_version();
+  kernel << ' ' << version->major << '.' << version->minor << '.' << version->patch;
+#endif
+  return kernel.str();
+}
+
 /// One line describing the machine, for the top of a benchmark's table.
 inline std::string machine_line() {
   std::ostringstream out;
   out << cpu_model() << ", " << std::thread::hardware_concurrency() << " cores, " << openmp_threads()
       << " OpenMP threads, Eigen " << EIGEN_WORLD_VERSION << "." << EIGEN_MAJOR_VERSION << "."
-      << EIGEN_MINOR_VERSION << ", " << __VERSION__;
+      << EIGEN_MINOR_VERSION << ", CPU GEMM on " << cpu_gemm_kernel() << ", " << __VERSION__;
   return out.str();
 }
 
@@ -105,8 +117,9 @@ inline std::string machine_json() {
       << ", \"openmp_threads\": " << openmp_threads() << ", \"eigen_threads\": " << Eigen::nbThreads()
       << ", \"compiler\": \"" << json_escape(__VERSION__) << "\", \"eigen_version\": \""
       << EIGEN_WORLD_VERSION << "." << EIGEN_MAJOR_VERSION << "." << EIGEN_MINOR_VERSION
-      << "\", \"mpx_version\": \"" << Version::major << "." << Version::minor << "." << Version::patch
-      << "\", \"date\": \"" << utc_now() << "\"}";
+      << "\", \"cpu_gemm_kernel\": \"" << json_escape(cpu_gemm_kernel()) << "\", \"mpx_version\": \""
+      << Version::major << "." << Version::minor << "." << Version::patch << "\", \"date\": \"" << utc_now()
+      << "\"}";
   return out.str();
 }
 

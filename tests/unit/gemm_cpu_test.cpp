@@ -484,25 +484,46 @@ TEST_CASE("cpu::gemm<BFloat16> keeps subnormal products and sums, as cuBLASLt do
   mpx::cpu::gemm<mpx::BFloat16>(a, b, d, {});
   REQUIRE(d[0] == static_cast<float>(a[0]) * 2.0f);
   REQUIRE(d[0] != 0.0f);
+}
 
-  // Which operands may take the bf16 dot products: every nonzero |a| >= 2^ea, |b| >= 2^eb with
-  // ea + eb >= -100, and no subnormal.
-  const auto native = [](float a_least, float b_least, float alpha = 1.0f) {
-    const Bf16 a_values[] = {Bf16(1.0f), Bf16(0.0f), Bf16(-a_least)};
-    const Bf16 b_values[] = {Bf16(b_least), Bf16(-2.0f)};
-    return mpx::cpu::detail::native_bf16_products<mpx::BFloat16>(a_values, 3, b_values, 2, alpha);
+TEST_CASE("bf16 dot products are taken only where flushing subnormals cannot change a result",
+          "[gemm][cpu]") {
+  // Every nonzero |a| >= 2^ea, |b| >= 2^eb with ea + eb >= -100, no subnormal, |alpha| >= 2^-12 or 0
+  // (backend/cpu/bf16_exactness.hpp); zeros of either sign, infinities and NaN take no part.
+  using Bf16 = Eigen::bfloat16;
+  const auto exact = [](std::vector<float> a_values, std::vector<float> b_values, float alpha = 1.0f) {
+    std::vector<Bf16> a(a_values.begin(), a_values.end()), b(b_values.begin(), b_values.end());
+    return mpx::cpu::detail::bf16_products_stay_normal(a.data(), std::int64_t(a.size()), b.data(),
+                                                       std::int64_t(b.size()), alpha);
   };
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(exact({1.0f, 0.0f, -0x1p-50f}, {0x1p-50f, -2.0f}));   // ea + eb = -100
+  CHECK(exact({0x1p-60f}, {0x1.8p-40f}));                     // -100 again
+  CHECK(exact({1.0f, -0.0f, inf, -inf, nan}, {3.0f, 0.0f}));  // -0, Inf, NaN ignored
+  CHECK(exact({0.0f, -0.0f}, {0.0f}));                        // nothing nonzero at all
+  CHECK(exact({1.0f}, {1.0f}, 0x1p-12f));
+  CHECK(exact({1.0f}, {1.0f}, -0x1p-12f));
+  CHECK(exact({1.0f}, {1.0f}, 0.0f));
+  CHECK_FALSE(exact({1.0f, 0x1p-50f}, {0x1.fcp-51f}));  // ea + eb = -101
+  CHECK_FALSE(exact({0x1p-127f}, {1.0f}));              // a subnormal in A
+  CHECK_FALSE(exact({1.0f}, {2.0f, -0x1p-130f}));       // a subnormal in B
+  CHECK_FALSE(exact({1.0f}, {1.0f}, 0x1p-13f));         // alpha could make it subnormal
+  CHECK_FALSE(exact({1.0f}, {1.0f}, nan));
+  // Larger than one parallel chunk, the smallest value last.
+  std::vector<float> many(100000, 1.0f);
+  many.back() = 0x1p-101f;
+  CHECK_FALSE(exact(many, {1.0f}));
+  many.back() = 0x1p-100f;
+  CHECK(exact(many, {1.0f}));
 #if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  // Where the CPU has bf16 dot products, ordinary values take them (so the other GEMM tests run
+  // that path here).
   if (mpx::cpu::detail::onednn::has_native_bf16()) {
-    CHECK(native(0x1p-50f, 0x1p-50f));
-    CHECK(native(0x1p-60f, 0x1.8p-40f));
-    CHECK(native(0x1p-50f, 0x1p-50f, 0x1p-12f));
+    const Bf16 a[] = {Bf16(0.5f), Bf16(-1.25f)}, b[] = {Bf16(3.0f), Bf16(0.0f)};
+    CHECK(mpx::cpu::detail::native_bf16_products<mpx::BFloat16>(a, 2, b, 2, 1.0f));
   }
 #endif
-  CHECK_FALSE(native(0x1p-50f, 0x1.fcp-51f));  // ea + eb = -101
-  CHECK_FALSE(native(0x1p-127f, 1.0f));        // a subnormal
-  CHECK_FALSE(native(1.0f, 1.0f, 0x1p-13f));   // alpha could make a result subnormal
-  CHECK_FALSE(native(1.0f, 1.0f, std::numeric_limits<float>::quiet_NaN()));
 }
 
 TEST_CASE("cpu::gemm gives the same bits on one thread and on several", "[gemm][cpu][threads]") {
@@ -532,6 +553,7 @@ TEST_CASE("cpu::gemm gives the same bits on one thread and on several", "[gemm][
     const auto b16 = random_tensor<Eigen::bfloat16>(b_shape, rng);
     const GemmConfig config{.transpose_a = c.ta, .transpose_b = c.tb, .batch_count = c.batch};
     const auto run = [&](int thread_count) {
+      mpx::cpu::release_gemm_scratch();  // no kernel state carried over from another thread count
       omp_set_num_threads(thread_count);
       Tensor<float> d(Shape{c.batch * c.m, c.n}), d16(Shape{c.batch * c.m, c.n});
       mpx::cpu::gemm<mpx::Float>(a, b, d, config);

@@ -2,7 +2,9 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Links through mpx::onednn: the CPU GEMM must name oneDNN as its kernel, and fp32 and bf16 GEMMs
 // must agree with an fp64 product of the same (bf16-representable) values.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string_view>
 

@@ -162,11 +162,15 @@ class Operand {
 }  // namespace detail
 
 /// @brief Frees the scratch memory `gemm` keeps per calling thread between calls (up to the largest
-/// GEMM's widened operands and fp32 intermediate). `memory_stats<Host>()` counts that scratch only
-/// while a call uses it; call this to give it back, e.g. before measuring a process's footprint.
+/// GEMM's widened operands and fp32 intermediate, and, built with oneDNN, the thread's bf16 matmul
+/// primitives and their scratchpad). `memory_stats<Host>()` counts the widened operands and the
+/// intermediate only while a call uses them (oneDNN's own memory not at all); call this to give
+/// them back, e.g. before measuring a process's footprint. OpenMP's worker threads keep theirs until
+/// they exit.
 inline void release_gemm_scratch() noexcept {
   detail::ScratchBuffer<float>::release_all();
   detail::ScratchBuffer<double>::release_all();
+  detail::release_kernel_caches();
 }
 
 /// @brief D = epilogue(alpha * op(A) * op(B) + beta * C), with cuBLASLt's semantics (gemm_spec.hpp).

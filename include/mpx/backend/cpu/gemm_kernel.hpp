@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -29,6 +31,7 @@
 #include "mpx/backend/cpu/onednn_bf16_matmul.hpp"
 #endif
 
+#include "mpx/backend/cpu/bf16_exactness.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/numeric/tags.hpp"
 
@@ -114,7 +117,7 @@ template <class In, class Out>
 void product_on_this_thread(const ProductView<In, Out>& p) {
   if (p.m == 0 || p.n == 0 || p.k == 0) return;
 #if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
-  if constexpr (sizeof(In) == 2) {
+  if constexpr (std::is_same_v<In, Eigen::bfloat16>) {
     // Key's members in order (nvcc's host pass rejects designators in an argument here).
     const onednn::Bf16Matmul::Key key{p.m,   p.n,           p.k,           p.lda,  p.ldb,
                                       p.ldc, p.transpose_a, p.transpose_b, p.alpha};
@@ -142,20 +145,21 @@ bool native_bf16_products([[maybe_unused]] const S* a, [[maybe_unused]] std::int
                           [[maybe_unused]] float alpha) {
 #if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
   if constexpr (std::is_same_v<Compute, BFloat16>) {
-    return onednn::has_native_bf16() && onednn::bf16_products_stay_normal(a, a_count, b, b_count, alpha);
+    return onednn::has_native_bf16() && bf16_products_stay_normal(a, a_count, b, b_count, alpha);
   }
 #endif
   return false;
 }
 
-/// Runs `kernel()` with OpenMP's thread count set to 1 when the caller is not in a parallel region
-/// already: oneDNN threads a call itself otherwise, and its order of sums would follow the thread
-/// count. The count is the calling task's own setting, restored after.
+/// Runs `kernel()` with OpenMP's thread count set to 1, restored after: oneDNN otherwise threads a
+/// call made outside a parallel region itself (and its order of sums would follow the thread count),
+/// and plans a primitive made inside one for every thread there is. The count is an OpenMP setting of
+/// the calling task alone, so this is safe inside a parallel region too.
 template <class Kernel>
 void on_one_thread(const Kernel& kernel) {
 #ifdef _OPENMP
-  if (!omp_in_parallel() && omp_get_max_threads() > 1) {
-    const int threads = omp_get_max_threads();
+  const int threads = omp_get_max_threads();
+  if (threads > 1) {
     omp_set_num_threads(1);
     try {
       kernel();
@@ -168,6 +172,13 @@ void on_one_thread(const Kernel& kernel) {
   }
 #endif
   kernel();
+}
+
+/// Frees what the kernels keep per calling thread between calls (oneDNN's bf16 primitives).
+inline void release_kernel_caches() noexcept {
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  onednn::release_bf16_matmuls();
+#endif
 }
 
 /// How one product is cut into tiles of D: `rows` x `cols` (the last row and column of tiles may be
@@ -220,17 +231,24 @@ void run_products(std::int64_t batch, const ProductOf& product) {
   const std::int64_t row_tiles = (first.m + tiles.rows - 1) / tiles.rows;
   const std::int64_t col_tiles = (first.n + tiles.cols - 1) / tiles.cols;
   const std::int64_t per_product = row_tiles * col_tiles;
+  // An exception must not leave an OpenMP region (that terminates the program): the first one
+  // thrown by a tile is kept, the other tiles still run, and it is thrown again after the region.
+  std::exception_ptr failure;
+  std::once_flag failed;
   parallel_for_chunks(batch * per_product, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t index = begin; index < end; ++index) {
-      const std::int64_t tile = index % per_product;
-      const std::int64_t row = tile / col_tiles * tiles.rows;
-      const std::int64_t col = tile % col_tiles * tiles.cols;
-      const auto view =
-          product(index / per_product)
-              .tile(row, std::min(tiles.rows, first.m - row), col, std::min(tiles.cols, first.n - col));
-      on_one_thread([&] { product_on_this_thread(view); });
-    }
+    for (std::int64_t index = begin; index < end; ++index) try {
+        const std::int64_t tile = index % per_product;
+        const std::int64_t row = tile / col_tiles * tiles.rows;
+        const std::int64_t col = tile % col_tiles * tiles.cols;
+        const auto view =
+            product(index / per_product)
+                .tile(row, std::min(tiles.rows, first.m - row), col, std::min(tiles.cols, first.n - col));
+        on_one_thread([&] { product_on_this_thread(view); });
+      } catch (...) {
+        std::call_once(failed, [&] { failure = std::current_exception(); });
+      }
   });
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace mpx::cpu::detail

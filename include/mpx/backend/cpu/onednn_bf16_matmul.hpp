@@ -4,19 +4,19 @@
 /// @file
 /// @brief C += alpha op(A) op(B) for bf16 A and B and an fp32 C on oneDNN's matmul primitive, whose
 /// bf16 dot products (AVX512_BF16, AMX) multiply exactly and add in fp32, on the calling thread.
-/// Only with `MPX_HAS_ONEDNN`; gemm_kernel.hpp decides when it may be used.
-///
-/// Those instructions treat subnormal inputs and results as zero, where cuBLASLt's bf16 products
-/// keep them. `bf16_products_stay_normal` tells when that cannot change a result: every nonzero
-/// |a| >= 2^ea and |b| >= 2^eb with ea + eb >= -100. A product of two bf16 values (8 significant
-/// bits each) is then a multiple of 2^(ea + eb - 14), every fp32 partial sum of such products is a
-/// multiple of that too (a sum below 2^24 of those units is exact, and rounding a larger one keeps it
-/// a multiple), so nothing nonzero falls below 2^-114 (or below 2^-126 after an alpha >= 2^-12).
+/// Only with `MPX_HAS_ONEDNN` (oneDNN 2.x with its OpenMP runtime, what cmake/mpxOnednnTarget.cmake
+/// accepts); gemm_kernel.hpp decides when it may be used (bf16_exactness.hpp).
 
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_config.h>
+#include <oneapi/dnnl/dnnl_version.h>
+
+#if DNNL_VERSION_MAJOR != 2 || DNNL_CPU_THREADING_RUNTIME != DNNL_RUNTIME_OMP
+#error \
+    "mpx's CPU GEMM needs oneDNN 2.x built with its OpenMP runtime (Debian 12's libdnnl-dev); configure with -DMPX_ENABLE_ONEDNN=OFF for Eigen's kernel"
+#endif
 
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <vector>
@@ -45,49 +45,14 @@ inline bool has_native_bf16() {
   return native;
 }
 
-/// The smallest binary exponent of a nonzero finite value among `count` bf16 bit patterns: +1000 when
-/// all are zero (or not finite), and -127 or less when one is subnormal.
-inline int smallest_exponent(const std::uint16_t* bits, std::int64_t count) {
-  const auto smallest_magnitude = [bits](std::int64_t begin, std::int64_t end) {
-    std::uint16_t least = 0x7f80;  // infinity's pattern: above every finite magnitude
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t i = begin; i < end; ++i) {
-      const std::uint16_t magnitude = bits[i] & 0x7fffu;
-      const std::uint16_t candidate = magnitude == 0 ? std::uint16_t{0x7f80} : magnitude;
-      least = candidate < least ? candidate : least;
-    }
-    return least;
-  };
-  std::uint16_t least = 0x7f80;
-  const std::int64_t chunks = (count + parallel_grain - 1) / parallel_grain;
-  std::vector<std::uint16_t> per_chunk(static_cast<std::size_t>(chunks), 0x7f80);
-  parallel_for_chunks(count, parallel_grain, [&](std::int64_t begin, std::int64_t end) {
-    per_chunk[static_cast<std::size_t>(begin / parallel_grain)] = smallest_magnitude(begin, end);
-  });
-  for (const std::uint16_t m : per_chunk) least = m < least ? m : least;
-  if (least >= 0x7f80) return 1000;
-  const int exponent_field = least >> 7;
-  return exponent_field == 0 ? -127 - 7 : exponent_field - 127;  // a subnormal is below 2^-127
-}
-
-/// Whether the native bf16 dot products give IEEE results for these operands (the file's comment).
-template <class Bf16>
-bool bf16_products_stay_normal(const Bf16* a, std::int64_t a_count, const Bf16* b, std::int64_t b_count,
-                               float alpha) {
-  static_assert(sizeof(Bf16) == 2);
-  if (!(alpha == 0.0f || (alpha >= 0x1p-12f || alpha <= -0x1p-12f))) return false;
-  const int a_exponent = smallest_exponent(reinterpret_cast<const std::uint16_t*>(a), a_count);
-  if (a_exponent < -126) return false;
-  const int b_exponent = smallest_exponent(reinterpret_cast<const std::uint16_t*>(b), b_count);
-  return b_exponent >= -126 && a_exponent + b_exponent >= -100;
-}
-
 /// The engine and stream of the calling thread.
 class ThreadContext {
  public:
   ThreadContext() {
     check(dnnl_engine_create(&engine_, dnnl_cpu, 0), "dnnl_engine_create");
-    check(dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags), "dnnl_stream_create");
+    const dnnl_status_t status = dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags);
+    if (status != dnnl_success) dnnl_engine_destroy(engine_);
+    check(status, "dnnl_stream_create");
   }
   ~ThreadContext() {
     dnnl_stream_destroy(stream_);
@@ -124,6 +89,41 @@ class Bf16Matmul {
   };
 
   Bf16Matmul(const Key& key, const ThreadContext& context) {
+    try {
+      create(key, context);
+    } catch (const error& failure) {
+      release();
+      throw error(mpx::detail::concat(failure.what(), ", making the bf16 matmul of op(A) ", key.m, " x ",
+                                      key.k, " (lda ", key.lda, key.transpose_a ? ", transposed" : "",
+                                      ") by op(B) ", key.k, " x ", key.n, " (ldb ", key.ldb,
+                                      key.transpose_b ? ", transposed" : "", ") into ldc ", key.ldc));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~Bf16Matmul() { release(); }
+  Bf16Matmul(const Bf16Matmul&) = delete;
+  Bf16Matmul& operator=(const Bf16Matmul&) = delete;
+
+  void run(ThreadContext& context, const void* a, const void* b, float* c) {
+    check(dnnl_memory_set_data_handle(a_, const_cast<void*>(a)), "dnnl_memory_set_data_handle");
+    check(dnnl_memory_set_data_handle(b_, const_cast<void*>(b)), "dnnl_memory_set_data_handle");
+    check(dnnl_memory_set_data_handle(c_, c), "dnnl_memory_set_data_handle");
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}, {0, nullptr}};
+    int count = 3;
+    if (scratchpad_ != nullptr) {
+      check(dnnl_memory_set_data_handle(scratchpad_, context.scratchpad(scratchpad_bytes_)),
+            "dnnl_memory_set_data_handle");
+      args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad_};
+    }
+    check(dnnl_primitive_execute(primitive_, context.stream(), count, args),
+          "dnnl_primitive_execute (bf16 matmul)");
+    check(dnnl_stream_wait(context.stream()), "dnnl_stream_wait");
+  }
+
+ private:
+  void create(const Key& key, const ThreadContext& context) {
     const auto strided = [](dnnl_memory_desc_t* desc, std::int64_t rows, std::int64_t cols,
                             dnnl_data_type_t type, std::int64_t row_stride, std::int64_t col_stride) {
       const dnnl_dims_t dims = {rows, cols};
@@ -174,44 +174,46 @@ class Bf16Matmul {
     memory(&c_, &c_desc);
     if (scratchpad_bytes_ > 0) memory(&scratchpad_, scratchpad_desc);
   }
-  ~Bf16Matmul() {
-    for (dnnl_memory_t m : {a_, b_, c_, scratchpad_}) {
-      if (m != nullptr) dnnl_memory_destroy(m);
+  void release() noexcept {
+    for (dnnl_memory_t* m : {&a_, &b_, &c_, &scratchpad_}) {
+      if (*m != nullptr) dnnl_memory_destroy(*m);
+      *m = nullptr;
     }
     if (primitive_ != nullptr) dnnl_primitive_destroy(primitive_);
-  }
-  Bf16Matmul(const Bf16Matmul&) = delete;
-  Bf16Matmul& operator=(const Bf16Matmul&) = delete;
-
-  void run(ThreadContext& context, const void* a, const void* b, float* c) {
-    check(dnnl_memory_set_data_handle(a_, const_cast<void*>(a)), "dnnl_memory_set_data_handle");
-    check(dnnl_memory_set_data_handle(b_, const_cast<void*>(b)), "dnnl_memory_set_data_handle");
-    check(dnnl_memory_set_data_handle(c_, c), "dnnl_memory_set_data_handle");
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}, {0, nullptr}};
-    int count = 3;
-    if (scratchpad_ != nullptr) {
-      check(dnnl_memory_set_data_handle(scratchpad_, context.scratchpad(scratchpad_bytes_)),
-            "dnnl_memory_set_data_handle");
-      args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad_};
-    }
-    check(dnnl_primitive_execute(primitive_, context.stream(), count, args),
-          "dnnl_primitive_execute (bf16 matmul)");
-    check(dnnl_stream_wait(context.stream()), "dnnl_stream_wait");
+    primitive_ = nullptr;
   }
 
- private:
   dnnl_primitive_t primitive_ = nullptr;
   dnnl_memory_t a_ = nullptr, b_ = nullptr, c_ = nullptr, scratchpad_ = nullptr;
   std::size_t scratchpad_bytes_ = 0;
 };
 
+/// What a thread keeps between bf16 matmuls: its engine, stream and scratchpad, and a primitive per
+/// tile shape (one per shape, strides, transposes and alpha: a training step's few shapes).
+struct ThreadMatmuls {
+  ThreadContext context;  // declared first: destroyed after the primitives made with its engine
+  std::map<Bf16Matmul::Key, std::unique_ptr<Bf16Matmul>> matmuls;
+};
+
+inline std::unique_ptr<ThreadMatmuls>& thread_matmuls() {
+  thread_local std::unique_ptr<ThreadMatmuls> slot;
+  return slot;
+}
+
 /// C += alpha op(A) op(B) on the calling thread (row-major, as `ProductView`).
 inline void bf16_matmul(const Bf16Matmul::Key& key, const void* a, const void* b, float* c) {
-  thread_local ThreadContext context;
-  thread_local std::map<Bf16Matmul::Key, std::unique_ptr<Bf16Matmul>> matmuls;
-  auto found = matmuls.find(key);
-  if (found == matmuls.end()) found = matmuls.emplace(key, std::make_unique<Bf16Matmul>(key, context)).first;
-  found->second->run(context, a, b, c);
+  std::unique_ptr<ThreadMatmuls>& slot = thread_matmuls();
+  if (slot == nullptr) slot = std::make_unique<ThreadMatmuls>();
+  auto found = slot->matmuls.find(key);
+  if (found == slot->matmuls.end()) {
+    found = slot->matmuls.emplace(key, std::make_unique<Bf16Matmul>(key, slot->context)).first;
+  }
+  found->second->run(slot->context, a, b, c);
+}
+
+/// Frees the calling thread's primitives, engine, stream and scratchpad (none may be running).
+inline void release_bf16_matmuls() noexcept {
+  thread_matmuls().reset();
 }
 
 }  // namespace mpx::cpu::detail::onednn
