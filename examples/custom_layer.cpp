@@ -11,22 +11,19 @@
 
 #include <mpx/mpx.hpp>
 
+// LayerBase states the preamble: precision, device, input and output types (compute_t<P>), the label.
 template <mpx::PrecisionPolicy P, class Device = mpx::Host>
-class Scale {
+class Scale : public mpx::nn::LayerBase<Scale<P, Device>, P, Device> {
   using T = mpx::compute_t<P>;  // activations and weights as the matmuls read them (bf16, ...)
 
  public:
-  using precision = P;
-  using device_type = Device;
-  using input_type = T;
-  using output_type = T;
   static constexpr std::string_view kind = "Scale";
+  using mpx::nn::LayerBase<Scale, P, Device>::forward;  // forward(temporary): a compile error saying why
 
   explicit Scale(std::int64_t features) : factor_("weight", mpx::Shape{features}) {}
 
-  const mpx::Tensor<T, Device>& forward(mpx::Tensor<T, Device>&&) = delete;  // backward reads x
   const mpx::Tensor<T, Device>& forward(const mpx::Tensor<T, Device>& x) {
-    mpx::nn::require_features(label_, x, factor_.shape()[0]);
+    mpx::nn::require_features(this->label(), x, factor_.shape()[0]);
     mpx::nn::ensure_shape(y_, x.shape());
     const auto& s = factor_.compute();
     const std::int64_t cols = x.shape()[1];
@@ -36,8 +33,7 @@ class Scale {
   }
 
   const mpx::Tensor<T, Device>* backward(const mpx::Tensor<T, Device>& dy, bool input_grad = true) {
-    if (x_.empty()) throw mpx::error(label_ + ": backward called before forward");
-    mpx::require_shape(label_.c_str(), "upstream gradient", dy.shape(), y_.shape());
+    this->check_backward(!x_.empty(), dy.shape(), y_.shape());  // else throws, naming the layer
     const auto& x = *x_;
     const auto& s = factor_.compute();
     const std::int64_t cols = x.shape()[1];
@@ -53,7 +49,6 @@ class Scale {
   void initialize(std::uint64_t seed, std::uint64_t stream) {
     mpx::nn::initialize(factor_, mpx::nn::Init::Ones, 1, 1, seed, stream);
   }
-  void set_label(std::string label) { label_ = std::move(label); }
   void forget_input() noexcept { x_ = nullptr; }  // optional: Sequential::forget_inputs() calls it
   template <class F>
   void for_each_parameter(F&& f) {
@@ -62,7 +57,6 @@ class Scale {
 
  private:
   mpx::nn::Parameter<P, Device> factor_;
-  std::string label_ = "Scale";
   mpx::nn::SavedPointer<mpx::Tensor<T, Device>> x_;
   mpx::Tensor<T, Device> y_, dx_;
 };

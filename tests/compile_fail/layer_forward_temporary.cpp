@@ -3,6 +3,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: a temporary as a layer's input, outside a model. The layer saves a pointer to its input
 // for backward, so the tensor would be gone by then.
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 
 mpx::Tensor<float> next_batch() {

@@ -4,6 +4,7 @@
 // make_gradient_sync<mpx::Cuda> in a C++ translation unit of a build with MPI: it cannot make NCCL's
 // sync there, and a second definition beside the nvcc units' one could win at link time. Compiled with
 // MPX_HAS_MPI=1 and MPI's headers (only where CMake found MPI).
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/experiment/data_parallel_job.hpp>
 #include <mpx/experiment/models.hpp>
 

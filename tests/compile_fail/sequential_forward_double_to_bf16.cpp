@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: an fp64 tensor given to a bf16 model. fp32 input would be rounded by forward; fp64 is not.
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/sequential.hpp>
 #include <mpx/tensor/convert.hpp>

@@ -6,6 +6,7 @@
 // model takes.
 #include <cstdint>
 
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/embedding.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/sequential.hpp>

@@ -3,6 +3,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: a temporary as a model's input. The first layer saves a pointer to its input for
 // backward, so the tensor would be gone by then; the message says to keep it in a named variable.
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/sequential.hpp>
 

@@ -3,6 +3,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: an fp16 tensor given to an fp32 model. The message names the type the model takes and the
 // conversion to write; the instantiation note above it names the type received.
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/sequential.hpp>
 #include <mpx/tensor/convert.hpp>

@@ -3,6 +3,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: training a model with an fp16 layer without loss scaling and without the explicit opt-in.
 // The model's nominal precision (its first layer's) is fp32: the check must see the later fp16 layer.
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/loss.hpp>
 #include <mpx/nn/sequential.hpp>

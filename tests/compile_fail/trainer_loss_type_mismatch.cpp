@@ -3,6 +3,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: a bf16 model with an fp32 classifier, and the loss declared with the model's nominal
 // precision (bf16) instead of the classifier's (fp32): the loss would read fp32 logits as bf16.
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/loss.hpp>
 #include <mpx/nn/sequential.hpp>

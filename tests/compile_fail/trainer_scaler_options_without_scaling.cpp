@@ -3,6 +3,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // Misuse: loss-scaler options given to a bf16 model's trainer, whose default scaler (NoLossScaling)
 // has none. The message names the fix: say which scaler the options are for.
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/loss.hpp>
 #include <mpx/nn/sequential.hpp>

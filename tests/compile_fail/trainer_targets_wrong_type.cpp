@@ -6,6 +6,7 @@
 // instead of a page of overload mismatches.
 #include <cstdint>
 
+#include <mpx/backend/cpu/backend.hpp>
 #include <mpx/nn/linear.hpp>
 #include <mpx/nn/loss.hpp>
 #include <mpx/nn/sequential.hpp>

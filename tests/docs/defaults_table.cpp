@@ -288,6 +288,71 @@ Table layers() {
   return t;
 }
 
+Table cnn_layers() {
+  Table t{"cnn_layers", {"layer", "setting", "default", "meaning", "PyTorch"}, {}};
+  const mpx::nn::Conv2dOptions conv{};
+  const auto pair = [](mpx::Size2d s) { return s.h == s.w ? code_number(s.h) : concat(s.h, " x ", s.w); };
+  t.add({"`Conv2d`", "`.stride`", pair(conv.stride), "rows and columns between two outputs' windows",
+         versus(conv.stride.h, conv.stride.w == 1 ? 1 : -1, "nn.Conv2d(stride)")});
+  t.add({"`Conv2d`", "`.padding`", pair(conv.padding), "zeros added on each side",
+         versus(conv.padding.h, conv.padding.w == 0 ? 0 : -1, "nn.Conv2d(padding)")});
+  t.add({"`Conv2d`", "`.dilation`", pair(conv.dilation), "rows and columns between two taps of the kernel",
+         versus(conv.dilation.h, conv.dilation.w == 1 ? 1 : -1, "nn.Conv2d(dilation)")});
+  t.add({"`Conv2d`", "`.groups`", code_number(conv.groups), "independent channel groups",
+         versus(conv.groups, 1, "nn.Conv2d(groups)")});
+  t.add({"`Conv2d`", "`.bias`", code_number(conv.bias),
+         "a learned bias [out_channels]; `{.bias = false}` before a norm",
+         versus(conv.bias, true, "nn.Conv2d(bias)")});
+  mpx::nn::Conv2d<mpx::fp32> layer(2, 3, 3);
+  t.add({"`Conv2d`", "`.init` (weight)",
+         concat(init_name(conv.init), ", fan_in = in_channels / groups KH KW"),
+         "`{.init = mpx::nn::Init::...}` chooses another",
+         "**differs**: torch U(-b, b), b = 1 / sqrt(fan_in) (`kaiming_uniform_(a=sqrt(5))`)"});
+  t.add({"`Conv2d`", "bias's initial value", constant_value(*layer.bias()),
+         "zero again after every `initialize`", "**differs**: torch U(-b, b), b = 1 / sqrt(fan_in)"});
+  t.add({"`Conv2d` and every image layer", "layout",
+         "channels-last: x [N, H, W, C], weight [O, KH, KW, C / groups]",
+         "the layout Tensor Cores read (cuDNN's NHWC and KRSC)",
+         "**differs**: NCHW and OIHW; `permute(0, 3, 1, 2)` maps mpx's to torch's"});
+  const mpx::nn::Pool2dOptions pool{};
+  const mpx::nn::MaxPool2d<mpx::fp32> max_pool(3);
+  t.add({"`MaxPool2d`, `AvgPool2d`", "`.stride`",
+         pool.stride == mpx::Size2d{0} && max_pool.window().stride == mpx::Size2d{3}
+             ? "the kernel size"
+             : "not the kernel size: update this table",
+         "rows and columns between two windows", "same (`stride=None`: the kernel size)"});
+  t.add({"`MaxPool2d`, `AvgPool2d`", "`.padding`", pair(pool.padding),
+         "rows and columns added on each side, at most half the kernel",
+         versus(pool.padding.h, pool.padding.w == 0 ? 0 : -1, "nn.MaxPool2d(padding)")});
+  t.add({"`AvgPool2d`", "`.count_include_pad`", code_number(pool.count_include_pad),
+         "the divisor is the kernel's area, padding counted as zeros",
+         versus(pool.count_include_pad, true, "nn.AvgPool2d(count_include_pad)")});
+  t.add({"`MaxPool2d`", "dilation, `ceil_mode`, `return_indices`", "1, false, none", "not offered",
+         "same defaults; torch can change them"});
+  using GN = mpx::nn::GroupNorm<mpx::fp32>;
+  t.add({"`GroupNorm`", "`epsilon`", code_number(GN::default_epsilon) + " (float)",
+         "added to each group's variance", versus(GN::default_epsilon, 1e-5, "nn.GroupNorm(eps)")});
+  const mpx::nn::BatchNormOptions bn{};
+  t.add({"`BatchNorm2d`", "`.epsilon`", code_number(bn.epsilon) + " (float)", "added to the variance",
+         versus(bn.epsilon, 1e-5, "nn.BatchNorm2d(eps)")});
+  t.add({"`BatchNorm2d`", "`.momentum`", code_number(bn.momentum),
+         "weight of the batch in the running statistics",
+         versus(bn.momentum, 0.1, "nn.BatchNorm2d(momentum)")});
+  mpx::nn::BatchNorm2d<mpx::fp32> batch_norm(2);
+  t.add({"`BatchNorm2d`, `GroupNorm`", "`weight` (gamma), `bias` (beta)",
+         concat(constant_value(batch_norm.weight()), ", ", constant_value(batch_norm.bias()),
+                ", always learned"),
+         "not optional", "same init; torch can leave them out (`affine=False`)"});
+  t.add({"`BatchNorm2d`", "running mean, running variance",
+         concat(number(batch_norm.running_mean()[0]), ", ", number(batch_norm.running_var()[0])),
+         "buffers, saved with the weights", "same; torch also keeps `num_batches_tracked`"});
+  const mpx::nn::Upsample<mpx::fp32> upsample;
+  t.add({"`Upsample`", "scale factor", code_number(std::get<std::int64_t>(upsample.describe()[0].value)),
+         "nearest neighbour, integer factors",
+         "**differs**: `nn.Upsample` has no default scale; mode 'nearest' is its default"});
+  return t;
+}
+
 Table sequence_layers() {
   Table t{"sequence_layers", {"layer", "setting", "default", "meaning", "PyTorch"}, {}};
   const mpx::nn::EmbeddingOptions embedding{};
@@ -494,8 +559,8 @@ Table text_data() {
 
 int main() {
   try {
-    for (const Table& table : {layers(), sequence_layers(), optimizers(), trainer(), default_scalers(),
-                               loss_scaling(), batcher(), text_data()}) {
+    for (const Table& table : {layers(), cnn_layers(), sequence_layers(), optimizers(), trainer(),
+                               default_scalers(), loss_scaling(), batcher(), text_data()}) {
       table.print();
     }
   } catch (const std::exception& e) {

@@ -7,7 +7,8 @@
 /// <mpx/cuda.hpp>.
 ///
 /// Each backend provides, as static functions with the CPU versions' signatures:
-/// `gemm<Compute>`, `relu_forward`, `relu_backward`, `gelu_forward`, `gelu_backward`,
+/// `gemm<Compute>`, `relu_forward`, `relu_backward`, `gelu_forward`, `gelu_backward`, `silu_forward`,
+/// `silu_backward`,
 /// `layer_norm_forward`, `layer_norm_backward`, `softmax_cross_entropy`, `count_correct`, `argmax`,
 /// `mse_loss`, `sgd_update`, `adamw_update`, `unscale_and_inspect<Scale>`, `scale_in_place`,
 /// `round_into<To>`, `add_into`, `add`, `fill_uniform`, `flag_nonfinite`; and what the training step
@@ -26,11 +27,27 @@
 /// Causal self-attention adds `attention_split_heads`, `attention_merge_heads`,
 /// `causal_softmax_forward` and `causal_softmax_backward` (backend/attention_spec.hpp).
 /// Dropout: `dropout` (forward and backward, keyed as backend/dropout_spec.hpp says).
+/// Convolutions (backend/conv2d_spec.hpp): `conv2d_forward<Compute>`, `conv2d_backward_input<Compute>`,
+/// `conv2d_backward_weight<Compute>`, `conv2d_backward_bias`. Pooling (backend/pool2d_spec.hpp):
+/// `max_pool2d_forward`, `max_pool2d_backward`, `avg_pool2d_forward`, `avg_pool2d_backward`,
+/// `global_avg_pool2d_forward`, `global_avg_pool2d_backward`. Batch normalisation
+/// (backend/batch_norm_spec.hpp): `batch_norm_forward_training`, `batch_norm_forward_inference`,
+/// `batch_norm_update_running_stats`, `batch_norm_backward`; `group_norm_forward`, `group_norm_backward`
+/// (backend/group_norm_spec.hpp); `upsample_nearest_forward`, `upsample_nearest_backward`.
+
+#include "mpx/error.hpp"
 
 namespace mpx {
 
-/// @brief Device operations; specialised per device.
+/// @brief Device operations; specialised per device by the backend's own header. Layers, optimizers
+/// and the training step name only this interface; the concrete backends come with the umbrellas
+/// (<mpx/mpx.hpp> brings `Backend<Host>`, <mpx/cuda.hpp> also `Backend<Cuda>`), so a program that
+/// includes single headers and reaches this primary template is told which one to add.
 template <class Device>
-struct Backend;
+struct Backend {
+  static_assert(detail::always_false<Device>,
+                "mpx::Backend<Device>: no backend for this device is included; include <mpx/mpx.hpp> "
+                "(or <mpx/backend/cpu/backend.hpp>) for mpx::Host, <mpx/cuda.hpp> for mpx::Cuda");
+};
 
 }  // namespace mpx

@@ -25,6 +25,7 @@
 #include "mpx/io/dtype.hpp"
 #include "mpx/io/file_format.hpp"
 #include "mpx/io/safetensors.hpp"
+#include "mpx/nn/layer.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/shape.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -72,6 +73,13 @@ void append_master_weights(Model& model, std::vector<TensorToWrite>& tensors,
       tensors.push_back({std::string(name), Dtype::F32, shape, std::as_bytes(std::span<const float>(wide))});
     }
   });
+  nn::for_each_buffer(model, [&](std::string_view name, auto& buffer) {
+    using Element = typename std::remove_cvref_t<decltype(buffer)>::value_type;
+    static_assert(std::is_same_v<Element, float> || std::is_same_v<Element, double>,
+                  "mpx::io: buffers are saved as they are, in fp32 or fp64");
+    tensors.push_back({std::string(name), saved_dtype<Element>, extents_of(buffer.shape()),
+                       std::as_bytes(buffer.values())});
+  });
 }
 
 /// Checks that tensor `name` is in `file`, floating point and of `shape`; records it in `expected`.
@@ -100,6 +108,9 @@ void check_master_weights(const SafetensorsFile& file, Model& model, std::vector
                           std::vector<std::string>& problems) {
   model.for_each_parameter([&](std::string_view name, auto& p) {
     check_tensor(file, std::string(name), extents_of(p.shape()), expected, problems);
+  });
+  nn::for_each_buffer(model, [&](std::string_view name, auto& buffer) {
+    check_tensor(file, std::string(name), extents_of(buffer.shape()), expected, problems);
   });
 }
 
@@ -135,6 +146,9 @@ void load_master_weights(const SafetensorsFile& file, Model& model) {
   model.for_each_parameter([&](std::string_view name, auto& p) {
     convert_into_tensor(file, *file.find(name), p.master());
     p.refresh_compute_copy();
+  });
+  nn::for_each_buffer(model, [&](std::string_view name, auto& buffer) {
+    convert_into_tensor(file, *file.find(name), buffer);
   });
 }
 

@@ -2,15 +2,16 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief Standalone activation layers (`ReLU`, `GELU`) for when no GEMM precedes them to fuse into:
+/// @brief Standalone activation layers (`ReLU`, `GELU`, `SiLU`) for when no GEMM precedes them to fuse into:
 /// compute type in and out, fp32 math in registers.
 
 #include <string>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_base.hpp"
 #include "mpx/policy/precision.hpp"
 
 namespace mpx::nn {
@@ -18,22 +19,11 @@ namespace mpx::nn {
 namespace detail {
 // The shared body of the elementwise activation layers; `Derived` supplies the kernels.
 template <class Derived, PrecisionPolicy P, class Device>
-class ElementwiseActivation {
+class ElementwiseActivation : public LayerBase<Derived, P, Device> {
   using T = compute_t<P>;
 
  public:
-  using precision = P;
-  using device_type = Device;
-  using input_type = T;
-  using output_type = T;
-
-  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
-  /// cannot be an input (see `reject_temporary_input`).
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
-    reject_temporary_input<Derived>();
-    return output_;
-  }
-
+  using LayerBase<Derived, P, Device>::forward;
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     ensure_shape(output_, x.shape());
     Derived::forward_kernel(x, output_);
@@ -42,8 +32,7 @@ class ElementwiseActivation {
   }
 
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    if (input_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    this->check_backward(!input_.empty(), dy.shape(), output_.shape());
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, dy.shape());
     Derived::backward_kernel(*input_, output_, dy, input_grad_);
@@ -53,14 +42,12 @@ class ElementwiseActivation {
   template <class F>
   void for_each_parameter(F&&) {}
   void initialize(std::uint64_t, std::uint64_t) {}
-  void set_label(std::string label) { label_ = std::move(label); }
   /// @brief No settings: kind and precision (which `describe_layer` adds) say everything.
   [[nodiscard]] LayerDescription describe() const { return {}; }
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
 
  private:
-  std::string label_ = std::string("mpx::nn::") + std::string(Derived::kind);
   SavedPointer<Tensor<T, Device>> input_;
   Tensor<T, Device> output_;
   Tensor<T, Device> input_grad_;
@@ -92,6 +79,20 @@ class GELU : public detail::ElementwiseActivation<GELU<P, Device>, P, Device> {
   /// @brief dx = dy * GELU'(x).
   static void backward_kernel(const auto& x, const auto&, const auto& dy, auto& dx) {
     Backend<Device>::gelu_backward(x, dy, dx);
+  }
+};
+
+/// @brief y = silu(x) = x sigmoid(x) (PyTorch's `nn.SiLU`); backward uses the saved input.
+template <PrecisionPolicy P, class Device = Host>
+class SiLU : public detail::ElementwiseActivation<SiLU<P, Device>, P, Device> {
+ public:
+  /// @brief Layer name used in messages.
+  static constexpr std::string_view kind = "SiLU";
+  /// @brief y = x / (1 + exp(-x)).
+  static void forward_kernel(const auto& x, auto& y) { Backend<Device>::silu_forward(x, y); }
+  /// @brief dx = dy * silu'(x).
+  static void backward_kernel(const auto& x, const auto&, const auto& dy, auto& dx) {
+    Backend<Device>::silu_backward(x, dy, dx);
   }
 };
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/numeric/traits.hpp"

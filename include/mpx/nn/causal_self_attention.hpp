@@ -10,11 +10,12 @@
 #include <string>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/linear.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -55,23 +56,17 @@ namespace mpx::nn {
 ///
 /// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, class Device = Host>
-class CausalSelfAttention {
+class CausalSelfAttention : public LayerBase<CausalSelfAttention<P, Device>, P, Device> {
   using Compute = typename P::compute_type;
   using T = compute_t<P>;
   using Acc = accumulate_t<P>;
   using Projection = Linear<P, Activation::None, Device>;
+  using Base = LayerBase<CausalSelfAttention, P, Device>;
 
  public:
-  /// @brief The layer's precision policy.
-  using precision = P;
-  /// @brief Device the layer runs on.
-  using device_type = Device;
-  /// @brief Element type of the input (the compute type).
-  using input_type = T;
-  /// @brief Element type of the output (the compute type).
-  using output_type = T;
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "CausalSelfAttention";
+  using Base::forward;
 
   /// @brief Construction options.
   struct Options {
@@ -88,7 +83,7 @@ class CausalSelfAttention {
         bias_(options.bias),
         qkv_(embed_dim, 3 * embed_dim, {.bias = options.bias}),
         proj_(embed_dim, embed_dim, {.bias = options.bias}) {
-    set_label(label_);
+    set_label(this->label());
     initialize(0, 0);
   }
 
@@ -98,22 +93,15 @@ class CausalSelfAttention {
     proj_.initialize(seed, nested_stream(stream, 1));
   }
 
-  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
-  /// cannot be an input (see `reject_temporary_input`).
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
-    reject_temporary_input<CausalSelfAttention>();
-    return merged_;
-  }
-
   /// @brief Attention over x [batch, sequence, embed_dim]; returns [batch, sequence, embed_dim].
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     if (x.rank() != 3 || x.shape()[2] != embed_dim_ || x.shape()[0] == 0 || x.shape()[1] == 0) {
-      throw shape_error(mpx::detail::concat(label_, ": expected input of shape [batch, sequence, ",
+      throw shape_error(mpx::detail::concat(this->label(), ": expected input of shape [batch, sequence, ",
                                             embed_dim_, "] with batch and sequence at least 1, received ",
                                             x.shape()));
     }
     const auto& qkv = qkv_.forward(x);
-    if (training_) {
+    if (this->training()) {
       attend(qkv, {q_, k_, v_, scores_, probs_, heads_out_});
       input_ = &x;
     } else {
@@ -128,8 +116,8 @@ class CausalSelfAttention {
   /// @brief Accumulates the four parameter gradients from dy and, if asked, returns dx (valid until
   /// the next backward).
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    if (input_.empty()) throw_backward_without_saved_state(label_, training_);
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), merged_.shape());
+    if (input_.empty()) throw_backward_without_saved_state(this->label(), this->training());
+    require_shape(this->label().c_str(), "upstream gradient", dy.shape(), merged_.shape());
     const std::int64_t matrices = q_.shape()[0] * num_heads_;
     const Tensor<T, Device>& d_merged = *proj_.backward(dy, true);
     Tensor<T, Device>& d_out = heads_out_;  // the heads' output is not needed again: dO goes there
@@ -171,8 +159,8 @@ class CausalSelfAttention {
   /// @brief The name used in error messages ("layers.1.block.1 (CausalSelfAttention)"); the
   /// projections are named after it ("layers.1.block.1.qkv (Linear)").
   void set_label(std::string label) {
-    label_ = std::move(label);
-    const std::string path(label_path(label_));
+    Base::set_label(std::move(label));
+    const std::string path(label_path(this->label()));
     qkv_.set_label(path + ".qkv (Linear)");
     proj_.set_label(path + ".proj (Linear)");
   }
@@ -186,12 +174,10 @@ class CausalSelfAttention {
   /// in evaluation, forward frees its intermediates on return and backward throws until a
   /// training-mode forward has run (see nn/training_mode.hpp).
   void set_training(bool training) noexcept {
-    training_ = training;
+    Base::set_training(training);
     qkv_.set_training(training);
     proj_.set_training(training);
   }
-  /// @brief Whether the layer is in training mode.
-  [[nodiscard]] bool training() const noexcept { return training_; }
 
   /// @brief The settings another tool needs to rebuild the layer: embed_dim, num_heads (as
   /// `torch.nn.MultiheadAttention` names them) and bias.
@@ -264,8 +250,6 @@ class CausalSelfAttention {
   std::int64_t num_heads_;
   std::int64_t head_dim_;
   bool bias_;
-  std::string label_ = "mpx::nn::CausalSelfAttention";
-  bool training_ = true;
   Projection qkv_;
   Projection proj_;
   SavedPointer<Tensor<T, Device>> input_;  // set by forward; a moved layer needs a new one

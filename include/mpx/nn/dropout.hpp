@@ -10,12 +10,13 @@
 #include <string_view>
 #include <utility>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/dropout_spec.hpp"
 #include "mpx/config.hpp"
 #include "mpx/error.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/step_key.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device_value.hpp"
@@ -64,20 +65,13 @@ struct AdvanceCount {
 /// @endcode
 /// @tparam P precision policy (input and output are its compute type); @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, class Device = Host>
-class Dropout {
+class Dropout : public LayerBase<Dropout<P, Device>, P, Device> {
   using T = compute_t<P>;
 
  public:
-  /// @brief The layer's precision policy.
-  using precision = P;
-  /// @brief Device the layer runs on.
-  using device_type = Device;
-  /// @brief Element type of the input (the compute type).
-  using input_type = T;
-  /// @brief Element type of the output (the compute type).
-  using output_type = T;
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "Dropout";
+  using LayerBase<Dropout<P, Device>, P, Device>::forward;
 
   /// @brief A layer dropping each element with probability `p`; throws `mpx::invalid_argument`
   /// unless p is in [0, 1).
@@ -93,18 +87,11 @@ class Dropout {
     stream_ = stream;
   }
 
-  /// @brief Does not compile: in evaluation mode forward returns its input, so a temporary would be
-  /// gone when the output is read (see `reject_temporary_input`).
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
-    reject_temporary_input<Dropout>();
-    return output_;
-  }
-
   /// @brief In training with p > 0: y = x * keep / (1 - p) into the layer's buffer, the mask keyed by
   /// the bound step (or the layer's own count, advanced first). Otherwise returns `x` itself.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     shape_ = x.shape();
-    if (!training_ || p_ == 0.0f) {
+    if (!this->training() || p_ == 0.0f) {
       state_ = State::Identity;
       return x;
     }
@@ -124,8 +111,7 @@ class Dropout {
   /// @brief dx = dy * keep / (1 - p) with forward's mask, regenerated (or `&dy` itself when forward
   /// was the identity); null when `input_grad` is false.
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    if (state_ == State::None) throw error(mpx::detail::concat(label_, ": backward called before forward"));
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), shape_);
+    this->check_backward(state_ != State::None, dy.shape(), shape_);
     if (!input_grad) return nullptr;
     if (state_ == State::Identity) return &dy;
     ensure_shape(input_grad_, dy.shape());
@@ -136,12 +122,6 @@ class Dropout {
   /// @brief No parameters.
   template <class F>
   void for_each_parameter(F&&) {}
-  /// @brief The name used in error messages ("layers.2 (Dropout)"); set by the enclosing model.
-  void set_label(std::string label) { label_ = std::move(label); }
-  /// @brief Training (`true`: masks drawn) or evaluation mode (identity); see nn/training_mode.hpp.
-  void set_training(bool training) noexcept { training_ = training; }
-  /// @brief Whether the layer is in training mode (the default).
-  [[nodiscard]] bool training() const noexcept { return training_; }
 
   /// @brief Keys the next training forwards by `key` (read through `key.step` at each draw, so the
   /// pointed-to count must outlive them); `StepKey{}` (no step) goes back to the layer's own count.
@@ -149,7 +129,7 @@ class Dropout {
   void bind_step(const StepKey& key) {
     if (key.micro_batch < 0 || key.micro_batch > std::int64_t{0xffffffff}) {
       throw invalid_argument(
-          mpx::detail::concat(label_, ": micro-batch ", key.micro_batch, " is outside [0, 2^32)"));
+          mpx::detail::concat(this->label(), ": micro-batch ", key.micro_batch, " is outside [0, 2^32)"));
     }
     bound_ = key;
   }
@@ -166,13 +146,11 @@ class Dropout {
   float p_;
   std::uint64_t seed_ = 0;
   std::uint64_t stream_ = 0;
-  bool training_ = true;
   StepKey bound_;
   DeviceValue<std::int64_t, Device> own_count_;  // training forwards without a bound step
   State state_ = State::None;
   Shape shape_;
   DropoutMask mask_;  // forward's key, which backward draws again
-  std::string label_ = "mpx::nn::Dropout";
   Tensor<T, Device> output_;
   Tensor<T, Device> input_grad_;
 };

@@ -10,10 +10,11 @@
 #include <string_view>
 #include <type_traits>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/embedding_spec.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -50,22 +51,15 @@ struct EmbeddingOptions {
 ///
 /// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, class Device = Host>
-class Embedding {
+class Embedding : public LayerBase<Embedding<P, Device>, P, Device, std::int32_t> {
   using Param = Parameter<P, Device>;
   using T = compute_t<P>;
   using Ids = Tensor<std::int32_t, Device>;
 
  public:
-  /// @brief The layer's precision policy.
-  using precision = P;
-  /// @brief Device the layer runs on.
-  using device_type = Device;
-  /// @brief Element type of the input: token ids.
-  using input_type = std::int32_t;
-  /// @brief Element type of the output (the compute type).
-  using output_type = T;
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "Embedding";
+  using LayerBase<Embedding<P, Device>, P, Device, std::int32_t>::forward;
 
   /// @brief Construction options (see `EmbeddingOptions`).
   using Options = EmbeddingOptions;
@@ -97,17 +91,10 @@ class Embedding {
     weight_.refresh_compute_copy();
   }
 
-  /// @brief Does not compile: backward reads the ids through a saved pointer, so a temporary cannot
-  /// be an input (see `reject_temporary_input`).
-  const Tensor<T, Device>& forward(Ids&&) {
-    reject_temporary_input<Embedding>();
-    return output_;
-  }
-
   /// @brief The rows of the ids: [..., embedding_dim] in the compute type. Keeps a pointer to `ids`.
   const Tensor<T, Device>& forward(const Ids& ids) {
-    ensure_shape(output_, embedding_output_shape(label_.c_str(), ids.shape(), embedding_dim_));
-    if constexpr (std::is_same_v<Device, Host>) check_token_ids(label_.c_str(), ids, num_embeddings_);
+    ensure_shape(output_, embedding_output_shape(this->label().c_str(), ids.shape(), embedding_dim_));
+    if constexpr (std::is_same_v<Device, Host>) check_token_ids(this->label().c_str(), ids, num_embeddings_);
     Backend<Device>::embedding_forward(ids, weight_.compute(), output_);
     ids_ = &ids;
     return output_;
@@ -116,8 +103,7 @@ class Embedding {
   /// @brief Accumulates dW (+=, in the accumulate type, in position order); returns null (token
   /// ids have no gradient), whatever `input_grad` says.
   const Ids* backward(const Tensor<T, Device>& dy, bool /*input_grad*/ = true) {
-    if (ids_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    this->check_backward(!ids_.empty(), dy.shape(), output_.shape());
     Backend<Device>::embedding_backward(*ids_, dy, weight_.grad(), workspace_);
     return nullptr;
   }
@@ -128,8 +114,6 @@ class Embedding {
     f(std::string_view("weight"), weight_);
   }
 
-  /// @brief The name used in error messages ("layers.0 (Embedding)"); set by the enclosing model.
-  void set_label(std::string label) { label_ = std::move(label); }
   /// @brief Drops the saved ids pointer; backward then throws until the next forward.
   void forget_input() noexcept { ids_ = nullptr; }
 
@@ -150,7 +134,6 @@ class Embedding {
   std::int64_t num_embeddings_;
   std::int64_t embedding_dim_;
   Options options_;
-  std::string label_ = "mpx::nn::Embedding";
   Param weight_;
   SavedPointer<Ids> ids_;  // the model's input, kept alive by the caller until backward
   Tensor<T, Device> output_;

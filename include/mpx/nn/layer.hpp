@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/error.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -101,6 +101,14 @@ constexpr bool computes_in_half() {
   } else {
     return false;
   }
+}
+
+/// @brief Calls `f(name, tensor)` for each buffer of `layer` (state saved and loaded with the weights
+/// but not trained: BatchNorm's running statistics), when it has any (`layer.for_each_buffer(f)`);
+/// does nothing for a layer without buffers.
+template <class L, class F>
+void for_each_buffer(L& layer, F&& f) {
+  if constexpr (requires { layer.for_each_buffer(f); }) layer.for_each_buffer(f);
 }
 
 /// @brief The activation a `Linear` applies through its GEMM epilogue.

@@ -9,9 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -20,25 +21,15 @@ namespace mpx::nn {
 /// @brief y = (x - mean) / sqrt(var + eps) * gamma + beta per row of x: [batch, features], or
 /// [batch, sequence, features] normalised per position.
 template <PrecisionPolicy P, class Device = Host>
-class LayerNorm {
+class LayerNorm : public LayerBase<LayerNorm<P, Device>, P, Device> {
   using T = compute_t<P>;
   using Acc = accumulate_t<P>;
-  // Gamma and beta are read in the master type (fp32 math), so they need no compute copy.
-  using Param =
-      Parameter<Precision<typename P::master_type, typename P::master_type, typename P::update_rounding>,
-                Device>;
+  using Param = MasterParameter<P, Device>;  // read in the master type (fp32 math): no compute copy
 
  public:
-  /// @brief The layer's precision policy.
-  using precision = P;
-  /// @brief Device the layer runs on.
-  using device_type = Device;
-  /// @brief Element type of the input (the compute type).
-  using input_type = T;
-  /// @brief Element type of the output (the compute type).
-  using output_type = T;
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "LayerNorm";
+  using LayerBase<LayerNorm<P, Device>, P, Device>::forward;
   /// @brief The `epsilon` a layer gets when none is given: 1e-5, `torch.nn.LayerNorm`'s `eps`
   /// (docs/training.md's table of defaults reads it from here).
   static constexpr float default_epsilon = 1e-5f;
@@ -66,16 +57,9 @@ class LayerNorm {
     nn::initialize(beta_, Init::Zeros, features_, features_, seed, stream);
   }
 
-  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
-  /// cannot be an input (see `reject_temporary_input`).
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
-    reject_temporary_input<LayerNorm>();
-    return output_;
-  }
-
   /// @brief Normalises each row of `x`; saves the statistics backward needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
-    require_features(label_, x, features_);
+    require_features(this->label(), x, features_);
     ensure_shape(output_, x.shape());
     ensure_shape(mean_, Shape{x.shape().rows()});
     ensure_shape(rstd_, Shape{x.shape().rows()});
@@ -86,8 +70,7 @@ class LayerNorm {
 
   /// @brief Gradients of gamma and beta; returns the input gradient (null when `input_grad` is false).
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    if (input_.empty()) throw error(mpx::detail::concat(label_, ": backward called before forward"));
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    this->check_backward(!input_.empty(), dy.shape(), output_.shape());
     // The kernel always produces dx alongside dgamma and dbeta; it is only returned when asked for.
     ensure_shape(input_grad_, dy.shape());
     Backend<Device>::layer_norm_backward(*input_, gamma_.master(), mean_, rstd_, dy, input_grad_,
@@ -109,15 +92,12 @@ class LayerNorm {
     return {{"normalized_shape", features_}, {"eps", epsilon_}, {"bias", true}};
   }
 
-  /// @brief Names the layer in messages.
-  void set_label(std::string label) { label_ = std::move(label); }
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
 
  private:
   std::int64_t features_;
   float epsilon_;
-  std::string label_ = "mpx::nn::LayerNorm";
   Param gamma_;
   Param beta_;
   SavedPointer<Tensor<T, Device>> input_;

@@ -7,14 +7,21 @@
 
 #include <cstdint>
 
+#include "mpx/nn/activation.hpp"
+#include "mpx/nn/batch_norm.hpp"
 #include "mpx/nn/causal_self_attention.hpp"
+#include "mpx/nn/conv2d.hpp"
 #include "mpx/nn/dropout.hpp"
 #include "mpx/nn/embedding.hpp"
+#include "mpx/nn/flatten.hpp"
+#include "mpx/nn/group_norm.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
 #include "mpx/nn/linear.hpp"
 #include "mpx/nn/loss.hpp"
+#include "mpx/nn/pooling.hpp"
 #include "mpx/nn/positional_embedding.hpp"
+#include "mpx/nn/upsample.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
 
@@ -63,6 +70,45 @@ struct layers {
     return Linear<P, A, Device>(in_features, out_features, options);
   }
 
+  /// @brief `nn::Conv2d<P, Device>(in_channels, out_channels, kernel_size, options)`: a convolution
+  /// over channels-last images (`L::conv2d(64, 128, 3, {.stride = 2, .padding = 1, .bias = false})`).
+  [[nodiscard]] static Conv2d<P, Device> conv2d(std::int64_t in_channels, std::int64_t out_channels,
+                                                Size2d kernel_size, Conv2dOptions options = {}) {
+    return Conv2d<P, Device>(in_channels, out_channels, kernel_size, options);
+  }
+
+  /// @brief `nn::BatchNorm2d<P, Device>(num_features, options)`: per-channel batch normalisation of
+  /// channels-last images, statistics and parameters in fp32.
+  [[nodiscard]] static BatchNorm2d<P, Device> batch_norm2d(std::int64_t num_features,
+                                                           BatchNormOptions options = {}) {
+    return BatchNorm2d<P, Device>(num_features, options);
+  }
+
+  /// @brief `nn::GroupNorm<P, Device>(num_groups, num_channels, epsilon)`: per image and group of
+  /// channels, statistics and parameters in fp32 (epsilon `GroupNorm::default_epsilon`, 1e-5).
+  [[nodiscard]] static GroupNorm<P, Device> group_norm(
+      std::int64_t num_groups, std::int64_t num_channels,
+      float epsilon = GroupNorm<P, Device>::default_epsilon) {
+    return GroupNorm<P, Device>(num_groups, num_channels, epsilon);
+  }
+  /// @brief `nn::Upsample<P, Device>(scale_factor)`: nearest-neighbour upsampling (2 when left out).
+  [[nodiscard]] static Upsample<P, Device> upsample(Size2d scale_factor = 2) {
+    return Upsample<P, Device>(scale_factor);
+  }
+
+  /// @brief `nn::MaxPool2d<P, Device>(kernel_size, options)` (stride the kernel size unless given).
+  [[nodiscard]] static MaxPool2d<P, Device> max_pool2d(Size2d kernel_size, Pool2dOptions options = {}) {
+    return MaxPool2d<P, Device>(kernel_size, options);
+  }
+  /// @brief `nn::AvgPool2d<P, Device>(kernel_size, options)` (stride the kernel size unless given).
+  [[nodiscard]] static AvgPool2d<P, Device> avg_pool2d(Size2d kernel_size, Pool2dOptions options = {}) {
+    return AvgPool2d<P, Device>(kernel_size, options);
+  }
+  /// @brief `nn::GlobalAvgPool2d<P, Device>()`: [N, H, W, C] to [N, C].
+  [[nodiscard]] static GlobalAvgPool2d<P, Device> global_avg_pool2d() { return {}; }
+  /// @brief `nn::Flatten<P, Device>()`: [N, ...] to [N, the rest's product].
+  [[nodiscard]] static Flatten<P, Device> flatten() { return {}; }
+
   /// @brief `nn::LayerNorm<P, Device>(features, epsilon)` (epsilon `LayerNorm::default_epsilon`, 1e-5,
   /// when left out).
   [[nodiscard]] static LayerNorm<P, Device> layer_norm(
@@ -94,6 +140,14 @@ struct layers {
 
   /// @brief `nn::Dropout<P, Device>(p)`: drops each element with probability p in training.
   [[nodiscard]] static Dropout<P, Device> dropout(float p) { return Dropout<P, Device>(p); }
+
+  /// @brief `nn::ReLU<P, Device>()`: a standalone ReLU (after a BatchNorm2d, say); a `Linear` fuses
+  /// its own with `mpx::nn::relu`.
+  [[nodiscard]] static ReLU<P, Device> relu() { return {}; }
+  /// @brief `nn::GELU<P, Device>()`: a standalone GELU (tanh form).
+  [[nodiscard]] static GELU<P, Device> gelu() { return {}; }
+  /// @brief `nn::SiLU<P, Device>()`: x sigmoid(x), the activation of diffusion UNets.
+  [[nodiscard]] static SiLU<P, Device> silu() { return {}; }
 
   /// @brief `nn::SoftmaxCrossEntropy<P, Device>(options)`: the loss for logits made in `P`.
   [[nodiscard]] static SoftmaxCrossEntropy<P, Device> softmax_cross_entropy(

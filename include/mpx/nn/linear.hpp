@@ -10,10 +10,11 @@
 #include <string>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -32,25 +33,21 @@ namespace mpx::nn {
 /// layer's dZ in its DRelu epilogue (cuBLASLt's DRELU), so a ReLU costs no kernel of its own in
 /// backward (see `ActivationGradientFusion`).
 ///
+/// In evaluation mode (nn/training_mode.hpp) forward keeps neither its input pointer nor GELU's
+/// pre-activation, and backward throws until a training-mode forward has run.
+///
 /// @tparam P precision policy; @tparam A fused activation; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, Activation A = Activation::None, class Device = Host>
-class Linear {
+class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   using Compute = typename P::compute_type;
   using Param = Parameter<P, Device>;
   using T = compute_t<P>;
   using Grad = accumulate_t<P>;
 
  public:
-  /// @brief The layer's precision policy.
-  using precision = P;
-  /// @brief Device the layer runs on.
-  using device_type = Device;
-  /// @brief Element type of the input (the compute type).
-  using input_type = T;
-  /// @brief Element type of the output (the compute type).
-  using output_type = T;
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "Linear";
+  using LayerBase<Linear<P, A, Device>, P, Device>::forward;
   /// @brief The activation fused into the matmul.
   static constexpr Activation activation = A;
 
@@ -84,17 +81,10 @@ class Linear {
     if (bias_) nn::initialize(*bias_, Init::Zeros, in_features_, out_features_, seed, 2 * stream + 1);
   }
 
-  /// @brief Does not compile: backward reads the input through a saved pointer, so a temporary
-  /// cannot be an input (see `reject_temporary_input`).
-  const Tensor<T, Device>& forward(Tensor<T, Device>&&) {
-    reject_temporary_input<Linear>();
-    return output_;
-  }
-
   /// @brief y = act(x W^T + b) in the compute type, fp32 accumulation; in training mode, saves what backward
   /// needs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
-    require_features(label_, x, in_features_);
+    require_features(this->label(), x, in_features_);
     const Shape out_shape = x.shape().with_last(out_features_);
     ensure_shape(output_, out_shape);
     GemmOperands<T, Grad, Device> operands;
@@ -104,7 +94,7 @@ class Linear {
       // Training keeps the bit mask of the positive pre-activations, for the next layer's fused
       // ReLU backward; evaluation needs only D, whose bits are the same either way.
       epilogue = Epilogue::ReluBias;
-      if (training_) {
+      if (this->training()) {
         epilogue = Epilogue::ReluAuxBias;
         ensure_shape(relu_mask_, relu_mask_shape(out_shape));
         operands.relu_mask = &relu_mask_;
@@ -114,7 +104,7 @@ class Linear {
       // Backward evaluates gelu' at the pre-activation, so training keeps it (the epilogue's aux
       // output); evaluation needs only D, whose bits are the same either way.
       epilogue = Epilogue::GeluBias;
-      if (training_) {
+      if (this->training()) {
         epilogue = Epilogue::GeluAuxBias;
         ensure_shape(pre_activation_, out_shape);
         operands.aux = &pre_activation_;
@@ -124,7 +114,7 @@ class Linear {
     Backend<Device>::template gemm<Compute>(x, weight_.compute(), output_,
                                             GemmConfig{.transpose_b = Transpose::Yes, .epilogue = epilogue},
                                             operands);
-    input_ = training_ ? &x : nullptr;
+    input_ = this->training() ? &x : nullptr;
     return output_;
   }
 
@@ -143,7 +133,7 @@ class Linear {
   /// @brief What the next Linear's dx GEMM needs to apply this layer's ReLU gradient: the bit mask
   /// of the last training forward. Throws as `backward` does when no training forward ran.
   ActivationGradientFusion<Device> activation_gradient_fusion() requires(A == Activation::ReLU) {
-    if (input_.empty()) throw_backward_without_saved_state(label_, training_);
+    if (input_.empty()) throw_backward_without_saved_state(this->label(), this->training());
     return {.relu_mask = &relu_mask_};
   }
 
@@ -169,17 +159,8 @@ class Linear {
     if (bias_) f(std::string_view("bias"), *bias_);
   }
 
-  /// @brief The name used in error messages ("layers.2 (Linear)"); set by the enclosing model.
-  void set_label(std::string label) { label_ = std::move(label); }
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
-
-  /// @brief Training (`true`, the default) or evaluation mode (see nn/training_mode.hpp): in
-  /// evaluation, forward keeps neither its input pointer nor GELU's pre-activation, and backward
-  /// throws until a training-mode forward has run.
-  void set_training(bool training) noexcept { training_ = training; }
-  /// @brief Whether the layer is in training mode.
-  [[nodiscard]] bool training() const noexcept { return training_; }
 
   /// @brief The settings another tool needs to rebuild the layer, under `torch.nn.Linear`'s names:
   /// in_features, out_features, bias, and the fused activation ("None", "ReLU" or "GELU").
@@ -205,8 +186,8 @@ class Linear {
   // layer's ReLU gradient.
   const Tensor<T, Device>* run_backward(const Tensor<T, Device>& dy, bool activation_applied, bool input_grad,
                                         const ActivationGradientFusion<Device>* previous) {
-    if (input_.empty()) throw_backward_without_saved_state(label_, training_);
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    if (input_.empty()) throw_backward_without_saved_state(this->label(), this->training());
+    require_shape(this->label().c_str(), "upstream gradient", dy.shape(), output_.shape());
     const Tensor<T, Device>* dz = &dy;
     if constexpr (A == Activation::ReLU) {
       if (!activation_applied) {
@@ -261,8 +242,6 @@ class Linear {
   std::int64_t in_features_;
   std::int64_t out_features_;
   Options options_;
-  std::string label_ = "mpx::nn::Linear";
-  bool training_ = true;
   Param weight_;
   std::optional<Param> bias_;
   SavedPointer<Tensor<T, Device>> input_;  // the previous layer's output buffer, kept alive by it

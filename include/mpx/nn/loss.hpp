@@ -9,7 +9,7 @@
 #include <span>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/cross_entropy_spec.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/policy/precision.hpp"

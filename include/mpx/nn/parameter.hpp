@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/convert.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -147,5 +147,12 @@ class Parameter {
   std::array<Tensor<grad_element, Device>, state_slots> state_;
   bool zero_pending_ = false;
 };
+
+/// @brief A parameter read in its master type (fp32 math, no compute copy): the gains and biases of
+/// the normalisation layers and the positional table, whatever `P`'s compute type.
+template <PrecisionPolicy P, class Device = Host>
+using MasterParameter =
+    Parameter<Precision<typename P::master_type, typename P::master_type, typename P::update_rounding>,
+              Device>;
 
 }  // namespace mpx::nn

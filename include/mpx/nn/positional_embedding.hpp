@@ -9,10 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/embedding_spec.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
+#include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -38,22 +39,11 @@ struct PositionalEmbeddingOptions {
 ///
 /// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, class Device = Host>
-class PositionalEmbedding {
+class PositionalEmbedding : public LayerBase<PositionalEmbedding<P, Device>, P, Device> {
   using T = compute_t<P>;
-  // Read in the master type (fp32 math), as LayerNorm's gamma and beta: no compute copy.
-  using Param =
-      Parameter<Precision<typename P::master_type, typename P::master_type, typename P::update_rounding>,
-                Device>;
+  using Param = MasterParameter<P, Device>;  // read in the master type (fp32 math): no compute copy
 
  public:
-  /// @brief The layer's precision policy.
-  using precision = P;
-  /// @brief Device the layer runs on.
-  using device_type = Device;
-  /// @brief Element type of the input (the compute type).
-  using input_type = T;
-  /// @brief Element type of the output (the compute type).
-  using output_type = T;
   /// @brief Layer name used in messages.
   static constexpr std::string_view kind = "PositionalEmbedding";
 
@@ -92,7 +82,7 @@ class PositionalEmbedding {
   /// @throws mpx::shape_error naming the layer, the sequence length and max_positions when the
   /// sequence is longer than the table, or the width differs.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
-    validate_positional_embedding(label_.c_str(), x, weight_.master());
+    validate_positional_embedding(this->label().c_str(), x, weight_.master());
     ensure_shape(output_, x.shape());
     Backend<Device>::positional_embedding_forward(x, weight_.master(), output_);
     forward_done_ = true;
@@ -102,8 +92,7 @@ class PositionalEmbedding {
   /// @brief Accumulates dW (+=, in the accumulate type, in batch order); returns `&dy` (dx = dy) when
   /// `input_grad`, else null.
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
-    if (!forward_done_) throw error(mpx::detail::concat(label_, ": backward called before forward"));
-    require_shape(label_.c_str(), "upstream gradient", dy.shape(), output_.shape());
+    this->check_backward(forward_done_, dy.shape(), output_.shape());
     Backend<Device>::positional_embedding_backward(dy, weight_.grad());
     return input_grad ? &dy : nullptr;
   }
@@ -114,8 +103,6 @@ class PositionalEmbedding {
     f(std::string_view("weight"), weight_);
   }
 
-  /// @brief The name used in error messages ("layers.1 (PositionalEmbedding)"); set by the model.
-  void set_label(std::string label) { label_ = std::move(label); }
   /// @brief Makes backward throw until the next forward (nothing else is saved).
   void forget_input() noexcept { forward_done_ = false; }
 
@@ -136,7 +123,6 @@ class PositionalEmbedding {
   std::int64_t max_positions_;
   std::int64_t embedding_dim_;
   Options options_;
-  std::string label_ = "mpx::nn::PositionalEmbedding";
   Param weight_;
   Tensor<T, Device> output_;
   bool forward_done_ = false;

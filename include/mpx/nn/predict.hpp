@@ -10,7 +10,7 @@
 #include <span>
 
 #include "mpx/backend/argmax_spec.hpp"
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/tensor.hpp"
 

@@ -17,7 +17,7 @@
 #include <boost/hana/at.hpp>
 #include <boost/hana/tuple.hpp>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/error.hpp"
 #include "mpx/nn/cast.hpp"
 #include "mpx/nn/description.hpp"
@@ -297,6 +297,19 @@ class Sequential {
         std::string name = "layers.";
         name.append(std::to_string(I)).append(".").append(local);
         f(std::string_view(name), parameter);
+      });
+    });
+  }
+
+  /// @brief Calls f(name, tensor) for every buffer of every layer ("layers.1.running_mean", ...): the
+  /// untrained state saved and loaded with the weights (nn::for_each_buffer).
+  template <class F>
+  void for_each_buffer(F&& f) {
+    for_each_index([&]<std::size_t I>() {
+      nn::for_each_buffer(boost::hana::at_c<I>(layers_), [&](std::string_view local, auto& tensor) {
+        std::string name = "layers.";
+        name.append(std::to_string(I)).append(".").append(local);
+        f(std::string_view(name), tensor);
       });
     });
   }

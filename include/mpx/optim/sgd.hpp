@@ -10,7 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/backend/backend.hpp"
 #include "mpx/backend/optimizer_settings.hpp"
 #include "mpx/error.hpp"
 #include "mpx/optim/optimizer_base.hpp"

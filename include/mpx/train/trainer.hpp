@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "mpx/backend/backend.hpp"
-#include "mpx/backend/cpu/backend.hpp"
 #include "mpx/error.hpp"
 #include "mpx/log.hpp"
 #include "mpx/nn/step_key.hpp"

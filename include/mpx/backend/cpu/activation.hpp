@@ -5,6 +5,7 @@
 /// @brief Elementwise activations on the CPU, for when they are not fused into a GEMM epilogue:
 /// read and write the compute type, compute in fp32 (fp64 for double), as autocast does.
 
+#include "mpx/backend/activation_spec.hpp"
 #include "mpx/backend/cpu/elementwise.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -28,6 +29,18 @@ void relu_backward(const Tensor<T, Host>& output, const Tensor<T, Host>& dy, Ten
 template <FloatingElement T>
 void gelu_forward(const Tensor<T, Host>& x, Tensor<T, Host>& y) {
   detail::map_elements("mpx::cpu::gelu_forward", x, y, [](auto v) { return gelu_tanh(v); });
+}
+
+/// @brief y = silu(x) = x / (1 + exp(-x)) (backend/activation_spec.hpp).
+template <FloatingElement T>
+void silu_forward(const Tensor<T, Host>& x, Tensor<T, Host>& y) {
+  detail::map_elements("mpx::cpu::silu_forward", x, y, [](auto v) { return silu(v); });
+}
+
+/// @brief dx = dy * silu'(x), with x the forward input.
+template <FloatingElement T>
+void silu_backward(const Tensor<T, Host>& input, const Tensor<T, Host>& dy, Tensor<T, Host>& dx) {
+  detail::map_gradient("mpx::cpu::silu_backward", input, dy, dx, [](auto v) { return silu_derivative(v); });
 }
 
 /// @brief dx = dy * gelu_tanh'(x), with x the forward input.

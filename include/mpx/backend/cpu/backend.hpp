@@ -10,18 +10,24 @@
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cpu/activation.hpp"
 #include "mpx/backend/cpu/attention.hpp"
+#include "mpx/backend/cpu/batch_norm.hpp"
+#include "mpx/backend/cpu/conv2d.hpp"
 #include "mpx/backend/cpu/dropout.hpp"
 #include "mpx/backend/cpu/elementwise.hpp"
 #include "mpx/backend/cpu/embedding.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cpu/graph.hpp"
+#include "mpx/backend/cpu/group_norm.hpp"
 #include "mpx/backend/cpu/layer_norm.hpp"
 #include "mpx/backend/cpu/mse_loss.hpp"
 #include "mpx/backend/cpu/optimizer.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/backend/cpu/pool2d.hpp"
 #include "mpx/backend/cpu/positional_embedding.hpp"
 #include "mpx/backend/cpu/softmax_cross_entropy.hpp"
+#include "mpx/backend/cpu/upsample.hpp"
+#include "mpx/backend/normal_fill_spec.hpp"
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/convert.hpp"
@@ -53,6 +59,22 @@ struct Backend<Host> {
   static void gemm(Args&&... args) {
     cpu::gemm<Compute>(std::forward<Args>(args)...);
   }
+  /// @brief 2-D convolution (channels-last) in the `Compute` precision; see `cpu::conv2d_forward`
+  /// and backend/conv2d_spec.hpp.
+  template <NumericTag Compute, class... Args>
+  static void conv2d_forward(Args&&... args) {
+    cpu::conv2d_forward<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief A convolution's input gradient; see `cpu::conv2d_backward_input`.
+  template <NumericTag Compute, class... Args>
+  static void conv2d_backward_input(Args&&... args) {
+    cpu::conv2d_backward_input<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief A convolution's weight gradient (accumulate type); see `cpu::conv2d_backward_weight`.
+  template <NumericTag Compute, class... Args>
+  static void conv2d_backward_weight(Args&&... args) {
+    cpu::conv2d_backward_weight<Compute>(std::forward<Args>(args)...);
+  }
   /// @brief Unscales gradients and reports non-finite values; see `cpu::unscale_and_inspect`.
   template <bool Scale, class... Args>
   static auto unscale_and_inspect(Args&&... args) {
@@ -73,6 +95,8 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(relu_backward);
   MPX_DETAIL_FORWARD_TO_CPU(gelu_forward);
   MPX_DETAIL_FORWARD_TO_CPU(gelu_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(silu_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(silu_backward);
   MPX_DETAIL_FORWARD_TO_CPU(layer_norm_forward);
   MPX_DETAIL_FORWARD_TO_CPU(layer_norm_backward);
   MPX_DETAIL_FORWARD_TO_CPU(softmax_cross_entropy);
@@ -94,6 +118,21 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_forward);
   MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_backward);
   MPX_DETAIL_FORWARD_TO_CPU(dropout);
+  MPX_DETAIL_FORWARD_TO_CPU(conv2d_backward_bias);
+  MPX_DETAIL_FORWARD_TO_CPU(max_pool2d_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(max_pool2d_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(avg_pool2d_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(avg_pool2d_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(global_avg_pool2d_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(global_avg_pool2d_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_forward_training);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_forward_inference);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_update_running_stats);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(group_norm_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(group_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(upsample_nearest_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(upsample_nearest_backward);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.
@@ -124,14 +163,13 @@ struct Backend<Host> {
   }
 
   /// @brief Fills with values normal with the given mean and standard deviation: element i is
-  /// `round_to(normal_at(mean, stddev, seed, stream, i))` (numeric/random.hpp).
+  /// `round_to(normal_at(mean, stddev, seed, stream, i))` (backend/normal_fill_spec.hpp).
   template <FloatingElement T>
   static void fill_normal(Tensor<T, Host>& tensor, double mean, double stddev, std::uint64_t seed,
                           std::uint64_t stream) {
     T* out = tensor.data();
     cpu::parallel_for_chunks(tensor.numel(), cpu::parallel_grain, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i)
-        out[i] = round_to<tag_of_t<T>>(normal_at(mean, stddev, seed, stream, static_cast<std::uint64_t>(i)));
+      normal_values_into(out, begin, end, mean, stddev, seed, stream);
     });
   }
 };

@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
+#include "mpx/backend/normal_fill_spec.hpp"
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/numeric/traits.hpp"
@@ -180,7 +180,7 @@ template <FloatingElement T>
 void fill_normal(Tensor<T, Cuda>& tensor, double mean, double stddev, std::uint64_t seed,
                  std::uint64_t stream) {
   auto host = Tensor<T, Host>::uninitialized(tensor.shape());
-  Backend<Host>::fill_normal(host, mean, stddev, seed, stream);
+  normal_values_into(host.data(), 0, host.numel(), mean, stddev, seed, stream);
   copy(tensor, host);  // pageable host memory: staged before the call returns, so `host` may go
 }
 

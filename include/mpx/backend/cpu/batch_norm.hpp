@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief Batch normalisation over the channels of a channels-last tensor on the CPU
+/// (backend/batch_norm_spec.hpp): statistics, normalisation and gradients in the accumulate type,
+/// input and output in the compute type, each result rounded once.
+///
+/// Per-channel sums run over fixed blocks of rows (`batch_norm_block_rows`) whose partial sums are
+/// added in block order, so the results depend on the shapes alone, never on the number of threads.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "mpx/backend/batch_norm_spec.hpp"
+#include "mpx/backend/cpu/convert.hpp"
+#include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/numeric/rounding.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+namespace mpx::cpu {
+
+namespace detail {
+
+// Rows per block of a per-channel sum: about parallel_grain elements, fixed by the channel count.
+inline std::int64_t batch_norm_block_rows(std::int64_t channels) {
+  return rows_per_chunk(channels);
+}
+
+// sums[c] = the sum over rows r of term(r, c, values of row r widened), block by block in block order.
+// `term(row_values, out)` adds one row's contributions into out[channels].
+template <class Acc, class RowTerm>
+std::vector<Acc> channel_sums(std::int64_t rows, std::int64_t channels, std::int64_t per_row,
+                              const RowTerm& term) {
+  const std::int64_t block = batch_norm_block_rows(channels);
+  const std::int64_t blocks = (rows + block - 1) / block;
+  std::vector<Acc> partial(static_cast<std::size_t>(blocks * per_row), Acc(0));
+  parallel_for_chunks(rows, block, [&](std::int64_t begin, std::int64_t end) {
+    Acc* out = partial.data() + (begin / block) * per_row;
+    for (std::int64_t r = begin; r < end; ++r) term(r, out);
+  });
+  std::vector<Acc> total(static_cast<std::size_t>(per_row), Acc(0));
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    for (std::int64_t i = 0; i < per_row; ++i)
+      total[static_cast<std::size_t>(i)] += partial[static_cast<std::size_t>(b * per_row + i)];
+  }
+  return total;
+}
+
+}  // namespace detail
+
+/// @brief Training-mode forward: per channel c, the mean and biased variance of x[..., c] over
+/// every other dimension (two passes: no cancellation for a large mean), then
+/// y = (x - mean) rstd gamma + beta with rstd = 1 / sqrt(var + epsilon), rounded once.
+/// @param x [..., C] in the compute type; @param gamma, beta [C] (the master weights);
+/// @param epsilon added to the variance;
+/// @param y like x, written; @param mean, var, rstd [C] in the accumulate type, written (var is the
+///        biased variance, which normalises; the running variance takes the unbiased one).
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                                 const Tensor<Weight, Host>& beta, float epsilon, Tensor<T, Host>& y,
+                                 Tensor<Acc, Host>& mean, Tensor<Acc, Host>& var, Tensor<Acc, Host>& rstd) {
+  constexpr const char* where = "mpx::cpu::batch_norm_forward_training";
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
+                      {{"gamma", gamma.shape()},
+                       {"beta", beta.shape()},
+                       {"mean", mean.shape()},
+                       {"var", var.shape()},
+                       {"rstd", rstd.shape()}});
+  if (rows == 0) throw shape_error(mpx::detail::concat(where, ": the input ", x.shape(), " is empty"));
+  const T* in = x.data();
+  const std::vector<Acc> sums =
+      detail::channel_sums<Acc>(rows, channels, channels, [&](std::int64_t r, Acc* out) {
+        const T* row = in + r * channels;
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t c = 0; c < channels; ++c) out[c] += static_cast<Acc>(row[c]);
+      });
+  const Acc count = static_cast<Acc>(rows);
+  for (std::int64_t c = 0; c < channels; ++c) mean[c] = sums[static_cast<std::size_t>(c)] / count;
+  const Acc* mu = mean.data();
+  const std::vector<Acc> squares =
+      detail::channel_sums<Acc>(rows, channels, channels, [&](std::int64_t r, Acc* out) {
+        const T* row = in + r * channels;
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t c = 0; c < channels; ++c) {
+          const Acc d = static_cast<Acc>(row[c]) - mu[c];
+          out[c] += d * d;
+        }
+      });
+  std::vector<Acc> scale(static_cast<std::size_t>(channels)), shift(static_cast<std::size_t>(channels));
+  for (std::int64_t c = 0; c < channels; ++c) {
+    var[c] = squares[static_cast<std::size_t>(c)] / count;
+    rstd[c] = Acc(1) / std::sqrt(var[c] + static_cast<Acc>(epsilon));
+    scale[static_cast<std::size_t>(c)] = rstd[c] * static_cast<Acc>(gamma[c]);
+    shift[static_cast<std::size_t>(c)] = static_cast<Acc>(beta[c]);
+  }
+  T* out = y.data();
+  parallel_for_chunks(
+      rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          const T* row = in + r * channels;
+          T* dst = out + r * channels;
+          for (std::int64_t c = 0; c < channels; ++c) {
+            const auto k = static_cast<std::size_t>(c);
+            dst[c] = round_to<tag_of_t<T>>((static_cast<Acc>(row[c]) - mu[c]) * scale[k] + shift[k]);
+          }
+        }
+      });
+}
+
+/// @brief Evaluation-mode forward: y = (x - running_mean) / sqrt(running_var + epsilon) gamma + beta.
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_forward_inference(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                                  const Tensor<Weight, Host>& beta, const Tensor<Acc, Host>& running_mean,
+                                  const Tensor<Acc, Host>& running_var, float epsilon, Tensor<T, Host>& y) {
+  constexpr const char* where = "mpx::cpu::batch_norm_forward_inference";
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
+                      {{"gamma", gamma.shape()},
+                       {"beta", beta.shape()},
+                       {"running_mean", running_mean.shape()},
+                       {"running_var", running_var.shape()}});
+  std::vector<Acc> scale(static_cast<std::size_t>(channels)), shift(static_cast<std::size_t>(channels));
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const Acc inv_std = Acc(1) / std::sqrt(running_var[c] + static_cast<Acc>(epsilon));
+    scale[static_cast<std::size_t>(c)] = inv_std * static_cast<Acc>(gamma[c]);
+    shift[static_cast<std::size_t>(c)] = static_cast<Acc>(beta[c]);
+  }
+  const Acc* mu = running_mean.data();
+  parallel_for_chunks(
+      rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          const T* row = x.data() + r * channels;
+          T* dst = y.data() + r * channels;
+          for (std::int64_t c = 0; c < channels; ++c) {
+            const auto k = static_cast<std::size_t>(c);
+            dst[c] = round_to<tag_of_t<T>>((static_cast<Acc>(row[c]) - mu[c]) * scale[k] + shift[k]);
+          }
+        }
+      });
+}
+
+/// @brief running = (1 - momentum) running + momentum batch for the mean, and for the variance with
+/// the batch's unbiased variance var count / (count - 1) (the biased one when count is 1), in the
+/// accumulate type: PyTorch's update.
+template <FloatingElement Acc>
+void batch_norm_update_running_stats(const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& var,
+                                     std::int64_t count, double momentum, Tensor<Acc, Host>& running_mean,
+                                     Tensor<Acc, Host>& running_var) {
+  constexpr const char* where = "mpx::cpu::batch_norm_update_running_stats";
+  require_shape(where, "var", var.shape(), mean.shape());
+  require_shape(where, "running_mean", running_mean.shape(), mean.shape());
+  require_shape(where, "running_var", running_var.shape(), mean.shape());
+  const Acc m = static_cast<Acc>(momentum);
+  const Acc correction = count > 1 ? static_cast<Acc>(count) / static_cast<Acc>(count - 1) : Acc(1);
+  for (std::int64_t c = 0; c < mean.numel(); ++c) {
+    running_mean[c] = (Acc(1) - m) * running_mean[c] + m * mean[c];
+    running_var[c] = (Acc(1) - m) * running_var[c] + m * (var[c] * correction);
+  }
+}
+
+/// @brief Training-mode backward: with xhat = (x - mean) rstd and g = dy,
+/// dbeta += sum g, dgamma += sum g xhat (per channel, over every other dimension), and
+/// dx = gamma rstd (g - mean(g) - xhat mean(g xhat)), rounded once. The gradients are written
+/// instead of added when their `overwrite` is set (the first micro-batch after zero_grad).
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                         const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& rstd,
+                         const Tensor<T, Host>& dy, Tensor<T, Host>* dx, Tensor<Acc, Host>& dgamma,
+                         bool overwrite_dgamma, Tensor<Acc, Host>& dbeta, bool overwrite_dbeta) {
+  constexpr const char* where = "mpx::cpu::batch_norm_backward";
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm(where, x.shape(), {{"dy", dy.shape()}, {"dx", dx != nullptr ? dx->shape() : x.shape()}},
+                      {{"gamma", gamma.shape()},
+                       {"mean", mean.shape()},
+                       {"rstd", rstd.shape()},
+                       {"dgamma", dgamma.shape()},
+                       {"dbeta", dbeta.shape()}});
+  const Acc* mu = mean.data();
+  const Acc* inv = rstd.data();
+  // One pass for both sums: [sum g, sum g xhat] per channel.
+  const std::vector<Acc> sums =
+      detail::channel_sums<Acc>(rows, channels, 2 * channels, [&](std::int64_t r, Acc* out) {
+        const T* xr = x.data() + r * channels;
+        const T* gr = dy.data() + r * channels;
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t c = 0; c < channels; ++c) {
+          const Acc g = static_cast<Acc>(gr[c]);
+          out[c] += g;
+          out[channels + c] += g * ((static_cast<Acc>(xr[c]) - mu[c]) * inv[c]);
+        }
+      });
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const Acc db = sums[static_cast<std::size_t>(c)], dg = sums[static_cast<std::size_t>(channels + c)];
+    dbeta[c] = overwrite_dbeta ? db : dbeta[c] + db;
+    dgamma[c] = overwrite_dgamma ? dg : dgamma[c] + dg;
+  }
+  if (dx == nullptr) return;
+  const Acc count = static_cast<Acc>(rows);
+  std::vector<Acc> scale(static_cast<std::size_t>(channels)), mean_g(scale.size()), mean_gx(scale.size());
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const auto k = static_cast<std::size_t>(c);
+    scale[k] = static_cast<Acc>(gamma[c]) * inv[c];
+    mean_g[k] = sums[k] / count;
+    mean_gx[k] = sums[static_cast<std::size_t>(channels + c)] / count;
+  }
+  T* out = dx->data();
+  parallel_for_chunks(
+      rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+          const T* xr = x.data() + r * channels;
+          const T* gr = dy.data() + r * channels;
+          T* dst = out + r * channels;
+          for (std::int64_t c = 0; c < channels; ++c) {
+            const auto k = static_cast<std::size_t>(c);
+            const Acc xhat = (static_cast<Acc>(xr[c]) - mu[c]) * inv[c];
+            dst[c] =
+                round_to<tag_of_t<T>>(scale[k] * (static_cast<Acc>(gr[c]) - mean_g[k] - xhat * mean_gx[k]));
+          }
+        }
+      });
+}
+
+}  // namespace mpx::cpu

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+#pragma once
+/// @file
+/// @brief What a 2-D pooling call means on every device: max and average pooling over windows of a
+/// channels-last image, x [N, H, W, C] to y [N, OH, OW, C] (OH, OW as `Window2d::output`), and global
+/// average pooling, x [N, H, W, C] to y [N, C]. PyTorch's semantics:
+///   max      y = the largest tap of the window, the padding never chosen; a NaN tap makes y NaN;
+///            backward sends dy to the tap forward took: the first largest in (kh, kw) order, or
+///            the last NaN, as PyTorch's CPU kernel does
+///   average  y = (sum of the window's taps) / divisor: the kernel's area (`count_include_pad`, the
+///            padding counted as zeros) or the taps inside the image; backward spreads dy / divisor
+///   global   y[n, c] = the mean of x[n, ., ., c]; backward dx = dy / (H W)
+/// Every sum is in the accumulate type, rounded once; the max is exact.
+
+#include <cstdint>
+#include <string_view>
+
+#include "mpx/backend/window2d_spec.hpp"
+#include "mpx/error.hpp"
+#include "mpx/tensor/shape.hpp"
+
+namespace mpx {
+
+/// @brief A pooling window over a batch of images: their size and channels and how the window moves.
+struct Pool2dGeometry {
+  std::int64_t batch = 0;     ///< N
+  Size2d input;               ///< H, W
+  std::int64_t channels = 0;  ///< C (in and out)
+  Window2d window;            ///< kernel, stride, padding, dilation
+
+  /// @brief OH, OW.
+  [[nodiscard]] constexpr Size2d output() const noexcept { return window.output(input); }
+  /// @brief [N, H, W, C].
+  [[nodiscard]] Shape input_shape() const { return Shape{batch, input.h, input.w, channels}; }
+  /// @brief [N, OH, OW, C].
+  [[nodiscard]] Shape output_shape() const {
+    const Size2d out = output();
+    return Shape{batch, out.h, out.w, channels};
+  }
+
+  /// @brief Throws `mpx::invalid_argument` naming `where` and the values unless the window is valid
+  /// (`Window2d::check`) and its padding is at most half the kernel, PyTorch's rule (a window made of
+  /// padding alone would have no tap to take).
+  void check_settings(std::string_view where) const {
+    window.check(where);
+    if (2 * window.padding.h > window.kernel.h || 2 * window.padding.w > window.kernel.w) {
+      throw invalid_argument(detail::concat(where, ": padding ", window.padding.h, " x ", window.padding.w,
+                                            " must be at most half the kernel_size ", window.kernel.h, " x ",
+                                            window.kernel.w));
+    }
+  }
+
+  /// @brief Throws `mpx::shape_error` naming `where` and the shapes unless the input is not empty
+  /// and the window fits it once padded.
+  void check_input(std::string_view where) const {
+    if (batch <= 0 || input.h <= 0 || input.w <= 0 || channels <= 0) {
+      throw shape_error(detail::concat(where, ": the input ", input_shape(), " is empty"));
+    }
+    const Size2d out = output();
+    if (out.h <= 0 || out.w <= 0) {
+      throw shape_error(detail::concat(where, ": the window ", window.kernel.h, " x ", window.kernel.w,
+                                       " is larger than the padded input ", input.h + 2 * window.padding.h,
+                                       " x ", input.w + 2 * window.padding.w, " (input ", input_shape(),
+                                       "): no output"));
+    }
+  }
+};
+
+}  // namespace mpx
