@@ -17,13 +17,14 @@ class Sequential(torch.nn.Module):  # parameters "layers.<i>.*", as mpx names th
         return x
 
 
-class Residual(torch.nn.Module):  # x + block(x), parameters "block.*"
+class Residual(torch.nn.Module):  # shortcut(x) + block(x), "block.*" and "shortcut.*" (x itself without one)
     def __init__(self, d):
         super().__init__()
         self.block = build(d["block"][0])
+        self.shortcut = build(d["shortcut"][0]) if "shortcut" in d else torch.nn.Identity()
 
     def forward(self, x):
-        return x + self.block(x)
+        return self.shortcut(x) + self.block(x)
 
 
 class Linear(torch.nn.Linear):  # weight [out, in] as torch's, then the activation mpx fuses into it
@@ -57,7 +58,43 @@ class CausalSelfAttention(torch.nn.Module):  # nanoGPT's: softmax(q k^T / sqrt(d
         return self.proj(y.transpose(1, 2).reshape(b, t, c))
 
 
-make = {"Sequential": Sequential, "Residual": Residual, "Linear": Linear,
+# Images stay channels-last [N, H, W, C] between layers, as in mpx; each image layer runs torch's NCHW op.
+def channels_last(module):  # a torch module of NCHW images on mpx's NHWC ones; parameter names unchanged
+    forward = module.forward
+    module.forward = lambda x: forward(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
+    return module
+
+
+class Conv2d(torch.nn.Conv2d):  # mpx stores the weight [O, KH, KW, C / groups]; torch's OIHW is permute(0, 3, 1, 2)
+    def __init__(self, d):
+        super().__init__(d["in_channels"], d["out_channels"], (d["kernel_size_h"], d["kernel_size_w"]),
+                         (d["stride_h"], d["stride_w"]), (d["padding_h"], d["padding_w"]),
+                         (d["dilation_h"], d["dilation_w"]), d["groups"], d["bias"])
+        self.weight = torch.nn.Parameter(self.weight.detach().permute(0, 2, 3, 1).contiguous())
+
+    def forward(self, x):
+        y = self._conv_forward(x.permute(0, 3, 1, 2), self.weight.permute(0, 3, 1, 2), self.bias)
+        return y.permute(0, 2, 3, 1)
+
+
+class GlobalAvgPool2d(torch.nn.Module):  # [N, H, W, C] -> [N, C]: the mean over the pixels
+    def forward(self, x):
+        return x.mean(dim=(1, 2))
+
+
+def window(d):
+    return dict(kernel_size=(d["kernel_size_h"], d["kernel_size_w"]), stride=(d["stride_h"], d["stride_w"]),
+                padding=(d["padding_h"], d["padding_w"]))
+
+
+make = {"Sequential": Sequential, "Residual": Residual, "Linear": Linear, "Conv2d": Conv2d,
+        "BatchNorm2d": lambda d: channels_last(torch.nn.BatchNorm2d(d["num_features"], d["eps"], d["momentum"])),
+        "GroupNorm": lambda d: channels_last(torch.nn.GroupNorm(d["num_groups"], d["num_channels"], d["eps"])),
+        "MaxPool2d": lambda d: channels_last(torch.nn.MaxPool2d(**window(d))),
+        "AvgPool2d": lambda d: channels_last(torch.nn.AvgPool2d(**window(d), count_include_pad=d["count_include_pad"])),
+        "Upsample": lambda d: channels_last(torch.nn.Upsample(scale_factor=(d["scale_factor_h"], d["scale_factor_w"]))),
+        "GlobalAvgPool2d": lambda d: GlobalAvgPool2d(),
+        "Flatten": lambda d: torch.nn.Flatten(), "SiLU": lambda d: torch.nn.SiLU(),
         "PositionalEmbedding": PositionalEmbedding, "CausalSelfAttention": CausalSelfAttention,
         "Embedding": lambda d: torch.nn.Embedding(d["num_embeddings"], d["embedding_dim"]),
         "LayerNorm": lambda d: torch.nn.LayerNorm(d["normalized_shape"], eps=d["eps"], bias=d["bias"]),
@@ -71,7 +108,9 @@ def build(d):  # one entry of the metadata "model", and the layers inside it
 
 with safe_open(sys.argv[1], "pt") as f:  # metadata "model": what to build, layer by layer
     model = build(json.loads(f.metadata()["model"])).eval()  # eval(): dropout off
-model.load_state_dict({k: v for k, v in load_file(sys.argv[1]).items() if not k.startswith("optimizer.")})
+state = {k: v for k, v in load_file(sys.argv[1]).items() if not k.startswith("optimizer.")}
+missing, unexpected = model.load_state_dict(state, strict=False)  # mpx keeps no num_batches_tracked
+assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), (missing, unexpected)
 probe = load_file(sys.argv[2])  # a few inputs and the logits mpx computed for them in fp32
 with torch.no_grad():
     error = ((model(probe["inputs"]) - probe["logits"]).abs().max() / probe["logits"].abs().max()).item()

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 """The PyTorch rebuild of docs/checkpoints.md: mpx trains three models in bf16 and saves checkpoints
-(safetensors_interop_tool torch): the Fashion-MNIST MLP, the same with LayerNorms, and a char-GPT
+(safetensors_interop_tool torch): the Fashion-MNIST MLP, the same with LayerNorms, a char-GPT
 (embeddings, positions, dropout, pre-LN blocks of causal self-attention and a GELU MLP, final
-LayerNorm, head). examples/rebuild_in_torch.py rebuilds each in PyTorch from the checkpoint alone,
+LayerNorm, head) and a small ResNet (convolutions, BatchNorm with its running statistics, a block
+with a projection shortcut, max and global pooling, evaluated in eval mode). examples/rebuild_in_torch.py rebuilds each in PyTorch from the checkpoint alone,
 and torch's logits must equal the logits of mpx's fp32 model loaded with load_weights, within 1e-5
 relative. So that a rebuild that slices the heads out of the qkv projection otherwise than mpx is
 seen to fail, the char-GPT's checkpoint is also rebuilt with its description saying 2 heads instead
@@ -33,7 +34,7 @@ def main():
     tool, scratch, script = sys.argv[1], sys.argv[2], sys.argv[3]
     subprocess.run([tool, "torch", scratch], check=True)
     failures = []
-    for name in ("mlp3", "mlp3_layer_norm", "char_gpt"):
+    for name in ("mlp3", "mlp3_layer_norm", "char_gpt", "resnet"):
         checkpoint = os.path.join(scratch, f"{name}.safetensors")
         probe = os.path.join(scratch, f"{name}_probe.safetensors")
         result = subprocess.run([sys.executable, script, checkpoint, probe], capture_output=True, text=True)

@@ -187,6 +187,57 @@ void write_char_gpt_case(const std::filesystem::path& directory) {
   std::printf("char_gpt: checkpoint and probe written\n");
 }
 
+/// A small ResNet over 28 x 28 images: a convolution, BatchNorm and ReLU stem, one downsampling block
+/// with a projection shortcut, global pooling and a linear head; trained 3 steps in bf16 (so that
+/// BatchNorm's running statistics move), the probe's logits from the fp32 model loaded with
+/// `load_weights`, in evaluation mode (the running statistics normalise), as torch's eval().
+template <class P>
+auto small_resnet() {
+  using L = mpx::nn::layers<P>;
+  return mpx::nn::Sequential{
+      L::conv2d(1, 8, 3, {.padding = 1, .bias = false}),
+      L::batch_norm2d(8),
+      L::relu(),
+      mpx::nn::Residual{
+          mpx::nn::Sequential{L::conv2d(8, 16, 3, {.stride = 2, .padding = 1, .bias = false}),
+                              L::batch_norm2d(16), L::relu(),
+                              L::conv2d(16, 16, 3, {.padding = 1, .bias = false}), L::batch_norm2d(16)},
+          mpx::nn::Sequential{L::conv2d(8, 16, 1, {.stride = 2, .bias = false}), L::batch_norm2d(16)}},
+      L::relu(),
+      L::max_pool2d(2),
+      L::global_avg_pool2d(),
+      L::linear(16, 10)};
+}
+
+void write_resnet_case(const std::filesystem::path& directory) {
+  auto model = small_resnet<mpx::bf16_mixed>();
+  model.initialize(13);
+  auto loss = mpx::nn::layers<mpx::bf16_mixed>::softmax_cross_entropy();
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2});
+  mpx::Trainer trainer(model, loss, optimizer);
+  mpx::Tensor<std::int32_t> labels(mpx::Shape{16});
+  for (std::int64_t i = 0; i < labels.numel(); ++i) labels[i] = static_cast<std::int32_t>(i % 10);
+  for (std::uint32_t step = 0; step < 3; ++step) {
+    mpx::Tensor<float> images = pixels(16, step);
+    images.reshape(mpx::Shape{16, 28, 28, 1});
+    (void)trainer.step(images, labels);
+  }
+  const std::filesystem::path checkpoint = directory / "resnet.safetensors";
+  mpx::io::save_checkpoint(checkpoint, trainer);
+
+  auto fp32_model = small_resnet<mpx::fp32>();
+  mpx::io::load_weights(fp32_model, checkpoint);
+  const mpx::nn::EvaluationMode evaluating(fp32_model);
+  mpx::Tensor<float> inputs = pixels(4, 99);
+  inputs.reshape(mpx::Shape{4, 28, 28, 1});
+  const mpx::Tensor<float>& logits = fp32_model.forward(inputs);
+  const std::vector<mpx::io::TensorToWrite> tensors{
+      {"inputs", Dtype::F32, {4, 28, 28, 1}, std::as_bytes(inputs.values())},
+      {"logits", Dtype::F32, {4, 10}, std::as_bytes(logits.values())}};
+  mpx::io::save_safetensors(directory / "resnet_probe.safetensors", tensors);
+  std::printf("resnet: checkpoint and probe written\n");
+}
+
 void write_torch_cases(const std::filesystem::path& directory) {
   std::filesystem::create_directories(directory);
   auto mlp = mpx::experiment::mlp3<mpx::bf16_mixed>(784, 512, 256, 10);
@@ -198,6 +249,7 @@ void write_torch_cases(const std::filesystem::path& directory) {
   auto normed_fp32 = mpx::experiment::mlp3_layer_norm<Fp32>(784, 512, 256, 10);
   write_torch_case(directory, "mlp3_layer_norm", normed, normed_fp32);
   write_char_gpt_case(directory);
+  write_resnet_case(directory);
 }
 
 }  // namespace
