@@ -53,6 +53,46 @@ struct Conv2dCase {
   mpx::nn::Conv2dOptions options;
 };
 
+// Writes <directory>/<name>.<precision>.safetensors: `out`'s tensors, the layer's description and the
+// precision.
+template <class P, class Layer>
+void save_case(const std::filesystem::path& directory, const std::string& name, const Output& out,
+               const Layer& layer) {
+  const std::map<std::string, std::string> metadata{
+      {"model", mpx::io::model_json("Sequential",
+                                    std::vector<mpx::nn::LayerDescription>{mpx::nn::describe_layer(layer)})},
+      {"precision", std::string(P::name)}};
+  mpx::io::save_safetensors(directory / (name + "." + std::string(P::name) + ".safetensors"), out.tensors,
+                            metadata);
+}
+
+// A norm's gamma and beta set to values other than 1 and 0, which would leave their paths untested.
+template <class Norm>
+void set_gamma_beta(Norm& layer, std::int64_t channels, float gamma_step) {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    layer.weight().master()[c] = 0.5f + gamma_step * static_cast<float>(c);
+    layer.bias().master()[c] = 0.05f * static_cast<float>(c) - 0.2f;
+  }
+}
+
+// One training forward and backward of a norm layer on x: adds x, gamma ("weight"), beta ("bias"),
+// dy, y, dx, dweight and dbias to `out`.
+template <class T, class Norm>
+void add_norm_step(Output& out, Norm& layer, const mpx::Tensor<T>& x, std::mt19937_64& rng) {
+  const mpx::Tensor<T>& y = layer.forward(x);
+  const auto dy = random_tensor<T>(y.shape(), rng);
+  layer.for_each_parameter([](const auto&, auto& parameter) { parameter.zero_grad(); });
+  const mpx::Tensor<T>* dx = layer.backward(dy, true);
+  out.add("x", x);
+  out.add("weight", layer.weight().master());
+  out.add("bias", layer.bias().master());
+  out.add("dy", dy);
+  out.add("y", y);
+  out.add("dx", *dx);
+  out.add("dweight", layer.weight().grad());
+  out.add("dbias", layer.bias().grad());
+}
+
 template <class P>
 void write_conv2d(const std::filesystem::path& directory, const Conv2dCase& c) {
   using T = mpx::compute_t<P>;
@@ -79,12 +119,7 @@ void write_conv2d(const std::filesystem::path& directory, const Conv2dCase& c) {
   out.add("dx", *dx);
   out.add("dweight", layer.weight().grad());
   if (layer.bias() != nullptr) out.add("dbias", layer.bias()->grad());
-  const std::map<std::string, std::string> metadata{
-      {"model", mpx::io::model_json("Sequential",
-                                    std::vector<mpx::nn::LayerDescription>{mpx::nn::describe_layer(layer)})},
-      {"precision", std::string(P::name)}};
-  mpx::io::save_safetensors(directory / (std::string(c.name) + "." + std::string(P::name) + ".safetensors"),
-                            out.tensors, metadata);
+  save_case<P>(directory, c.name, out, layer);
 }
 
 // A layer without parameters (pooling): x, dy, y, dx and the description.
@@ -102,12 +137,7 @@ void write_parameter_free(const std::filesystem::path& directory, const std::str
   out.add("dy", dy);
   out.add("y", y);
   out.add("dx", *dx);
-  const std::map<std::string, std::string> metadata{
-      {"model", mpx::io::model_json("Sequential",
-                                    std::vector<mpx::nn::LayerDescription>{mpx::nn::describe_layer(layer)})},
-      {"precision", std::string(P::name)}};
-  mpx::io::save_safetensors(directory / (name + "." + std::string(P::name) + ".safetensors"), out.tensors,
-                            metadata);
+  save_case<P>(directory, name, out, layer);
 }
 
 // BatchNorm2d: one training step (x, dy -> y, dx, dweight, dbias, the running statistics after it),
@@ -117,70 +147,30 @@ void write_batch_norm(const std::filesystem::path& directory) {
   using T = mpx::compute_t<P>;
   std::mt19937_64 rng(2028);
   mpx::nn::BatchNorm2d<P> layer(6, {.epsilon = 1e-3f, .momentum = 0.2});
-  for (std::int64_t c = 0; c < 6; ++c) {  // gamma 1 and beta 0 would leave their paths untested
-    layer.weight().master()[c] = 0.5f + 0.25f * static_cast<float>(c);
-    layer.bias().master()[c] = 0.1f * static_cast<float>(c) - 0.2f;
-  }
+  set_gamma_beta(layer, 6, 0.25f);
   auto x = random_tensor<T>(mpx::Shape{4, 5, 3, 6}, rng);
   for (std::int64_t i = 0; i < x.numel(); ++i)
     x[i] = static_cast<T>(static_cast<float>(x[i]) + 2.0f);  // a large mean
-  const mpx::Tensor<T>& y = layer.forward(x);
-  const auto dy = random_tensor<T>(y.shape(), rng);
-  layer.for_each_parameter([](const auto&, auto& parameter) { parameter.zero_grad(); });
-  const mpx::Tensor<T>* dx = layer.backward(dy, true);
   Output out;
-  out.add("x", x);
-  out.add("weight", layer.weight().master());
-  out.add("bias", layer.bias().master());
-  out.add("dy", dy);
-  out.add("y", y);
-  out.add("dx", *dx);
-  out.add("dweight", layer.weight().grad());
-  out.add("dbias", layer.bias().grad());
+  add_norm_step(out, layer, x, rng);
   out.add("running_mean", layer.running_mean());
   out.add("running_var", layer.running_var());
   const auto x_eval = random_tensor<T>(mpx::Shape{2, 3, 3, 6}, rng);
   layer.set_training(false);
   out.add("x_eval", x_eval);
   out.add("y_eval", layer.forward(x_eval));
-  const std::map<std::string, std::string> metadata{
-      {"model", mpx::io::model_json("Sequential",
-                                    std::vector<mpx::nn::LayerDescription>{mpx::nn::describe_layer(layer)})},
-      {"precision", std::string(P::name)}};
-  mpx::io::save_safetensors(directory / ("batch_norm." + std::string(P::name) + ".safetensors"), out.tensors,
-                            metadata);
+  save_case<P>(directory, "batch_norm", out, layer);
 }
 
-// GroupNorm: one forward and backward (x, dy -> y, dx, dweight, dbias) with gamma and beta not 1 and 0.
+// GroupNorm: one forward and backward (x, dy -> y, dx, dweight, dbias).
 template <class P>
 void write_group_norm(const std::filesystem::path& directory) {
-  using T = mpx::compute_t<P>;
   std::mt19937_64 rng(2029);
   mpx::nn::GroupNorm<P> layer(3, 12, 1e-4f);
-  for (std::int64_t c = 0; c < 12; ++c) {
-    layer.weight().master()[c] = 0.5f + 0.125f * static_cast<float>(c);
-    layer.bias().master()[c] = 0.05f * static_cast<float>(c) - 0.2f;
-  }
-  const auto x = random_tensor<T>(mpx::Shape{3, 4, 5, 12}, rng);
-  const mpx::Tensor<T>& y = layer.forward(x);
-  const auto dy = random_tensor<T>(y.shape(), rng);
-  layer.for_each_parameter([](const auto&, auto& parameter) { parameter.zero_grad(); });
-  const mpx::Tensor<T>* dx = layer.backward(dy, true);
+  set_gamma_beta(layer, 12, 0.125f);
   Output out;
-  out.add("x", x);
-  out.add("weight", layer.weight().master());
-  out.add("bias", layer.bias().master());
-  out.add("dy", dy);
-  out.add("y", y);
-  out.add("dx", *dx);
-  out.add("dweight", layer.weight().grad());
-  out.add("dbias", layer.bias().grad());
-  const std::map<std::string, std::string> metadata{
-      {"model", mpx::io::model_json("Sequential",
-                                    std::vector<mpx::nn::LayerDescription>{mpx::nn::describe_layer(layer)})},
-      {"precision", std::string(P::name)}};
-  mpx::io::save_safetensors(directory / ("group_norm." + std::string(P::name) + ".safetensors"), out.tensors,
-                            metadata);
+  add_norm_step(out, layer, random_tensor<mpx::compute_t<P>>(mpx::Shape{3, 4, 5, 12}, rng), rng);
+  save_case<P>(directory, "group_norm", out, layer);
 }
 
 template <class P>
