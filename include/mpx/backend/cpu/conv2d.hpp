@@ -151,6 +151,35 @@ inline void check_conv2d_tensors(const char* where, const Conv2dGeometry& g, con
   require_shape(where, "output", y, g.output_shape());
 }
 
+// The patch matrix of x for one group, a block of rows at a time: gathered into scratch sized for
+// one block, or x's own rows where x is the patch matrix (input_is_patch_matrix). The forward and the
+// weight gradient read the same blocks.
+template <class T>
+class InputPatches {
+ public:
+  InputPatches(const Tensor<T, Host>& x, const Conv2dGeometry& g, std::int64_t block_rows)
+      : x_(x.data()),
+        g_(g),
+        width_(g.patch_size()),
+        direct_(input_is_patch_matrix(g)),
+        scratch_(scratch<T>(direct_ ? 0 : block_rows * width_)) {}
+
+  // Rows [first, first + count) of group `group`'s patch matrix, [count, KH KW C / groups]; valid
+  // until the next call.
+  Tensor<T, Host> rows(std::int64_t group, std::int64_t first, std::int64_t count) {
+    if (direct_) return matrix_rows(x_, first, count, width_);
+    gather_input_patches(x_, g_, group, first, count, scratch_.data());
+    return matrix_rows(scratch_.data(), 0, count, width_);
+  }
+
+ private:
+  const T* x_;
+  const Conv2dGeometry& g_;
+  std::int64_t width_;
+  bool direct_;
+  Tensor<T, Host> scratch_;
+};
+
 }  // namespace detail
 
 /// @brief y = conv2d(x, weight) (+ bias), channels-last, in the `Compute` precision with
@@ -165,29 +194,23 @@ void conv2d_forward(const Tensor<T, Host>& x, const Tensor<T, Host>& weight, con
   detail::check_conv2d_tensors(where, geometry, x.shape(), weight.shape(), y.shape());
   if (bias != nullptr) require_shape(where, "bias", bias->shape(), Shape{geometry.out_channels});
   const std::int64_t rows = y.shape().rows();
-  const std::int64_t width = geometry.patch_size();
   const std::int64_t og = geometry.group_out_channels();
-  const std::int64_t block = conv2d_block_rows(rows, width);
-  const bool pointwise = detail::input_is_patch_matrix(geometry);
-  auto patches = detail::scratch<T>(pointwise ? 0 : std::min(block, rows) * width);
+  const std::int64_t block = conv2d_block_rows(rows, geometry.patch_size());
+  detail::InputPatches<T> patches(x, geometry, std::min(block, rows));
+  // With several groups each GEMM writes its group's columns into a block of its own first.
   auto out_block = detail::scratch<T>(geometry.groups > 1 ? std::min(block, rows) * og : 0);
   const GemmConfig config{.transpose_b = Transpose::Yes,
                           .epilogue = bias ? Epilogue::Bias : Epilogue::Default};
   for (std::int64_t group = 0; group < geometry.groups; ++group) {
-    const auto w_g = detail::matrix_rows(weight.data(), group * og, og, width);
+    const auto w_g = detail::matrix_rows(weight.data(), group * og, og, geometry.patch_size());
     std::optional<Tensor<T, Host>> bias_g;
     if (bias) bias_g.emplace(Tensor<T, Host>::view(const_cast<T*>(bias->data()) + group * og, Shape{og}));
     for (std::int64_t first = 0; first < rows; first += block) {
       const std::int64_t count = std::min(block, rows - first);
-      const T* a = pointwise ? x.data() + first * width : patches.data();
-      if (!pointwise) detail::gather_input_patches(x.data(), geometry, group, first, count, patches.data());
-      const auto a_view = detail::matrix_rows(a, 0, count, width);
-      if (geometry.groups == 1) {
-        auto d = detail::matrix_rows(y.data(), first, count, geometry.out_channels);
-        gemm<Compute>(a_view, w_g, d, config, {.bias = bias_g ? &*bias_g : nullptr});
-      } else {
-        auto d = detail::matrix_rows(out_block.data(), 0, count, og);
-        gemm<Compute>(a_view, w_g, d, config, {.bias = bias_g ? &*bias_g : nullptr});
+      auto d = geometry.groups == 1 ? detail::matrix_rows(y.data(), first, count, geometry.out_channels)
+                                    : detail::matrix_rows(out_block.data(), 0, count, og);
+      gemm<Compute>(patches.rows(group, first, count), w_g, d, config, {.bias = bias_g ? &*bias_g : nullptr});
+      if (geometry.groups > 1) {
         detail::place_columns(out_block.data(), count, og, y.data(), geometry.out_channels, first,
                               group * og);
       }
@@ -252,24 +275,21 @@ void conv2d_backward_weight(const Tensor<T, Host>& x, const Tensor<T, Host>& dy,
   const std::int64_t width = geometry.patch_size();
   const std::int64_t og = geometry.group_out_channels();
   const std::int64_t block = conv2d_block_rows(rows, width);
-  const bool pointwise = detail::input_is_patch_matrix(geometry);
-  auto patches = detail::scratch<T>(pointwise ? 0 : std::min(block, rows) * width);
+  detail::InputPatches<T> patches(x, geometry, std::min(block, rows));
+  // With several groups the group's columns of dy are copied into a block of their own first.
   auto dy_block = detail::scratch<T>(geometry.groups > 1 ? std::min(block, rows) * og : 0);
   for (std::int64_t group = 0; group < geometry.groups; ++group) {
     auto dw_g = detail::matrix_rows(dweight.data(), group * og, og, width);
     for (std::int64_t first = 0; first < rows; first += block) {
       const std::int64_t count = std::min(block, rows - first);
-      const T* p = pointwise ? x.data() + first * width : patches.data();
-      if (!pointwise) detail::gather_input_patches(x.data(), geometry, group, first, count, patches.data());
       const T* g = dy.data() + first * geometry.out_channels;
       if (geometry.groups > 1) {
         detail::copy_columns(dy.data(), geometry.out_channels, first, count, group * og, og, dy_block.data());
         g = dy_block.data();
       }
-      const auto a = detail::matrix_rows(g, 0, count, og);
-      const auto b = detail::matrix_rows(p, 0, count, width);
       const bool first_write = overwrite && first == 0;
-      gemm<Compute>(a, b, dw_g, GemmConfig{.transpose_a = Transpose::Yes, .beta = first_write ? 0.0f : 1.0f});
+      gemm<Compute>(detail::matrix_rows(g, 0, count, og), patches.rows(group, first, count), dw_g,
+                    GemmConfig{.transpose_a = Transpose::Yes, .beta = first_write ? 0.0f : 1.0f});
     }
   }
 }
