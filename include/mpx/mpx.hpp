@@ -53,6 +53,7 @@
 #include "mpx/data/dataset.hpp"
 #include "mpx/data/fashion_mnist.hpp"
 #include "mpx/data/idx.hpp"
+#include "mpx/data/image_augmentation.hpp"
 #include "mpx/data/input_normalization.hpp"
 #include "mpx/data/text_corpus.hpp"
 #include "mpx/data/text_windows.hpp"

@@ -2,7 +2,8 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // The data layer: the IDX reader on hand-made files (gzip'd and raw, valid and corrupt), the
 // Fashion-MNIST loader on small synthetic directories and, where the Debian package is installed, on
-// the real files; Dataset::subset; and the Batcher's coverage, determinism and shuffle distribution.
+// the real files; Dataset::subset and sample shapes; the Batcher's coverage, determinism and shuffle
+// distribution; and image augmentation, checked against torchvision's transforms written out step by step.
 //
 // IDX files are written here byte by byte from the format's definition, never by mpx, so a reader and
 // a writer cannot agree on the same mistake. Expected statistics are recomputed in the test with a
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,8 +31,10 @@
 #include <mpx/data/dataset.hpp>
 #include <mpx/data/fashion_mnist.hpp>
 #include <mpx/data/idx.hpp>
+#include <mpx/data/image_augmentation.hpp>
 #include <mpx/error.hpp>
 #include <mpx/numeric/random.hpp>
+#include <mpx/numeric/rounding.hpp>
 
 #include "../support/temp_dir.hpp"
 
@@ -777,4 +781,433 @@ TEST_CASE("Batcher rejects a batch size below one and handles an empty dataset",
   mpx::Tensor<float, mpx::Host> images;
   mpx::Tensor<std::int32_t, mpx::Host> labels;
   CHECK_FALSE(batcher.next(images, labels));
+}
+
+TEST_CASE(
+    "Dataset's sample shape defaults to [features], can be set to one of as many elements, and survives "
+    "subset",
+    "[data][dataset]") {
+  CHECK(Dataset{}.sample_shape() == mpx::Shape{0});
+  Dataset set = numbered_dataset(6);
+  CHECK(set.sample_shape() == mpx::Shape{2});
+  CHECK(set.subset(1, 2).sample_shape() == mpx::Shape{2});
+
+  mpx::Tensor<float, mpx::Host> pixels(mpx::Shape{5, 12});
+  Dataset images(std::move(pixels), {0, 1, 2, 0, 1}, 3);
+  CHECK(images.sample_shape() == mpx::Shape{12});
+  images.set_sample_shape(mpx::Shape{2, 3, 2});
+  CHECK(images.sample_shape() == mpx::Shape{2, 3, 2});
+  CHECK(images.features() == 12);  // the storage is unchanged
+  CHECK(images.images().shape() == mpx::Shape{5, 12});
+  CHECK(images.subset(1, 3).sample_shape() == mpx::Shape{2, 3, 2});
+  CHECK(images.subset(5, 0).sample_shape() == mpx::Shape{2, 3, 2});
+  images.set_sample_shape(mpx::Shape{3, 4});
+  CHECK(images.sample_shape() == mpx::Shape{3, 4});
+
+  // Another element count, and a rank a batch could not add a dimension to; the shape is kept.
+  CHECK_THAT(thrown_message<mpx::shape_error>([&] {
+               images.set_sample_shape(mpx::Shape{2, 3, 3});
+             }),
+             Contains("set_sample_shape") && Contains("[2, 3, 3]") && Contains("18 elements") &&
+                 Contains("[3, 4]") && Contains("12 features"));
+  CHECK_THAT(thrown_message<mpx::shape_error>([&] {
+               images.set_sample_shape(mpx::Shape{1, 2, 3, 2});
+             }),
+             Contains("[1, 2, 3, 2]") && Contains("rank 1 to 3"));
+  CHECK(images.sample_shape() == mpx::Shape{3, 4});
+}
+
+TEST_CASE("Batcher gives batches the dataset's sample shape: [batch, 28, 28, 1] for images",
+          "[data][batcher]") {
+  constexpr std::int64_t samples = 10;
+  mpx::Tensor<float, mpx::Host> pixels(mpx::Shape{samples, 784});
+  for (std::int64_t i = 0; i < pixels.numel(); ++i) pixels[i] = static_cast<float>(i % 9973) * 0.25f;
+  Dataset set(std::move(pixels), std::vector<std::int32_t>(samples, 1), 2);
+
+  Batcher flat(set, {.batch_size = 4, .seed = 5});
+  mpx::Tensor<float, mpx::Host> as_rows;
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
+  REQUIRE(flat.next(as_rows, labels));
+  CHECK(as_rows.shape() == mpx::Shape{4, 784});  // the MLP's batch, as before
+
+  set.set_sample_shape(mpx::Shape{28, 28, 1});
+  Batcher shaped(set, {.batch_size = 4, .seed = 5});
+  mpx::Tensor<float, mpx::Host> images;
+  REQUIRE(shaped.next(images, labels));
+  CHECK(images.shape() == mpx::Shape{4, 28, 28, 1});
+  CHECK(std::memcmp(images.data(), as_rows.data(), as_rows.size_bytes()) == 0);  // the same values
+  REQUIRE(shaped.next(images, labels));
+  REQUIRE(shaped.next(images, labels));
+  CHECK(images.shape() == mpx::Shape{2, 28, 28, 1});  // the partial last batch
+  // A shape set after the batcher was built applies from the next batch on.
+  set.set_sample_shape(mpx::Shape{28, 28});
+  shaped.start_epoch(1);
+  REQUIRE(shaped.next(images, labels));
+  CHECK(images.shape() == mpx::Shape{4, 28, 28});
+}
+
+namespace {
+
+using mpx::data::ImageAugmentation;
+
+/// Pixel (y, x, c) of an [H, W, C] image as a flat index.
+std::int64_t at(const mpx::Shape& shape, std::int64_t y, std::int64_t x, std::int64_t c) {
+  return (y * shape[1] + x) * shape[2] + c;
+}
+
+/// RandomCrop(padding=p, fill) then RandomHorizontalFlip written out step by step, as torchvision's
+/// documentation describes them: pad every side with `fill`, cut the H x W window at (top, left),
+/// mirror the columns. Independent of ImageAugmentation::apply, which works on clipped row ranges.
+std::vector<float> torchvision_reference(const std::vector<float>& image, const mpx::Shape& shape,
+                                         std::int64_t p, float fill, const ImageAugmentation::Draw& draw) {
+  const std::int64_t h = shape[0], w = shape[1], ch = shape[2];
+  const std::int64_t padded_w = w + 2 * p;
+  std::vector<float> padded(static_cast<std::size_t>((h + 2 * p) * padded_w * ch), fill);
+  for (std::int64_t y = 0; y < h; ++y)
+    for (std::int64_t x = 0; x < w; ++x)
+      for (std::int64_t c = 0; c < ch; ++c)
+        padded[static_cast<std::size_t>(((y + p) * padded_w + x + p) * ch + c)] =
+            image[static_cast<std::size_t>(at(shape, y, x, c))];
+  std::vector<float> cropped(image.size());
+  for (std::int64_t y = 0; y < h; ++y)
+    for (std::int64_t x = 0; x < w; ++x)
+      for (std::int64_t c = 0; c < ch; ++c)
+        cropped[static_cast<std::size_t>(at(shape, y, x, c))] =
+            padded[static_cast<std::size_t>(((draw.top + y) * padded_w + draw.left + x) * ch + c)];
+  if (!draw.flip) return cropped;
+  std::vector<float> flipped(image.size());
+  for (std::int64_t y = 0; y < h; ++y)
+    for (std::int64_t x = 0; x < w; ++x)
+      for (std::int64_t c = 0; c < ch; ++c)
+        flipped[static_cast<std::size_t>(at(shape, y, x, c))] =
+            cropped[static_cast<std::size_t>(at(shape, y, w - 1 - x, c))];
+  return flipped;
+}
+
+/// A 4 x 5 x 2 image whose value tells where it came from: 100 y + 10 x + c + 1 (never 0).
+std::vector<float> labelled_image(const mpx::Shape& shape) {
+  std::vector<float> image(static_cast<std::size_t>(shape.numel()));
+  for (std::int64_t y = 0; y < shape[0]; ++y)
+    for (std::int64_t x = 0; x < shape[1]; ++x)
+      for (std::int64_t c = 0; c < shape[2]; ++c)
+        image[static_cast<std::size_t>(at(shape, y, x, c))] = static_cast<float>(100 * y + 10 * x + c + 1);
+  return image;
+}
+
+std::vector<float> applied(const ImageAugmentation& augmentation, const std::vector<float>& image,
+                           const mpx::Shape& shape, const ImageAugmentation::Draw& draw) {
+  std::vector<float> out(image.size(), std::nanf(""));
+  augmentation.apply(image.data(), shape, draw, out.data());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ImageAugmentation::apply is torchvision's RandomCrop(padding) then RandomHorizontalFlip",
+          "[data][augmentation]") {
+  const mpx::Shape shape{4, 5, 2};
+  const std::vector<float> image = labelled_image(shape);
+
+  SECTION("a few pixels by hand") {
+    const ImageAugmentation crop{.crop_padding = 1, .padding_value = -0.5f};
+    // Window at (0, 0) of the padded image: the image moves one pixel down and right.
+    const std::vector<float> shifted = applied(crop, image, shape, {.top = 0, .left = 0, .flip = false});
+    CHECK(shifted[at(shape, 0, 3, 1)] == -0.5f);                        // the top padding row
+    CHECK(shifted[at(shape, 2, 0, 0)] == -0.5f);                        // the left padding column
+    CHECK(shifted[at(shape, 1, 1, 0)] == 1.0f);                         // image (0, 0, 0)
+    CHECK(shifted[at(shape, 3, 4, 1)] == 100 * 2 + 10 * 3 + 1 + 1.0f);  // image (2, 3, 1)
+    // Flip only: column x shows column 4 - x, both channels together.
+    const ImageAugmentation flip{.horizontal_flip = true};
+    const std::vector<float> mirrored = applied(flip, image, shape, {.top = 0, .left = 0, .flip = true});
+    CHECK(mirrored[at(shape, 0, 0, 0)] == 41.0f);
+    CHECK(mirrored[at(shape, 0, 0, 1)] == 42.0f);
+    CHECK(mirrored[at(shape, 3, 4, 1)] == 302.0f);
+    // The centre window of the padded image, unflipped, is the image itself.
+    CHECK(applied(crop, image, shape, {.top = 1, .left = 1, .flip = false}) == image);
+  }
+
+  SECTION("every window and flip against the step-by-step reference") {
+    // p = 6 exceeds both sides of the image: some windows hold padding only.
+    for (const std::int64_t p : {0, 1, 2, 6}) {
+      for (const float fill : {0.0f, -1.25f}) {
+        const ImageAugmentation augmentation{
+            .crop_padding = p, .padding_value = fill, .horizontal_flip = true};
+        for (std::int64_t top = 0; top <= 2 * p; ++top) {
+          for (std::int64_t left = 0; left <= 2 * p; ++left) {
+            for (const bool flip : {false, true}) {
+              const ImageAugmentation::Draw draw{.top = top, .left = left, .flip = flip};
+              INFO("p " << p << ", fill " << fill << ", top " << top << ", left " << left << ", flip "
+                        << flip);
+              REQUIRE(applied(augmentation, image, shape, draw) ==
+                      torchvision_reference(image, shape, p, fill, draw));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  SECTION("bf16 output is the fp32 output rounded") {
+    const ImageAugmentation augmentation{.crop_padding = 2, .padding_value = 0.3f, .horizontal_flip = true};
+    std::vector<float> fractional = image;
+    for (float& value : fractional) value = value / 7.0f - 11.0f;  // values bf16 must round
+    for (const ImageAugmentation::Draw draw :
+         {ImageAugmentation::Draw{1, 3, false}, ImageAugmentation::Draw{4, 0, true}}) {
+      const std::vector<float> wide = applied(augmentation, fractional, shape, draw);
+      std::vector<Eigen::bfloat16> narrow(wide.size());
+      augmentation.apply(fractional.data(), shape, draw, narrow.data());
+      for (std::size_t i = 0; i < wide.size(); ++i) {
+        INFO("element " << i);
+        CHECK(Eigen::numext::bit_cast<std::uint16_t>(narrow[i]) ==
+              Eigen::numext::bit_cast<std::uint16_t>(mpx::round_to<mpx::BFloat16>(wide[i])));
+      }
+    }
+  }
+}
+
+TEST_CASE("ImageAugmentation's draws are the documented Philox words, uniform, and keyed by epoch and sample",
+          "[data][augmentation]") {
+  const ImageAugmentation augmentation{.crop_padding = 4, .horizontal_flip = true};
+  constexpr std::uint64_t seed = 77;
+  constexpr std::int64_t samples = 4000;
+  std::array<std::int64_t, 9> tops{};
+  std::array<std::int64_t, 9> lefts{};
+  std::int64_t flips = 0;
+  std::int64_t differ_from_next_epoch = 0;
+  for (std::int64_t sample = 0; sample < samples; ++sample) {
+    const ImageAugmentation::Draw draw = augmentation.draw(seed, 3, sample);
+    // The words as the header documents them, recomputed here.
+    const std::uint64_t stream = 0x8000000000000000ull + 3;
+    const auto word = [&](std::uint64_t k) {
+      return std::uint64_t{mpx::random_bits(seed, stream, 4 * static_cast<std::uint64_t>(sample) + k)};
+    };
+    REQUIRE(draw.top == static_cast<std::int64_t>((word(0) * 9) >> 32));
+    REQUIRE(draw.left == static_cast<std::int64_t>((word(1) * 9) >> 32));
+    REQUIRE(draw.flip == (word(2) >= 0x80000000u));
+    REQUIRE(draw.top >= 0);
+    REQUIRE(draw.top <= 8);
+    REQUIRE(draw.left >= 0);
+    REQUIRE(draw.left <= 8);
+    const ImageAugmentation::Draw again = augmentation.draw(seed, 3, sample);
+    REQUIRE((again.top == draw.top && again.left == draw.left && again.flip == draw.flip));
+    ++tops[static_cast<std::size_t>(draw.top)];
+    ++lefts[static_cast<std::size_t>(draw.left)];
+    flips += draw.flip ? 1 : 0;
+    const ImageAugmentation::Draw next_epoch = augmentation.draw(seed, 4, sample);
+    if (next_epoch.top != draw.top || next_epoch.left != draw.left || next_epoch.flip != draw.flip)
+      ++differ_from_next_epoch;
+  }
+  // 4000 / 9 = 444 expected per offset (standard deviation about 20); the bounds are 7 deviations wide.
+  for (std::size_t offset = 0; offset < 9; ++offset) {
+    INFO("offset " << offset);
+    CHECK(tops[offset] > 300);
+    CHECK(tops[offset] < 600);
+    CHECK(lefts[offset] > 300);
+    CHECK(lefts[offset] < 600);
+  }
+  CHECK(flips > 1800);  // 2000 expected, standard deviation about 32
+  CHECK(flips < 2200);
+  // Two draws agree by chance with probability 1/162.
+  CHECK(differ_from_next_epoch > 3800);
+
+  // A transform that is off draws nothing visible; the other one's draws do not move.
+  const ImageAugmentation flip_only{.horizontal_flip = true};
+  const ImageAugmentation crop_only{.crop_padding = 4};
+  for (std::int64_t sample = 0; sample < 100; ++sample) {
+    const ImageAugmentation::Draw both = augmentation.draw(seed, 0, sample);
+    const ImageAugmentation::Draw flipped = flip_only.draw(seed, 0, sample);
+    const ImageAugmentation::Draw cropped = crop_only.draw(seed, 0, sample);
+    CHECK((flipped.top == 0 && flipped.left == 0 && flipped.flip == both.flip));
+    CHECK((cropped.top == both.top && cropped.left == both.left && !cropped.flip));
+  }
+}
+
+namespace {
+
+/// 40 images of [6, 5, 2] whose values name the sample and the pixel (1000 s + index + 1); label s % 7.
+Dataset image_dataset() {
+  constexpr std::int64_t count = 40;
+  mpx::Tensor<float, mpx::Host> pixels(mpx::Shape{count, 60});
+  for (std::int64_t i = 0; i < pixels.numel(); ++i)
+    pixels[i] = static_cast<float>(1000 * (i / 60) + i % 60 + 1) * 0.125f;
+  std::vector<std::int32_t> labels(count);
+  for (std::int64_t s = 0; s < count; ++s)
+    labels[static_cast<std::size_t>(s)] = static_cast<std::int32_t>(s % 7);
+  Dataset set(std::move(pixels), std::move(labels), 7);
+  set.set_sample_shape(mpx::Shape{6, 5, 2});
+  return set;
+}
+
+template <class T>
+std::vector<mpx::Tensor<T, mpx::Host>> all_batches(Batcher& batcher, std::uint64_t epoch) {
+  batcher.start_epoch(epoch);
+  std::vector<mpx::Tensor<T, mpx::Host>> batches;
+  mpx::Tensor<T, mpx::Host> images;
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
+  while (batcher.next(images, labels)) batches.push_back(images.clone());
+  return batches;
+}
+
+bool same_bytes(const mpx::Tensor<float, mpx::Host>& a, const mpx::Tensor<float, mpx::Host>& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("Batcher with augmentation: each sample gets its own draw, the same in every run, shard and resume",
+          "[data][batcher][augmentation]") {
+  const Dataset set = image_dataset();
+  const mpx::Shape& shape = set.sample_shape();
+  const ImageAugmentation augmentation{.crop_padding = 2, .padding_value = -3.0f, .horizontal_flip = true};
+  const Batcher::Options options{.batch_size = 8, .seed = 9, .augmentation = augmentation};
+  Batcher batcher(set, options);
+
+  // Every row is the dataset's sample through apply, with the draw of (seed, epoch, sample index).
+  batcher.start_epoch(2);
+  mpx::Tensor<float, mpx::Host> images;
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
+  std::int64_t row = 0;
+  std::int64_t changed = 0;
+  while (batcher.next(images, labels)) {
+    REQUIRE(images.shape() == mpx::Shape{8, 6, 5, 2});
+    for (std::int64_t b = 0; b < 8; ++b, ++row) {
+      const std::int64_t sample = batcher.order()[static_cast<std::size_t>(row)];
+      CHECK(labels[b] == sample % 7);
+      const std::vector<float> source(set.image(sample).begin(), set.image(sample).end());
+      const std::vector<float> expected =
+          torchvision_reference(source, shape, 2, -3.0f, augmentation.draw(9, 2, sample));
+      CHECK(std::memcmp(images.data() + b * 60, expected.data(), 60 * sizeof(float)) == 0);
+      if (expected != source) ++changed;
+    }
+  }
+  CHECK(row == 40);
+  CHECK(changed > 30);  // 1 in 50 draws is the identity
+
+  // The same seed, the same batches; another seed, others.
+  Batcher twin(set, options);
+  const auto first = all_batches<float>(batcher, 5);
+  const auto second = all_batches<float>(twin, 5);
+  REQUIRE(first.size() == 5);
+  REQUIRE(second.size() == 5);
+  for (std::size_t i = 0; i < first.size(); ++i) CHECK(same_bytes(first[i], second[i]));
+  Batcher other_seed(set, {.batch_size = 8, .seed = 10, .augmentation = augmentation});
+  CHECK_FALSE(same_bytes(all_batches<float>(other_seed, 5)[0], first[0]));
+
+  // Resuming mid-epoch deals the batch the first run dealt there.
+  Batcher resumed(set, options);
+  resumed.resume(5, 24);
+  REQUIRE(resumed.next(images, labels));
+  CHECK(same_bytes(images, first[3]));
+
+  // Two shards of 4 together are the unsharded batch of 8.
+  const auto drop = [&](std::int64_t batch_size, std::int64_t index, std::int64_t count) {
+    return Batcher::Options{.batch_size = batch_size,
+                            .seed = 9,
+                            .last_batch = LastBatch::Drop,
+                            .shard = {.index = index, .count = count},
+                            .augmentation = augmentation};
+  };
+  Batcher whole(set, drop(8, 0, 1));
+  Batcher shard0(set, drop(4, 0, 2));
+  Batcher shard1(set, drop(4, 1, 2));
+  const auto wholes = all_batches<float>(whole, 1);
+  const auto halves0 = all_batches<float>(shard0, 1);
+  const auto halves1 = all_batches<float>(shard1, 1);
+  REQUIRE(wholes.size() == 5);
+  REQUIRE(halves0.size() == 5);
+  REQUIRE(halves1.size() == 5);
+  for (std::size_t i = 0; i < wholes.size(); ++i) {
+    REQUIRE(halves0[i].shape() == mpx::Shape{4, 6, 5, 2});
+    CHECK(std::memcmp(wholes[i].data(), halves0[i].data(), halves0[i].size_bytes()) == 0);
+    CHECK(std::memcmp(wholes[i].data() + 240, halves1[i].data(), halves1[i].size_bytes()) == 0);
+  }
+
+  // A bf16 batch is the fp32 batch rounded.
+  Batcher narrow(set, options);
+  const auto narrow_batches = all_batches<Eigen::bfloat16>(narrow, 5);
+  REQUIRE(narrow_batches.size() == first.size());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    REQUIRE(narrow_batches[i].shape() == first[i].shape());
+    for (std::int64_t k = 0; k < first[i].numel(); ++k) {
+      REQUIRE(Eigen::numext::bit_cast<std::uint16_t>(narrow_batches[i][k]) ==
+              Eigen::numext::bit_cast<std::uint16_t>(mpx::round_to<mpx::BFloat16>(first[i][k])));
+    }
+  }
+}
+
+TEST_CASE("Batcher without augmentation copies samples unchanged, whatever the unused settings",
+          "[data][batcher][augmentation]") {
+  const Dataset set = image_dataset();
+  Batcher plain(set, {.batch_size = 16, .seed = 4});
+  Batcher disabled(set,
+                   {.batch_size = 16, .seed = 4, .augmentation = {.crop_padding = 0, .padding_value = 7.0f}});
+  CHECK_FALSE(disabled.options().augmentation.enabled());
+  const auto plain_batches = all_batches<float>(plain, 3);
+  const auto disabled_batches = all_batches<float>(disabled, 3);
+  REQUIRE(plain_batches.size() == 3);
+  REQUIRE(disabled_batches.size() == 3);
+  for (std::size_t i = 0; i < plain_batches.size(); ++i) {
+    CHECK(same_bytes(plain_batches[i], disabled_batches[i]));
+    for (std::int64_t b = 0; b < plain_batches[i].shape()[0]; ++b) {
+      const std::int64_t sample = plain.order()[i * 16 + static_cast<std::size_t>(b)];
+      CHECK(std::memcmp(plain_batches[i].data() + b * 60, set.image(sample).data(), 60 * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("Batcher and ImageAugmentation reject invalid augmentation settings, naming them",
+          "[data][batcher][augmentation]") {
+  const Dataset images = image_dataset();
+  CHECK_THAT(thrown_message<mpx::invalid_argument>(
+                 [&] { (void)Batcher(images, {.augmentation = {.crop_padding = -1}}); }),
+             Contains("mpx::data::Batcher") && Contains("crop_padding = -1") && Contains("expected 0 <="));
+  CHECK_THAT(thrown_message<mpx::invalid_argument>([&] {
+               (void)Batcher(images, {.augmentation = {.crop_padding = 2, .padding_value = std::nanf("")}});
+             }),
+             Contains("mpx::data::Batcher") && Contains("padding_value = nan") && Contains("finite"));
+  CHECK_THROWS_AS(Batcher(images, {.augmentation = {.padding_value = INFINITY, .horizontal_flip = true}}),
+                  mpx::invalid_argument);
+
+  // Enabled augmentation needs [H, W, C] samples; a disabled one takes any shape.
+  const Dataset rows = numbered_dataset(10);
+  CHECK_THAT(thrown_message<mpx::invalid_argument>(
+                 [&] { (void)Batcher(rows, {.augmentation = {.horizontal_flip = true}}); }),
+             Contains("mpx::data::Batcher") && Contains("[2]") && Contains("[H, W, C]") &&
+                 Contains("set_sample_shape"));
+  CHECK_NOTHROW(Batcher(rows, {.augmentation = {.padding_value = 1.0f}}));
+
+  // A shape changed after construction is caught by next.
+  Dataset reshaped = image_dataset();
+  Batcher batcher(reshaped, {.batch_size = 4, .augmentation = {.crop_padding = 1}});
+  reshaped.set_sample_shape(mpx::Shape{60});
+  mpx::Tensor<float, mpx::Host> batch;
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
+  CHECK_THAT(thrown_message<mpx::invalid_argument>([&] { (void)batcher.next(batch, labels); }),
+             Contains("mpx::data::Batcher::next") && Contains("[60]"));
+
+  CHECK_THAT(thrown_message<mpx::invalid_argument>([&] {
+               ImageAugmentation{.crop_padding = 3}.validate("here", mpx::Shape{4, 4});
+             }),
+             Contains("here: augmentation (crop_padding = 3") && Contains("[4, 4]"));
+}
+
+TEST_CASE("Augmented image batches for a convolutional network, as docs/data.md shows them",
+          "[data][batcher][augmentation]") {
+  mpx::Tensor<float, mpx::Host> pixels(mpx::Shape{300, 784});
+  for (std::int64_t i = 0; i < pixels.numel(); ++i) pixels[i] = static_cast<float>((i * 37) % 255) / 255.0f;
+  Dataset train(std::move(pixels), std::vector<std::int32_t>(300, 0), 10);
+  const std::uint64_t epoch = 0;
+  std::int64_t steps = 0;
+  // [image_augmentation]
+  train.set_sample_shape(mpx::Shape{28, 28, 1});  // [H, W, C]: batches become [batch, 28, 28, 1]
+  mpx::data::Batcher batcher(train, {.batch_size = 128,
+                                     .seed = 1,
+                                     .last_batch = mpx::data::LastBatch::Drop,
+                                     .augmentation = {.crop_padding = 2, .horizontal_flip = true}});
+  mpx::Tensor<float, mpx::Host> images;  // each image padded by 2, cropped at random, mirrored half the time
+  mpx::Tensor<std::int32_t, mpx::Host> labels;
+  for (batcher.start_epoch(epoch); batcher.next(images, labels);) ++steps;  // a training step here
+  // [image_augmentation]
+  CHECK(steps == 2);
+  CHECK(images.shape() == mpx::Shape{128, 28, 28, 1});
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mpx/data/dataset.hpp"
+#include "mpx/data/image_augmentation.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -42,6 +43,18 @@ namespace detail {
   return static_cast<std::uint32_t>(product >> 32);
 }
 
+/// `[count, sample...]`: the shape of a batch of `count` samples of shape `sample` (rank 1 to 3).
+[[nodiscard]] inline Shape batch_shape(std::int64_t count, const Shape& sample) {
+  switch (sample.rank()) {
+    case 1: return Shape{count, sample[0]};
+    case 2: return Shape{count, sample[0], sample[1]};
+    case 3: return Shape{count, sample[0], sample[1], sample[2]};
+    default:
+      throw shape_error(mpx::detail::concat("mpx::data::Batcher: samples of shape ", sample,
+                                            " do not fit in a batch; expected rank 1 to 3"));
+  }
+}
+
 }  // namespace detail
 
 /// @brief What happens to the samples left over when the batch size does not divide the set.
@@ -57,6 +70,10 @@ enum class LastBatch {
 /// words `random_bits(seed, e, k)`, k = 0, 1, 2, ... (a rejected word is simply skipped). Being a pure
 /// function of counter-based Philox output, the order is the same on every machine and compiler, and
 /// any epoch can be regenerated without replaying the ones before it (for resuming from a checkpoint).
+///
+/// With `Options::augmentation` enabled, each sample is also randomly cropped and/or mirrored as it
+/// is gathered (`ImageAugmentation`), with draws keyed by (seed, epoch, sample index) in a Philox
+/// stream of their own: the batches stay a pure function of (seed, epoch, position).
 ///
 /// The batcher refers to the dataset, which must outlive it.
 class Batcher {
@@ -84,6 +101,9 @@ class Batcher {
     /// Needs `LastBatch::Drop`: the remainder of an epoch (fewer than `batch_size * count` samples)
     /// is skipped on every process, and the next epoch's shuffle covers it.
     Shard shard{};
+    /// @brief Random crop with padding and horizontal flip of `[H, W, C]` samples (training); off by
+    /// default. The draws use `seed` and are the same for a sample whichever batch or shard it lands in.
+    ImageAugmentation augmentation{};
 
     /// @brief Throws `mpx::invalid_argument` naming the field unless 1 <= `batch_size` <= 2^32
     /// (a batch is never larger than a dataset can be), 0 <= `shard.index` < `shard.count`,
@@ -110,10 +130,12 @@ class Batcher {
   };
 
   /// @brief A batcher over `dataset`, positioned at the start of epoch 0.
-  /// @throws mpx::invalid_argument for invalid options or a dataset of 2^32 samples or more (the
-  /// shuffle draws 32-bit words).
+  /// @throws mpx::invalid_argument for invalid options, an augmentation the dataset's sample shape
+  /// cannot take (`ImageAugmentation::validate`: enabled needs `[H, W, C]` samples) or a dataset of
+  /// 2^32 samples or more (the shuffle draws 32-bit words).
   Batcher(const Dataset& dataset, const Options& options) : dataset_(&dataset), options_(options) {
     options_.validate();
+    options_.augmentation.validate("mpx::data::Batcher", dataset.sample_shape());
     if (static_cast<std::uint64_t>(dataset.size()) > std::numeric_limits<std::uint32_t>::max()) {
       throw invalid_argument(mpx::detail::concat("mpx::data::Batcher: dataset of ", dataset.size(),
                                                  " samples is too large; at most 2^32 - 1 are supported"));
@@ -140,13 +162,18 @@ class Batcher {
     }
   }
 
-  /// @brief Copies the next batch into `images` ([batch, features]) and `labels` ([batch]); false
-  /// once the epoch is exhausted (or only a partial batch is left and `LastBatch::Drop` is set).
+  /// @brief Copies the next batch into `images` (`[batch, sample_shape...]`: `[batch, features]`
+  /// unless the dataset's samples were given a shape) and `labels` ([batch]); false once the epoch is
+  /// exhausted (or only a partial batch is left and `LastBatch::Drop` is set).
   ///
   /// Both are reallocated only when their shape differs from the batch's (the first batch, or a
   /// smaller last one), so a training loop reuses one pair of buffers. Images of another element
   /// type than float are rounded to nearest while they are gathered, so a bf16 model gets its input
-  /// without a separate fp32 copy. `mpx::to<Device>` moves the batch to the model's device.
+  /// without a separate fp32 copy. With augmentation enabled, sample i of the dataset goes through
+  /// `augmentation.apply` with `augmentation.draw(seed, epoch(), i)`. `mpx::to<Device>` moves the
+  /// batch to the model's device.
+  /// @throws mpx::invalid_argument if augmentation is enabled and the dataset's sample shape was
+  /// changed since construction to one that is not `[H, W, C]`.
   template <FloatingElement T>
   bool next(Tensor<T, Host>& images, Tensor<std::int32_t, Host>& labels) {
     const std::int64_t global_batch = options_.batch_size * options_.shard.count;
@@ -159,7 +186,12 @@ class Batcher {
     const std::int64_t first = position_ + options_.shard.index * options_.batch_size;
 
     const std::int64_t features = dataset_->features();
-    const Shape shape{count, features};
+    const Shape& sample_shape = dataset_->sample_shape();
+    const ImageAugmentation& augmentation = options_.augmentation;
+    const bool augment = augmentation.enabled();
+    // The dataset's sample shape may have been changed since construction.
+    if (augment) augmentation.validate("mpx::data::Batcher::next", sample_shape);
+    const Shape shape = detail::batch_shape(count, sample_shape);
     if (!(images.shape() == shape)) images = Tensor<T, Host>::uninitialized(shape);
     if (!(labels.shape() == Shape{count})) labels = Tensor<std::int32_t, Host>::uninitialized(Shape{count});
 
@@ -168,7 +200,10 @@ class Batcher {
     const auto row_bytes = static_cast<std::size_t>(features) * sizeof(float);
     for (std::int64_t b = 0; b < count; ++b) {
       const std::int64_t sample = order_[static_cast<std::size_t>(first + b)];
-      if constexpr (std::is_same_v<T, float>) {
+      if (augment) {
+        augmentation.apply(source + sample * features, sample_shape,
+                           augmentation.draw(options_.seed, epoch_, sample), images.data() + b * features);
+      } else if constexpr (std::is_same_v<T, float>) {
         if (row_bytes != 0) std::memcpy(images.data() + b * features, source + sample * features, row_bytes);
       } else {
         for (std::int64_t f = 0; f < features; ++f) {
