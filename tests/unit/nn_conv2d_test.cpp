@@ -6,18 +6,25 @@
 // every compute type; fp64 gradients against finite differences; the errors' messages.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "../support/error_matchers.hpp"
 #include "../support/gradient_check.hpp"
 #include "../support/tolerances.hpp"
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/cpu/conv2d.hpp"
+#include "mpx/backend/cpu/conv2d_patches.hpp"
 #include "mpx/nn/conv2d.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -151,25 +158,37 @@ const std::vector<Case>& cases() {
   return list;
 }
 
+// Which code computes the convolution: the layer (on oneDNN where mpx is built with it), or the
+// patch gathers feeding mpx's GEMM that the CPU backend falls back on, called directly.
+enum class Path { layer, patches };
+
 template <class P>
-void check_against_direct_convolution(const Case& c) {
+void check_against_direct_convolution(const Case& c, Path path = Path::layer) {
   using T = mpx::compute_t<P>;
   using Compute = typename P::compute_type;
   using Acc = mpx::accumulate_t<P>;
-  INFO(c.name << " in " << P::name);
+  INFO(c.name << " in " << P::name << (path == Path::patches ? " by patches" : ""));
   std::mt19937_64 rng(7);
   mpx::nn::Conv2d<P> layer(c.in_channels, c.out_channels, c.kernel, c.options);
   mpx::test::randomize_parameters(layer, rng);
   auto x = mpx::test::uniform_tensor<T>(Shape{c.batch, c.height, c.width, c.in_channels}, rng, -1.0, 1.0);
-  const Tensor<T>& y = layer.forward(x);
+  Tensor<T> y = layer.forward(x).clone();
   Conv2dGeometry g = layer.settings();
   g.batch = c.batch;
   g.input = {c.height, c.width};
   REQUIRE(y.shape() == g.output_shape());
   auto dy = mpx::test::uniform_tensor<T>(y.shape(), rng, -1.0, 1.0);
   layer.for_each_parameter([](const auto&, auto& parameter) { parameter.zero_grad(); });
-  const Tensor<T>* dx = layer.backward(dy, true);
-  REQUIRE(dx != nullptr);
+  const Tensor<T>* layer_dx = layer.backward(dy, true);
+  REQUIRE(layer_dx != nullptr);
+  Tensor<T> dx = layer_dx->clone();
+  Tensor<Acc> dw = layer.weight().grad().clone();
+  if (path == Path::patches) {
+    const Tensor<T>* bias = layer.bias() ? &layer.bias()->compute() : nullptr;
+    mpx::cpu::conv2d_forward_by_patches<Compute>(x, layer.weight().compute(), bias, y, g);
+    mpx::cpu::conv2d_backward_input_by_patches<Compute>(dy, layer.weight().compute(), dx, g);
+    mpx::cpu::conv2d_backward_weight_by_patches<Compute>(x, dy, dw, true, g);
+  }
 
   const std::vector<double> w = widened<Compute>(layer.weight().compute());
   std::vector<double> b;  // added in the accumulate type: not rounded into the compute type
@@ -180,11 +199,10 @@ void check_against_direct_convolution(const Case& c) {
   using AccTag = mpx::tag_of_t<Acc>;
   check_close("y", y, r.y, r.y_magnitude, mpx::test::gemm_tolerance<Compute, OutTag>(g.patch_size() + 1));
   const std::int64_t taps = g.window.kernel.h * g.window.kernel.w;
-  check_close("dx", *dx, r.dx, r.dx_magnitude,
+  check_close("dx", dx, r.dx, r.dx_magnitude,
               mpx::test::gemm_tolerance<Compute, OutTag>(taps * g.group_out_channels()));
   const std::int64_t rows = g.output_shape().rows();
-  check_close("dw", layer.weight().grad(), r.dw, r.dw_magnitude,
-              mpx::test::gemm_tolerance<Compute, AccTag>(rows));
+  check_close("dw", dw, r.dw, r.dw_magnitude, mpx::test::gemm_tolerance<Compute, AccTag>(rows));
   if (layer.bias() != nullptr) {
     check_close("db", layer.bias()->grad(), r.db, r.db_magnitude,
                 mpx::test::gemm_bias_grad_tolerance<Compute>(0, rows));
@@ -199,6 +217,16 @@ TEST_CASE("Conv2d matches a direct convolution in every geometry and compute typ
     check_against_direct_convolution<mpx::bf16_mixed>(c);
     check_against_direct_convolution<mpx::fp16_mixed>(c);
     check_against_direct_convolution<mpx::tf32>(c);
+  }
+}
+
+TEST_CASE("The patch gathers the CPU falls back on match a direct convolution", "[nn][conv2d]") {
+  // What a build without oneDNN runs for every convolution, and every build for fp64 and for
+  // geometries oneDNN has only reference code for.
+  for (const Case& c : cases()) {
+    check_against_direct_convolution<mpx::fp32>(c, Path::patches);
+    check_against_direct_convolution<mpx::bf16_mixed>(c, Path::patches);
+    check_against_direct_convolution<mpx::fp16_mixed>(c, Path::patches);
   }
 }
 
@@ -232,6 +260,46 @@ TEST_CASE("Conv2d's results do not depend on the batch it is in", "[nn][conv2d]"
     const Tensor<T>& alone = layer.forward(image);
     for (std::int64_t e = 0; e < per_image; ++e) REQUIRE(alone[e] == together[i * per_image + e]);
   }
+}
+
+TEST_CASE("Conv2d gives the same bits on one thread and on several", "[nn][conv2d][threads]") {
+#ifdef _OPENMP
+  // 100 images of 12 x 12 are 3 oneDNN calls of 37 (the last smaller), and 3 partial weight
+  // gradients summed in call order, whichever thread runs which call.
+  const int threads = omp_get_max_threads();
+  const auto run = [&]<class P>(P, int thread_count) {
+    using T = mpx::compute_t<P>;
+    mpx::cpu::release_conv2d_primitives();  // no primitive carried over from another thread count
+    omp_set_num_threads(thread_count);
+    std::mt19937_64 same(9);
+    mpx::nn::Conv2d<P> layer(8, 16, 3, {.stride = 1, .padding = 1});
+    mpx::test::randomize_parameters(layer, same);
+    auto x = mpx::test::uniform_tensor<T>(Shape{100, 12, 12, 8}, same, -1.0, 1.0);
+    Tensor<T> y = layer.forward(x).clone();
+    auto dy = mpx::test::uniform_tensor<T>(y.shape(), same, -1.0, 1.0);
+    layer.for_each_parameter([](const auto&, auto& parameter) { parameter.zero_grad(); });
+    Tensor<T> dx = layer.backward(dy, true)->clone();
+    Tensor<float> dw = layer.weight().grad().clone();
+    omp_set_num_threads(threads);
+    return std::tuple{std::move(y), std::move(dx), std::move(dw)};
+  };
+  const auto same_bits = [](const auto& a, const auto& b) {
+    return a.size_bytes() == b.size_bytes() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+  };
+  const auto check = [&](auto precision) {
+    INFO(decltype(precision)::name);
+    const auto [y1, dx1, dw1] = run(precision, 1);
+    const auto [y3, dx3, dw3] = run(precision, 3);
+    CHECK(same_bits(y1, y3));
+    CHECK(same_bits(dx1, dx3));
+    CHECK(same_bits(dw1, dw3));
+  };
+  check(mpx::fp32{});
+  check(mpx::bf16_mixed{});
+  check(mpx::fp16_mixed{});
+#else
+  WARN("built without OpenMP: one thread only, nothing to compare");
+#endif
 }
 
 TEST_CASE("Conv2d rejects bad settings and inputs, naming the layer and the values", "[nn][conv2d][errors]") {

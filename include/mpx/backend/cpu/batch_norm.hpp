@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "mpx/backend/batch_norm_spec.hpp"
@@ -49,6 +50,38 @@ std::vector<Acc> channel_sums(std::int64_t rows, std::int64_t channels, std::int
   return total;
 }
 
+// Row `row` (`channels` values) in the accumulate type: the row itself when T is Acc, else widened
+// into the calling thread's buffer `Slot` with convert.hpp's vector conversions (one scalar fp16
+// conversion per element cost more than the normalisation's arithmetic).
+template <int Slot, class Acc, class T>
+const Acc* widened_row(const T* row, std::int64_t channels) {
+  if constexpr (std::is_same_v<T, Acc>) {
+    return row;
+  } else {
+    thread_local std::vector<Acc> buffer;
+    if (buffer.size() < static_cast<std::size_t>(channels)) buffer.resize(static_cast<std::size_t>(channels));
+    widen_range<tag_of_t<T>>(row, buffer.data(), 0, channels);
+    return buffer.data();
+  }
+}
+
+// dst[c] = value(c) rounded once into T for c in [0, channels): computed into the calling thread's
+// buffer and rounded with convert.hpp's vector conversions when T is narrower than Acc.
+template <class Acc, class T, class Value>
+void write_row(T* dst, std::int64_t channels, const Value& value) {
+  if constexpr (std::is_same_v<T, Acc>) {
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t c = 0; c < channels; ++c) dst[c] = value(c);
+  } else {
+    thread_local std::vector<Acc> buffer;
+    if (buffer.size() < static_cast<std::size_t>(channels)) buffer.resize(static_cast<std::size_t>(channels));
+    Acc* values = buffer.data();
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t c = 0; c < channels; ++c) values[c] = value(c);
+    round_range(values, dst, 0, channels);
+  }
+}
+
 }  // namespace detail
 
 /// @brief Training-mode forward: per channel c, the mean and biased variance of x[..., c] over
@@ -74,19 +107,19 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
   const T* in = x.data();
   const std::vector<Acc> sums =
       detail::channel_sums<Acc>(rows, channels, channels, [&](std::int64_t r, Acc* out) {
-        const T* row = in + r * channels;
+        const Acc* row = detail::widened_row<0, Acc>(in + r * channels, channels);
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t c = 0; c < channels; ++c) out[c] += static_cast<Acc>(row[c]);
+        for (std::int64_t c = 0; c < channels; ++c) out[c] += row[c];
       });
   const Acc count = static_cast<Acc>(rows);
   for (std::int64_t c = 0; c < channels; ++c) mean[c] = sums[static_cast<std::size_t>(c)] / count;
   const Acc* mu = mean.data();
   const std::vector<Acc> squares =
       detail::channel_sums<Acc>(rows, channels, channels, [&](std::int64_t r, Acc* out) {
-        const T* row = in + r * channels;
+        const Acc* row = detail::widened_row<0, Acc>(in + r * channels, channels);
         MPX_DETAIL_OMP_SIMD
         for (std::int64_t c = 0; c < channels; ++c) {
-          const Acc d = static_cast<Acc>(row[c]) - mu[c];
+          const Acc d = row[c] - mu[c];
           out[c] += d * d;
         }
       });
@@ -100,13 +133,12 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
   T* out = y.data();
   parallel_for_chunks(
       rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
+        const Acc* k = scale.data();
+        const Acc* b = shift.data();
         for (std::int64_t r = begin; r < end; ++r) {
-          const T* row = in + r * channels;
-          T* dst = out + r * channels;
-          for (std::int64_t c = 0; c < channels; ++c) {
-            const auto k = static_cast<std::size_t>(c);
-            dst[c] = round_to<tag_of_t<T>>((static_cast<Acc>(row[c]) - mu[c]) * scale[k] + shift[k]);
-          }
+          const Acc* row = detail::widened_row<0, Acc>(in + r * channels, channels);
+          detail::write_row<Acc>(out + r * channels, channels,
+                                 [&](std::int64_t c) { return (row[c] - mu[c]) * k[c] + b[c]; });
         }
       });
 }
@@ -132,13 +164,12 @@ void batch_norm_forward_inference(const Tensor<T, Host>& x, const Tensor<Weight,
   const Acc* mu = running_mean.data();
   parallel_for_chunks(
       rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
+        const Acc* k = scale.data();
+        const Acc* b = shift.data();
         for (std::int64_t r = begin; r < end; ++r) {
-          const T* row = x.data() + r * channels;
-          T* dst = y.data() + r * channels;
-          for (std::int64_t c = 0; c < channels; ++c) {
-            const auto k = static_cast<std::size_t>(c);
-            dst[c] = round_to<tag_of_t<T>>((static_cast<Acc>(row[c]) - mu[c]) * scale[k] + shift[k]);
-          }
+          const Acc* row = detail::widened_row<0, Acc>(x.data() + r * channels, channels);
+          detail::write_row<Acc>(y.data() + r * channels, channels,
+                                 [&](std::int64_t c) { return (row[c] - mu[c]) * k[c] + b[c]; });
         }
       });
 }
@@ -184,13 +215,13 @@ void batch_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
   // One pass for both sums: [sum g, sum g xhat] per channel.
   const std::vector<Acc> sums =
       detail::channel_sums<Acc>(rows, channels, 2 * channels, [&](std::int64_t r, Acc* out) {
-        const T* xr = x.data() + r * channels;
-        const T* gr = dy.data() + r * channels;
+        const Acc* xr = detail::widened_row<0, Acc>(x.data() + r * channels, channels);
+        const Acc* gr = detail::widened_row<1, Acc>(dy.data() + r * channels, channels);
         MPX_DETAIL_OMP_SIMD
         for (std::int64_t c = 0; c < channels; ++c) {
-          const Acc g = static_cast<Acc>(gr[c]);
+          const Acc g = gr[c];
           out[c] += g;
-          out[channels + c] += g * ((static_cast<Acc>(xr[c]) - mu[c]) * inv[c]);
+          out[channels + c] += g * ((xr[c] - mu[c]) * inv[c]);
         }
       });
   for (std::int64_t c = 0; c < channels; ++c) {
@@ -208,20 +239,20 @@ void batch_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
     mean_gx[k] = sums[static_cast<std::size_t>(channels + c)] / count;
   }
   T* out = dx->data();
-  parallel_for_chunks(
-      rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t r = begin; r < end; ++r) {
-          const T* xr = x.data() + r * channels;
-          const T* gr = dy.data() + r * channels;
-          T* dst = out + r * channels;
-          for (std::int64_t c = 0; c < channels; ++c) {
-            const auto k = static_cast<std::size_t>(c);
-            const Acc xhat = (static_cast<Acc>(xr[c]) - mu[c]) * inv[c];
-            dst[c] =
-                round_to<tag_of_t<T>>(scale[k] * (static_cast<Acc>(gr[c]) - mean_g[k] - xhat * mean_gx[k]));
-          }
-        }
-      });
+  parallel_for_chunks(rows, detail::batch_norm_block_rows(channels),
+                      [&](std::int64_t begin, std::int64_t end) {
+                        const Acc* k = scale.data();
+                        const Acc* mg = mean_g.data();
+                        const Acc* mgx = mean_gx.data();
+                        for (std::int64_t r = begin; r < end; ++r) {
+                          const Acc* xr = detail::widened_row<0, Acc>(x.data() + r * channels, channels);
+                          const Acc* gr = detail::widened_row<1, Acc>(dy.data() + r * channels, channels);
+                          detail::write_row<Acc>(out + r * channels, channels, [&](std::int64_t c) {
+                            const Acc xhat = (xr[c] - mu[c]) * inv[c];
+                            return k[c] * (gr[c] - mg[c] - xhat * mgx[c]);
+                          });
+                        }
+                      });
 }
 
 }  // namespace mpx::cpu

@@ -2,188 +2,243 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief 2-D convolution on the CPU as patch gathers feeding mpx's own GEMM (`cpu::gemm`), so a
-/// convolution keeps the GEMM's numerics contract (operands in the compute type, exact products,
-/// one accumulate-type sum per output element, rounded once) and runs on the same kernel
-/// (oneDNN's or Eigen's, gemm_kernel.hpp). Geometry and layouts: backend/conv2d_spec.hpp.
+/// @brief 2-D convolution on the CPU, channels-last (backend/conv2d_spec.hpp): on oneDNN's direct
+/// convolutions where mpx is built with oneDNN (`MPX_HAS_ONEDNN`), else as patch gathers feeding
+/// mpx's GEMM (conv2d_patches.hpp). Either way one numerics contract: operands in the compute type,
+/// exact products, one fp32 sum per output element, rounded once into the storage type.
 ///
-/// Each pass is one GEMM per group over a patch matrix, built for a fixed block of rows at a time
-/// (`conv2d_block_rows`, a function of the geometry alone, so the results do not depend on the
-/// number of threads) to keep the patches about 2^20 elements whatever the batch:
-///   forward      y[rows, O/g]     = patches(x)[rows, KH KW C/g] · W_g^T           (+ bias)
-///   input grad   dx[pixels, C/g]  = patches(dy)[pixels, KH KW O/g] · W'_g          (W'_g: W_g's taps
-///                                   as rows), a gather over the output positions that read each
-///                                   input pixel, so every dx element is one sum, rounded once
-///   weight grad  dW_g[O/g, KH KW C/g] += dy_g[rows, O/g]^T · patches(x)[rows, KH KW C/g]  (fp32)
-///   bias grad    db[o] += the sum of dy[..., o]                                        (fp32)
+/// On oneDNN (onednn_conv2d.hpp), a pass is cut into calls of a fixed number of images
+/// (`conv2d_images_per_call`, from the geometry alone), each call one single-threaded primitive, the
+/// calls spread over the threads: the bits do not depend on the thread count. Operands go to oneDNN
+/// as fp32 (fp32 compute as they are; TF32 rounded, fp16, FP8 and bf16 widened, all exactly) or, for
+/// bf16 on a CPU with bf16 dot products and values those keep exact (bf16_exactness.hpp), as bf16.
+/// The weight gradient is one fp32 partial per call (at most 16 calls), summed in call order. fp64,
+/// and a geometry oneDNN has only reference code for, take the patch gathers.
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "mpx/backend/conv2d_spec.hpp"
+#include "mpx/backend/cpu/conv2d_patches.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
-#include "mpx/backend/gemm_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/tensor.hpp"
 
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+#include "mpx/backend/cpu/onednn_conv2d.hpp"
+#endif
+
 namespace mpx::cpu {
 
-/// @brief Rows of a pass's patch matrix built at a time: about 2^20 patch elements, at least one
-/// row; fixed by the row count and patch width alone.
-[[nodiscard]] inline std::int64_t conv2d_block_rows(std::int64_t rows, std::int64_t patch) {
-  constexpr std::int64_t target = std::int64_t{1} << 20;
-  return std::clamp<std::int64_t>(target / std::max<std::int64_t>(1, patch), 1,
-                                  std::max<std::int64_t>(1, rows));
+/// @brief Images per oneDNN convolution call: about 2^17 activation elements in and out, at least
+/// one. A function of the geometry alone, so the bits do not depend on the number of threads, and
+/// small enough that a batch makes enough calls to keep the threads busy.
+[[nodiscard]] inline std::int64_t conv2d_images_per_call(const Conv2dGeometry& g) {
+  const Size2d out = g.output();
+  const std::int64_t per_image = g.input.h * g.input.w * g.in_channels + out.h * out.w * g.out_channels;
+  return std::clamp<std::int64_t>((std::int64_t{1} << 17) / std::max<std::int64_t>(1, per_image), 1,
+                                  std::max<std::int64_t>(1, g.batch));
 }
 
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
 namespace detail {
 
-// patches[r - first, (kh KW + kw) Cg + c] = x[n, oh s - p + kh d, ow s - p + kw d, group Cg + c] for the
-// output rows r = (n OH + oh) OW + ow in [first, first + count), 0 where the tap is in the padding.
+// Scratch slots (gemm.hpp's `ScratchBuffer`: per thread, kept between calls, as fresh large blocks
+// are page-faulted in on every call): the calling thread's whole-tensor buffer (the widened weights,
+// or the weight gradient's partials), and each call's two activation blocks on the thread running it
+// (converted there, so they are still in its cache when oneDNN reads them).
+inline constexpr int whole_tensor_slot = 0, first_block_slot = 1, second_block_slot = 2;
+
+// Whether oneDNN reads an operand as it is: fp32 compute on fp32 storage, or bf16 taken natively;
+// the rest is widened to fp32 in the compute type first (TF32 rounded, fp16 and FP8 exactly).
+template <NumericTag Compute, class T>
+constexpr bool read_as_is(bool native_bf16) {
+  return native_bf16 || (std::is_same_v<T, float> && owns_storage_v<Compute>);
+}
+
+// A whole operand (the weights, a bias) as oneDNN reads it: the tensor's own values, or widened into
+// `widened` (the calling thread's whole-tensor slot; a bias, small, into a tensor of its own).
+template <NumericTag Compute, class T>
+const void* whole_operand(const Tensor<T, Host>& tensor, bool native_bf16,
+                          std::optional<ScratchBuffer<float>>* slot, Tensor<float, Host>* small) {
+  if (read_as_is<Compute, T>(native_bf16)) return tensor.data();
+  float* widened = slot != nullptr ? slot->emplace(whole_tensor_slot, tensor.numel()).data()
+                                   : (*small = scratch<float>(tensor.numel())).data();
+  widen_operand<Compute>(tensor.data(), widened, tensor.numel());
+  return widened;
+}
+
+// Elements [first, first + count) of an activation (some images) as oneDNN reads them: in place, or
+// widened into the running thread's scratch block `slot`, valid while `block` lives.
+template <NumericTag Compute, class T>
+const void* input_block(const T* data, std::int64_t first, std::int64_t count, bool native_bf16,
+                        std::optional<ScratchBuffer<float>>& block, int slot) {
+  if (read_as_is<Compute, T>(native_bf16)) return data + first;
+  float* widened = block.emplace(slot, count).data();
+  widen_range<Compute>(data + first, widened, 0, count);
+  return widened;
+}
+
+// Where oneDNN writes elements [first, first + count) of an output: in place when it computes in the
+// output's type (fp32, or bf16 taken natively), else the running thread's scratch block `slot`,
+// rounded into place by `finish_output_block`.
 template <class T>
-void gather_input_patches(const T* x, const Conv2dGeometry& g, std::int64_t group, std::int64_t first,
-                          std::int64_t count, T* patches) {
-  const Size2d out = g.output();
-  const std::int64_t cg = g.group_in_channels();
-  const std::int64_t width = g.patch_size();
-  parallel_for_chunks(count, rows_per_chunk(width), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      const std::int64_t r = first + i;
-      const std::int64_t ow = r % out.w, oh = (r / out.w) % out.h, n = r / (out.w * out.h);
-      T* row = patches + i * width;
-      for (std::int64_t kh = 0; kh < g.window.kernel.h; ++kh) {
-        const std::int64_t h = g.window.input_row(oh, kh);
-        for (std::int64_t kw = 0; kw < g.window.kernel.w; ++kw) {
-          const std::int64_t w = g.window.input_column(ow, kw);
-          T* tap = row + (kh * g.window.kernel.w + kw) * cg;
-          if (h < 0 || h >= g.input.h || w < 0 || w >= g.input.w) {
-            std::fill(tap, tap + cg, T(0));
-          } else {
-            const T* pixel = x + ((n * g.input.h + h) * g.input.w + w) * g.in_channels + group * cg;
-            std::memcpy(tap, pixel, static_cast<std::size_t>(cg) * sizeof(T));
-          }
-        }
-      }
+void* output_block(T* data, std::int64_t first, std::int64_t count, bool native_bf16,
+                   std::optional<ScratchBuffer<float>>& block, int slot) {
+  if (native_bf16 || std::is_same_v<T, float>) return data + first;
+  return block.emplace(slot, count).data();
+}
+
+template <class T>
+void finish_output_block(const std::optional<ScratchBuffer<float>>& block, T* data, std::int64_t first,
+                         std::int64_t count) {
+  if (block) round_range(block->data(), data + first, 0, count);
+}
+
+// Runs `call(primitive, context, first image, images)` for each call of `per_call` images of the
+// batch, the calls in parallel, each on one thread; false (and nothing run) when oneDNN has only
+// reference code for the pass, which the calling thread finds out first.
+template <class Call>
+bool run_conv2d_calls(onednn::Conv2dPass pass, bool native_bf16, bool bias, const Conv2dGeometry& g,
+                      std::int64_t per_call, const Call& call) {
+  const std::int64_t calls = (g.batch + per_call - 1) / per_call;
+  const std::int64_t last = g.batch - (calls - 1) * per_call;
+  bool supported = true;
+  on_one_thread([&] {
+    for (const std::int64_t images : {per_call, last}) {
+      supported =
+          supported && onednn::conv2d_primitive({pass, native_bf16, bias, g, images}).first->supported();
     }
   });
-}
-
-// patches[p - first, (kh KW + kw) Og + o] = dy[n, oh, ow, group Og + o] for the input pixels
-// p = (n H + h) W + w in [first, first + count), where (oh, ow) is the output whose window reads
-// (h, w) through tap (kh, kw): oh = (h + pad - kh dil) / stride when that divides and lies in
-// [0, OH) (the same for ow); 0 where no output does.
-template <class T>
-void gather_output_gradient_patches(const T* dy, const Conv2dGeometry& g, std::int64_t group,
-                                    std::int64_t first, std::int64_t count, T* patches) {
-  const Size2d out = g.output();
-  const std::int64_t og = g.group_out_channels();
-  const std::int64_t width = g.window.kernel.h * g.window.kernel.w * og;
-  parallel_for_chunks(count, rows_per_chunk(width), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      const std::int64_t p = first + i;
-      const std::int64_t w = p % g.input.w, h = (p / g.input.w) % g.input.h, n = p / (g.input.w * g.input.h);
-      T* row = patches + i * width;
-      for (std::int64_t kh = 0; kh < g.window.kernel.h; ++kh) {
-        const std::int64_t oh = g.window.output_row(h, kh, out.h);
-        for (std::int64_t kw = 0; kw < g.window.kernel.w; ++kw) {
-          const std::int64_t ow = g.window.output_column(w, kw, out.w);
-          T* tap = row + (kh * g.window.kernel.w + kw) * og;
-          if (oh < 0 || ow < 0) {
-            std::fill(tap, tap + og, T(0));
-          } else {
-            const T* pixel = dy + ((n * out.h + oh) * out.w + ow) * g.out_channels + group * og;
-            std::memcpy(tap, pixel, static_cast<std::size_t>(og) * sizeof(T));
-          }
-        }
-      }
-    }
+  if (!supported) return false;
+  run_tasks(calls, [&](std::int64_t index) {
+    const std::int64_t first = index * per_call;
+    const std::int64_t images = std::min(per_call, g.batch - first);
+    auto [primitive, context] = onednn::conv2d_primitive({pass, native_bf16, bias, g, images});
+    call(*primitive, *context, first, images);
   });
+  return true;
 }
 
-// block[r, c] = matrix[first + r, column + c] for `columns` columns of a row-major matrix `stride` wide.
-template <class T>
-void copy_columns(const T* matrix, std::int64_t stride, std::int64_t first, std::int64_t rows,
-                  std::int64_t column, std::int64_t columns, T* block) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::memcpy(block + r * columns, matrix + (first + r) * stride + column,
-                static_cast<std::size_t>(columns) * sizeof(T));
+template <NumericTag Compute, class T>
+bool conv2d_forward_onednn(const Tensor<T, Host>& x, const Tensor<T, Host>& weight,
+                           const Tensor<T, Host>* bias, Tensor<T, Host>& y, const Conv2dGeometry& g) {
+  if constexpr (!std::is_same_v<accumulate_t<Compute>, float>) {
+    return false;
+  } else {
+    const bool native =
+        native_bf16_products<Compute>(x.data(), x.numel(), weight.data(), weight.numel(), 1.0f);
+    std::optional<ScratchBuffer<float>> weight_slot;
+    Tensor<float, Host> small;
+    const void* w = whole_operand<Compute>(weight, native, &weight_slot, nullptr);
+    // The bias is added in the accumulate type, not rounded into the compute type (TF32).
+    const void* b = bias != nullptr ? whole_operand<tag_of_t<T>>(*bias, native, nullptr, &small) : nullptr;
+    const std::int64_t in_image = g.input.h * g.input.w * g.in_channels;
+    const std::int64_t out_image = y.numel() / g.batch;
+    return run_conv2d_calls(
+        onednn::Conv2dPass::forward, native, bias != nullptr, g, conv2d_images_per_call(g),
+        [&](onednn::Conv2dPrimitive& primitive, onednn::ThreadContext& context, std::int64_t first,
+            std::int64_t images) {
+          std::optional<ScratchBuffer<float>> in, out;
+          const void* xb = input_block<Compute>(x.data(), first * in_image, images * in_image, native, in,
+                                                first_block_slot);
+          void* yb =
+              output_block(y.data(), first * out_image, images * out_image, native, out, second_block_slot);
+          primitive.forward(context, xb, w, b, yb);
+          finish_output_block(out, y.data(), first * out_image, images * out_image);
+        });
   }
 }
 
-// matrix[first + r, column + c] = block[r, c]: the reverse of copy_columns.
-template <class T>
-void place_columns(const T* block, std::int64_t rows, std::int64_t columns, T* matrix, std::int64_t stride,
-                   std::int64_t first, std::int64_t column) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::memcpy(matrix + (first + r) * stride + column, block + r * columns,
-                static_cast<std::size_t>(columns) * sizeof(T));
+template <NumericTag Compute, class T>
+bool conv2d_backward_input_onednn(const Tensor<T, Host>& dy, const Tensor<T, Host>& weight,
+                                  Tensor<T, Host>& dx, const Conv2dGeometry& g) {
+  if constexpr (!std::is_same_v<accumulate_t<Compute>, float>) {
+    return false;
+  } else {
+    const bool native =
+        native_bf16_products<Compute>(dy.data(), dy.numel(), weight.data(), weight.numel(), 1.0f);
+    std::optional<ScratchBuffer<float>> weight_slot;
+    const void* w = whole_operand<Compute>(weight, native, &weight_slot, nullptr);
+    const std::int64_t in_image = g.input.h * g.input.w * g.in_channels;
+    const std::int64_t out_image = dy.numel() / g.batch;
+    return run_conv2d_calls(onednn::Conv2dPass::backward_data, native, false, g, conv2d_images_per_call(g),
+                            [&](onednn::Conv2dPrimitive& primitive, onednn::ThreadContext& context,
+                                std::int64_t first, std::int64_t images) {
+                              std::optional<ScratchBuffer<float>> in, out;
+                              const void* dyb =
+                                  input_block<Compute>(dy.data(), first * out_image, images * out_image,
+                                                       native, in, first_block_slot);
+                              void* dxb = output_block(dx.data(), first * in_image, images * in_image, native,
+                                                       out, second_block_slot);
+                              primitive.backward_data(context, dyb, w, dxb);
+                              finish_output_block(out, dx.data(), first * in_image, images * in_image);
+                            });
   }
 }
 
-// A working buffer of `count` elements, as a tensor so that memory_stats<Host>() counts it.
-template <class T>
-Tensor<T, Host> scratch(std::int64_t count) {
-  return Tensor<T, Host>::uninitialized(Shape{count});
-}
-
-// Whether x [N H W, C] is the patch matrix itself: a 1 x 1 kernel with stride 1, no padding, one group
-// reads each pixel as its patch, so no gather is needed.
-inline bool input_is_patch_matrix(const Conv2dGeometry& g) {
-  return g.window.kernel == Size2d{1} && g.window.stride == Size2d{1} && g.window.padding == Size2d{0} &&
-         g.groups == 1;
-}
-
-// Rows [first, first + count) of a row-major matrix `columns` wide at `data`, as a 2-D view.
-template <class T>
-Tensor<T, Host> matrix_rows(const T* data, std::int64_t first, std::int64_t count, std::int64_t columns) {
-  return Tensor<T, Host>::view(const_cast<T*>(data) + first * columns, Shape{count, columns});
-}
-
-inline void check_conv2d_tensors(const char* where, const Conv2dGeometry& g, const Shape& x, const Shape& w,
-                                 const Shape& y) {
-  require_shape(where, "input", x, g.input_shape());
-  require_shape(where, "weight", w, g.weight_shape());
-  require_shape(where, "output", y, g.output_shape());
-}
-
-// The patch matrix of x for one group, a block of rows at a time: gathered into scratch sized for
-// one block, or x's own rows where x is the patch matrix (input_is_patch_matrix). The forward and the
-// weight gradient read the same blocks.
-template <class T>
-class InputPatches {
- public:
-  InputPatches(const Tensor<T, Host>& x, const Conv2dGeometry& g, std::int64_t block_rows)
-      : x_(x.data()),
-        g_(g),
-        width_(g.patch_size()),
-        direct_(input_is_patch_matrix(g)),
-        scratch_(scratch<T>(direct_ ? 0 : block_rows * width_)) {}
-
-  // Rows [first, first + count) of group `group`'s patch matrix, [count, KH KW C / groups]; valid
-  // until the next call.
-  Tensor<T, Host> rows(std::int64_t group, std::int64_t first, std::int64_t count) {
-    if (direct_) return matrix_rows(x_, first, count, width_);
-    gather_input_patches(x_, g_, group, first, count, scratch_.data());
-    return matrix_rows(scratch_.data(), 0, count, width_);
+template <NumericTag Compute, class T>
+bool conv2d_backward_weight_onednn(const Tensor<T, Host>& x, const Tensor<T, Host>& dy,
+                                   Tensor<float, Host>& dweight, bool overwrite, const Conv2dGeometry& g) {
+  if constexpr (!std::is_same_v<accumulate_t<Compute>, float>) {
+    return false;
+  } else {
+    const bool native = native_bf16_products<Compute>(x.data(), x.numel(), dy.data(), dy.numel(), 1.0f);
+    // At most 16 calls, so at most 16 partial gradients to keep.
+    constexpr std::int64_t most_partials = 16;
+    const std::int64_t per_call =
+        std::max(conv2d_images_per_call(g), (g.batch + most_partials - 1) / most_partials);
+    const std::int64_t calls = (g.batch + per_call - 1) / per_call;
+    const std::int64_t weights = dweight.numel();
+    const ScratchBuffer<float> partials(whole_tensor_slot, calls * weights);
+    const std::int64_t in_image = g.input.h * g.input.w * g.in_channels;
+    const std::int64_t out_image = dy.numel() / g.batch;
+    const bool ran = run_conv2d_calls(
+        onednn::Conv2dPass::backward_weights, native, false, g, per_call,
+        [&](onednn::Conv2dPrimitive& primitive, onednn::ThreadContext& context, std::int64_t first,
+            std::int64_t images) {
+          std::optional<ScratchBuffer<float>> x_block, dy_block;
+          const void* xb = input_block<Compute>(x.data(), first * in_image, images * in_image, native,
+                                                x_block, first_block_slot);
+          const void* dyb = input_block<Compute>(dy.data(), first * out_image, images * out_image, native,
+                                                 dy_block, second_block_slot);
+          primitive.backward_weights(context, xb, dyb, partials.data() + first / per_call * weights);
+        });
+    if (!ran) return false;
+    // dweight (+)= the partials' sum, in call order (the accumulated gradient is then the
+    // micro-batches' own sums added, as with the GEMM's C).
+    float* out = dweight.data();
+    const float* p = partials.data();
+    parallel_for_chunks(weights, parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        float sum = p[i];
+        for (std::int64_t call = 1; call < calls; ++call) sum += p[call * weights + i];
+        out[i] = overwrite ? sum : out[i] + sum;
+      }
+    });
+    return true;
   }
-
- private:
-  const T* x_;
-  const Conv2dGeometry& g_;
-  std::int64_t width_;
-  bool direct_;
-  Tensor<T, Host> scratch_;
-};
+}
 
 }  // namespace detail
+#endif
 
-/// @brief y = conv2d(x, weight) (+ bias), channels-last, in the `Compute` precision with
-/// accumulate-type sums rounded once into y (conv2d_spec.hpp).
+/// @brief Frees the oneDNN convolution primitives (and their scratchpad) the calling thread keeps
+/// between calls, one per pass and layer shape; nothing in a build without oneDNN. OpenMP's worker
+/// threads keep theirs until they exit.
+inline void release_conv2d_primitives() noexcept {
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  detail::onednn::release_conv2d_primitives();
+#endif
+}
+
+/// @brief y = conv2d(x, weight) (+ bias), channels-last, in the `Compute` precision with one fp32
+/// (accumulate-type) sum per output, rounded once into y; bit for bit the same on any thread count.
 /// @param x [N, H, W, C]; @param weight [O, KH, KW, C / groups]; @param bias [O] or null;
 /// @param y [N, OH, OW, O], written; @param geometry the sizes, the kernel and how it moves.
 /// @throws mpx::shape_error naming the tensor and both shapes when one does not fit `geometry`.
@@ -193,29 +248,11 @@ void conv2d_forward(const Tensor<T, Host>& x, const Tensor<T, Host>& weight, con
   constexpr const char* where = "mpx::cpu::conv2d_forward";
   detail::check_conv2d_tensors(where, geometry, x.shape(), weight.shape(), y.shape());
   if (bias != nullptr) require_shape(where, "bias", bias->shape(), Shape{geometry.out_channels});
-  const std::int64_t rows = y.shape().rows();
-  const std::int64_t og = geometry.group_out_channels();
-  const std::int64_t block = conv2d_block_rows(rows, geometry.patch_size());
-  detail::InputPatches<T> patches(x, geometry, std::min(block, rows));
-  // With several groups each GEMM writes its group's columns into a block of its own first.
-  auto out_block = detail::scratch<T>(geometry.groups > 1 ? std::min(block, rows) * og : 0);
-  const GemmConfig config{.transpose_b = Transpose::Yes,
-                          .epilogue = bias ? Epilogue::Bias : Epilogue::Default};
-  for (std::int64_t group = 0; group < geometry.groups; ++group) {
-    const auto w_g = detail::matrix_rows(weight.data(), group * og, og, geometry.patch_size());
-    std::optional<Tensor<T, Host>> bias_g;
-    if (bias) bias_g.emplace(Tensor<T, Host>::view(const_cast<T*>(bias->data()) + group * og, Shape{og}));
-    for (std::int64_t first = 0; first < rows; first += block) {
-      const std::int64_t count = std::min(block, rows - first);
-      auto d = geometry.groups == 1 ? detail::matrix_rows(y.data(), first, count, geometry.out_channels)
-                                    : detail::matrix_rows(out_block.data(), 0, count, og);
-      gemm<Compute>(patches.rows(group, first, count), w_g, d, config, {.bias = bias_g ? &*bias_g : nullptr});
-      if (geometry.groups > 1) {
-        detail::place_columns(out_block.data(), count, og, y.data(), geometry.out_channels, first,
-                              group * og);
-      }
-    }
-  }
+  if (y.numel() == 0) return;
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  if (detail::conv2d_forward_onednn<Compute>(x, weight, bias, y, geometry)) return;
+#endif
+  conv2d_forward_by_patches<Compute>(x, weight, bias, y, geometry);
 }
 
 /// @brief dx from dy (both channels-last) and the weight: each element one accumulate-type sum over
@@ -225,41 +262,13 @@ void conv2d_forward(const Tensor<T, Host>& x, const Tensor<T, Host>& weight, con
 template <NumericTag Compute, class T = storage_t<Compute>>
 void conv2d_backward_input(const Tensor<T, Host>& dy, const Tensor<T, Host>& weight, Tensor<T, Host>& dx,
                            const Conv2dGeometry& geometry) {
-  constexpr const char* where = "mpx::cpu::conv2d_backward_input";
-  detail::check_conv2d_tensors(where, geometry, dx.shape(), weight.shape(), dy.shape());
-  const std::int64_t taps = geometry.window.kernel.h * geometry.window.kernel.w;
-  const std::int64_t cg = geometry.group_in_channels(), og = geometry.group_out_channels();
-  const std::int64_t width = taps * og;  // the GEMM's K: every (tap, output channel) of the group
-  const std::int64_t pixels = dx.shape().rows();
-  const std::int64_t block = conv2d_block_rows(pixels, width);
-  auto patches = detail::scratch<T>(std::min(block, pixels) * width);
-  auto taps_weight = detail::scratch<T>(width * cg);  // W'_g [taps Og, Cg]
-  auto out_block = detail::scratch<T>(geometry.groups > 1 ? std::min(block, pixels) * cg : 0);
-  for (std::int64_t group = 0; group < geometry.groups; ++group) {
-    // W'_g[(tap) Og + o, c] = W[group Og + o, tap, c]: the same values, rows ordered as the patches' columns.
-    for (std::int64_t o = 0; o < og; ++o) {
-      for (std::int64_t tap = 0; tap < taps; ++tap) {
-        std::memcpy(taps_weight.data() + (tap * og + o) * cg,
-                    weight.data() + ((group * og + o) * taps + tap) * cg,
-                    static_cast<std::size_t>(cg) * sizeof(T));
-      }
-    }
-    const auto b = detail::matrix_rows(taps_weight.data(), 0, width, cg);
-    for (std::int64_t first = 0; first < pixels; first += block) {
-      const std::int64_t count = std::min(block, pixels - first);
-      detail::gather_output_gradient_patches(dy.data(), geometry, group, first, count, patches.data());
-      const auto a = detail::matrix_rows(patches.data(), 0, count, width);
-      if (geometry.groups == 1) {
-        auto d = detail::matrix_rows(dx.data(), first, count, geometry.in_channels);
-        gemm<Compute>(a, b, d, GemmConfig{});
-      } else {
-        auto d = detail::matrix_rows(out_block.data(), 0, count, cg);
-        gemm<Compute>(a, b, d, GemmConfig{});
-        detail::place_columns(out_block.data(), count, cg, dx.data(), geometry.in_channels, first,
-                              group * cg);
-      }
-    }
-  }
+  detail::check_conv2d_tensors("mpx::cpu::conv2d_backward_input", geometry, dx.shape(), weight.shape(),
+                               dy.shape());
+  if (dx.numel() == 0) return;
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  if (detail::conv2d_backward_input_onednn<Compute>(dy, weight, dx, geometry)) return;
+#endif
+  conv2d_backward_input_by_patches<Compute>(dy, weight, dx, geometry);
 }
 
 /// @brief The weight gradient in the accumulate type, dweight = dy^T patches(x) per group, added to
@@ -269,29 +278,16 @@ void conv2d_backward_input(const Tensor<T, Host>& dy, const Tensor<T, Host>& wei
 template <NumericTag Compute, class T = storage_t<Compute>, class Acc = accumulate_t<Compute>>
 void conv2d_backward_weight(const Tensor<T, Host>& x, const Tensor<T, Host>& dy, Tensor<Acc, Host>& dweight,
                             bool overwrite, const Conv2dGeometry& geometry) {
-  constexpr const char* where = "mpx::cpu::conv2d_backward_weight";
-  detail::check_conv2d_tensors(where, geometry, x.shape(), dweight.shape(), dy.shape());
-  const std::int64_t rows = dy.shape().rows();
-  const std::int64_t width = geometry.patch_size();
-  const std::int64_t og = geometry.group_out_channels();
-  const std::int64_t block = conv2d_block_rows(rows, width);
-  detail::InputPatches<T> patches(x, geometry, std::min(block, rows));
-  // With several groups the group's columns of dy are copied into a block of their own first.
-  auto dy_block = detail::scratch<T>(geometry.groups > 1 ? std::min(block, rows) * og : 0);
-  for (std::int64_t group = 0; group < geometry.groups; ++group) {
-    auto dw_g = detail::matrix_rows(dweight.data(), group * og, og, width);
-    for (std::int64_t first = 0; first < rows; first += block) {
-      const std::int64_t count = std::min(block, rows - first);
-      const T* g = dy.data() + first * geometry.out_channels;
-      if (geometry.groups > 1) {
-        detail::copy_columns(dy.data(), geometry.out_channels, first, count, group * og, og, dy_block.data());
-        g = dy_block.data();
-      }
-      const bool first_write = overwrite && first == 0;
-      gemm<Compute>(detail::matrix_rows(g, 0, count, og), patches.rows(group, first, count), dw_g,
-                    GemmConfig{.transpose_a = Transpose::Yes, .beta = first_write ? 0.0f : 1.0f});
-    }
+  detail::check_conv2d_tensors("mpx::cpu::conv2d_backward_weight", geometry, x.shape(), dweight.shape(),
+                               dy.shape());
+#if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (geometry.batch > 0 &&
+        detail::conv2d_backward_weight_onednn<Compute>(x, dy, dweight, overwrite, geometry))
+      return;
   }
+#endif
+  conv2d_backward_weight_by_patches<Compute>(x, dy, dweight, overwrite, geometry);
 }
 
 /// @brief The bias gradient in the accumulate type: dbias[o] = the sum of dy[..., o] over every

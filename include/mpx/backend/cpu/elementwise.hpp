@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "mpx/backend/cpu/convert.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
@@ -28,6 +29,13 @@ void map_elements(const char* where, const Tensor<T, Host>& x, Tensor<T, Host>& 
   using Acc = accumulate_t<T>;
   const T* in = x.data();
   T* out = y.data();
+  if constexpr (std::is_same_v<T, Acc>) {  // nothing to widen or round: no copies through buffers
+    parallel_for_chunks(x.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
+    });
+    return;
+  }
   parallel_for_chunks(x.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     Acc values[map_block];
     for (std::int64_t first = begin; first < end; first += map_block) {
@@ -45,6 +53,16 @@ void map_elements(const char* where, const Tensor<T, Host>& x, Tensor<T, Host>& 
 template <FloatingElement T, class F>
 void map_pairs(const Tensor<T, Host>& a, const Tensor<T, Host>& b, Tensor<T, Host>& out, F f) {
   using Acc = accumulate_t<T>;
+  if constexpr (std::is_same_v<T, Acc>) {  // nothing to widen or round: no copies through buffers
+    const T* first_in = a.data();
+    const T* second_in = b.data();
+    T* result = out.data();
+    parallel_for_chunks(a.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t i = begin; i < end; ++i) result[i] = f(first_in[i], second_in[i]);
+    });
+    return;
+  }
   parallel_for_chunks(a.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
     Acc x[map_block];
     Acc y[map_block];

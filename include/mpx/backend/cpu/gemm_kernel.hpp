@@ -15,15 +15,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <exception>
-#include <mutex>
 #include <type_traits>
 
 #include <Eigen/Core>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -151,29 +145,6 @@ bool native_bf16_products([[maybe_unused]] const S* a, [[maybe_unused]] std::int
   return false;
 }
 
-/// Runs `kernel()` with OpenMP's thread count set to 1, restored after: oneDNN otherwise threads a
-/// call made outside a parallel region itself (and its order of sums would follow the thread count),
-/// and plans a primitive made inside one for every thread there is. The count is an OpenMP setting of
-/// the calling task alone, so this is safe inside a parallel region too.
-template <class Kernel>
-void on_one_thread(const Kernel& kernel) {
-#ifdef _OPENMP
-  const int threads = omp_get_max_threads();
-  if (threads > 1) {
-    omp_set_num_threads(1);
-    try {
-      kernel();
-    } catch (...) {
-      omp_set_num_threads(threads);
-      throw;
-    }
-    omp_set_num_threads(threads);
-    return;
-  }
-#endif
-  kernel();
-}
-
 /// Frees what the kernels keep per calling thread between calls (oneDNN's bf16 primitives).
 inline void release_kernel_caches() noexcept {
 #if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
@@ -231,24 +202,14 @@ void run_products(std::int64_t batch, const ProductOf& product) {
   const std::int64_t row_tiles = (first.m + tiles.rows - 1) / tiles.rows;
   const std::int64_t col_tiles = (first.n + tiles.cols - 1) / tiles.cols;
   const std::int64_t per_product = row_tiles * col_tiles;
-  // An exception must not leave an OpenMP region (that terminates the program): the first one
-  // thrown by a tile is kept, the other tiles still run, and it is thrown again after the region.
-  std::exception_ptr failure;
-  std::once_flag failed;
-  parallel_for_chunks(batch * per_product, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t index = begin; index < end; ++index) try {
-        const std::int64_t tile = index % per_product;
-        const std::int64_t row = tile / col_tiles * tiles.rows;
-        const std::int64_t col = tile % col_tiles * tiles.cols;
-        const auto view =
-            product(index / per_product)
-                .tile(row, std::min(tiles.rows, first.m - row), col, std::min(tiles.cols, first.n - col));
-        on_one_thread([&] { product_on_this_thread(view); });
-      } catch (...) {
-        std::call_once(failed, [&] { failure = std::current_exception(); });
-      }
+  run_tasks(batch * per_product, [&](std::int64_t index) {
+    const std::int64_t tile = index % per_product;
+    const std::int64_t row = tile / col_tiles * tiles.rows;
+    const std::int64_t col = tile % col_tiles * tiles.cols;
+    product_on_this_thread(
+        product(index / per_product)
+            .tile(row, std::min(tiles.rows, first.m - row), col, std::min(tiles.cols, first.n - col)));
   });
-  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace mpx::cpu::detail

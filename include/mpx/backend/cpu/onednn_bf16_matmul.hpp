@@ -4,77 +4,17 @@
 /// @file
 /// @brief C += alpha op(A) op(B) for bf16 A and B and an fp32 C on oneDNN's matmul primitive, whose
 /// bf16 dot products (AVX512_BF16, AMX) multiply exactly and add in fp32, on the calling thread.
-/// Only with `MPX_HAS_ONEDNN` (oneDNN 2.x with its OpenMP runtime, what cmake/mpxOnednnTarget.cmake
-/// accepts); gemm_kernel.hpp decides when it may be used (bf16_exactness.hpp).
-
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_config.h>
-#include <oneapi/dnnl/dnnl_version.h>
-
-#if DNNL_VERSION_MAJOR != 2 || DNNL_CPU_THREADING_RUNTIME != DNNL_RUNTIME_OMP
-#error \
-    "mpx's CPU GEMM needs oneDNN 2.x built with its OpenMP runtime (Debian 12's libdnnl-dev); configure with -DMPX_ENABLE_ONEDNN=OFF for Eigen's kernel"
-#endif
+/// Only with `MPX_HAS_ONEDNN` (onednn_runtime.hpp); gemm_kernel.hpp decides when it may be used
+/// (bf16_exactness.hpp).
 
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <vector>
 
-#include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/backend/cpu/onednn_runtime.hpp"
 #include "mpx/error.hpp"
 
 namespace mpx::cpu::detail::onednn {
-
-inline void check(dnnl_status_t status, const char* call) {
-  if (status != dnnl_success) {
-    throw error(mpx::detail::concat("mpx::cpu::gemm: oneDNN's ", call, " failed with status ",
-                                    static_cast<int>(status)));
-  }
-}
-
-/// True when oneDNN runs bf16 matmuls on native dot-product instructions here (AVX512_BF16 or AMX;
-/// `DNNL_MAX_CPU_ISA` can lower what it uses). Elsewhere it would emulate them, slower than
-/// widening to fp32.
-inline bool has_native_bf16() {
-  static const bool native = [] {
-    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-    const auto bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
-    return (isa & bf16) == bf16;
-  }();
-  return native;
-}
-
-/// The engine and stream of the calling thread.
-class ThreadContext {
- public:
-  ThreadContext() {
-    check(dnnl_engine_create(&engine_, dnnl_cpu, 0), "dnnl_engine_create");
-    const dnnl_status_t status = dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags);
-    if (status != dnnl_success) dnnl_engine_destroy(engine_);
-    check(status, "dnnl_stream_create");
-  }
-  ~ThreadContext() {
-    dnnl_stream_destroy(stream_);
-    dnnl_engine_destroy(engine_);
-  }
-  ThreadContext(const ThreadContext&) = delete;
-  ThreadContext& operator=(const ThreadContext&) = delete;
-
-  [[nodiscard]] dnnl_engine_t engine() const noexcept { return engine_; }
-  [[nodiscard]] dnnl_stream_t stream() const noexcept { return stream_; }
-
-  /// A scratchpad of at least `bytes`, the thread's one (a primitive runs to its end before the next).
-  void* scratchpad(std::size_t bytes) {
-    if (scratchpad_.size() < bytes) scratchpad_.resize(bytes);
-    return scratchpad_.data();
-  }
-
- private:
-  dnnl_engine_t engine_ = nullptr;
-  dnnl_stream_t stream_ = nullptr;
-  std::vector<std::uint8_t> scratchpad_;
-};
 
 /// One tile's matmul: dst (fp32, row stride ldc) += alpha src (bf16) x weights (bf16), created once
 /// per shape, strides, transposes and alpha on each thread. The scratchpad is the caller's (user

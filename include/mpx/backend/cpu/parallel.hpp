@@ -8,7 +8,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /// `#pragma omp simd` where OpenMP is on, before loops of plain arithmetic: GCC's -O2 cost model
 /// leaves them scalar otherwise.
@@ -53,6 +59,47 @@ Value parallel_sum_chunks(std::int64_t count, std::int64_t grain, const Partial&
   Value total{};
   for (const Value& s : sums) total = total + s;
   return total;
+}
+
+/// @brief Runs `kernel()` with OpenMP's thread count set to 1, restored after: a library threaded
+/// with OpenMP (oneDNN) otherwise threads a call made outside a parallel region itself (and its order
+/// of sums would follow the thread count), and plans a primitive made inside one for every thread
+/// there is. The count is an OpenMP setting of the calling task alone, so this is safe inside a
+/// parallel region too.
+template <class Kernel>
+void on_one_thread(const Kernel& kernel) {
+#ifdef _OPENMP
+  const int threads = omp_get_max_threads();
+  if (threads > 1) {
+    omp_set_num_threads(1);
+    try {
+      kernel();
+    } catch (...) {
+      omp_set_num_threads(threads);
+      throw;
+    }
+    omp_set_num_threads(threads);
+    return;
+  }
+#endif
+  kernel();
+}
+
+/// @brief Runs task(i) for every i in [0, count), each on one thread (`on_one_thread`), the tasks in
+/// parallel. An exception must not leave an OpenMP region (that terminates the program): the first
+/// one a task throws is kept, the other tasks still run, and it is thrown again after the region.
+template <class Task>
+void run_tasks(std::int64_t count, const Task& task) {
+  std::exception_ptr failure;
+  std::once_flag failed;
+  parallel_for_chunks(count, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t index = begin; index < end; ++index) try {
+        on_one_thread([&] { task(index); });
+      } catch (...) {
+        std::call_once(failed, [&] { failure = std::current_exception(); });
+      }
+  });
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace mpx::cpu
