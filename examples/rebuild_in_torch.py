@@ -27,6 +27,15 @@ class Residual(torch.nn.Module):  # shortcut(x) + block(x), "block.*" and "short
         return self.shortcut(x) + self.block(x)
 
 
+class Concat(torch.nn.Module):  # a UNet's skip: [x, block(x)] along the last dimension (channels-last), "block.*"
+    def __init__(self, d):
+        super().__init__()
+        self.block = build(d["block"][0])
+
+    def forward(self, x):
+        return torch.cat([x, self.block(x)], dim=-1)
+
+
 class Linear(torch.nn.Linear):  # weight [out, in] as torch's, then the activation mpx fuses into it
     def __init__(self, d):
         super().__init__(d["in_features"], d["out_features"], bias=d["bias"])
@@ -87,7 +96,7 @@ def window(d):
                 padding=(d["padding_h"], d["padding_w"]))
 
 
-make = {"Sequential": Sequential, "Residual": Residual, "Linear": Linear, "Conv2d": Conv2d,
+make = {"Sequential": Sequential, "Residual": Residual, "Concat": Concat, "Linear": Linear, "Conv2d": Conv2d,
         "BatchNorm2d": lambda d: channels_last(torch.nn.BatchNorm2d(d["num_features"], d["eps"], d["momentum"])),
         "GroupNorm": lambda d: channels_last(torch.nn.GroupNorm(d["num_groups"], d["num_channels"], d["eps"])),
         "MaxPool2d": lambda d: channels_last(torch.nn.MaxPool2d(**window(d))),
@@ -106,13 +115,14 @@ def build(d):  # one entry of the metadata "model", and the layers inside it
     return make[d["kind"]](d)
 
 
-with safe_open(sys.argv[1], "pt") as f:  # metadata "model": what to build, layer by layer
-    model = build(json.loads(f.metadata()["model"])).eval()  # eval(): dropout off
-state = {k: v for k, v in load_file(sys.argv[1]).items() if not k.startswith("optimizer.")}
-missing, unexpected = model.load_state_dict(state, strict=False)  # mpx keeps no num_batches_tracked
-assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), (missing, unexpected)
-probe = load_file(sys.argv[2])  # a few inputs and the logits mpx computed for them in fp32
-with torch.no_grad():
-    error = ((model(probe["inputs"]) - probe["logits"]).abs().max() / probe["logits"].abs().max()).item()
-print(f"{model}\nmax |torch - mpx| / max |mpx| = {error:.2e}")
-sys.exit(0 if error <= 1e-5 else 1)
+if __name__ == "__main__":  # importable: tests build models with `build` too
+    with safe_open(sys.argv[1], "pt") as f:  # metadata "model": what to build, layer by layer
+        model = build(json.loads(f.metadata()["model"])).eval()  # eval(): dropout off
+    state = {k: v for k, v in load_file(sys.argv[1]).items() if not k.startswith("optimizer.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)  # mpx keeps no num_batches_tracked
+    assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), (missing, unexpected)
+    probe = load_file(sys.argv[2])  # a few inputs and the logits mpx computed for them in fp32
+    with torch.no_grad():
+        error = ((model(probe["inputs"]) - probe["logits"]).abs().max() / probe["logits"].abs().max()).item()
+    print(f"{model}\nmax |torch - mpx| / max |mpx| = {error:.2e}")
+    sys.exit(0 if error <= 1e-5 else 1)

@@ -34,7 +34,7 @@ def main():
     tool, scratch, script = sys.argv[1], sys.argv[2], sys.argv[3]
     subprocess.run([tool, "torch", scratch], check=True)
     failures = []
-    for name in ("mlp3", "mlp3_layer_norm", "char_gpt", "resnet"):
+    for name in ("mlp3", "mlp3_layer_norm", "char_gpt", "resnet", "unet"):
         checkpoint = os.path.join(scratch, f"{name}.safetensors")
         probe = os.path.join(scratch, f"{name}_probe.safetensors")
         result = subprocess.run([sys.executable, script, checkpoint, probe], capture_output=True, text=True)

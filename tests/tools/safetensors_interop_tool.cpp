@@ -8,7 +8,8 @@
 //       Fashion-MNIST MLP (784-512-256-10) and the same with LayerNorms a few steps in bf16, saves
 //       checkpoints <name>.safetensors, loads their weights into fp32 models and writes a few inputs
 //       with those models' logits to <name>_probe.safetensors (name: mlp3, mlp3_layer_norm); and the
-//       same for a small char-GPT (name: char_gpt; inputs are int32 token ids, logits [3, 16, 23])
+//       same for a small char-GPT (name: char_gpt; inputs are int32 token ids, logits [3, 16, 23]),
+//       a small ResNet (name: resnet) and a two-level UNet (name: unet; its "logits" are images)
 // The reference values are the same formulas in both languages; every one is exact in its dtype.
 #include <algorithm>
 #include <cstdint>
@@ -238,6 +239,57 @@ void write_resnet_case(const std::filesystem::path& directory) {
   std::printf("resnet: checkpoint and probe written\n");
 }
 
+/// A two-level UNet over 16 x 16 images: each level's activation concatenated (`Concat`) with the
+/// upsampled output of the level below; max and average pooling, BatchNorm, GroupNorm, ReLU and SiLU.
+template <class P>
+auto small_unet() {
+  using L = mpx::nn::layers<P>;
+  return mpx::nn::Sequential{
+      L::conv2d(1, 8, 3, {.padding = 1}), L::relu(),
+      mpx::nn::Concat{mpx::nn::Sequential{
+          L::max_pool2d(2), L::conv2d(8, 16, 3, {.padding = 1, .bias = false}), L::batch_norm2d(16),
+          L::relu(),
+          mpx::nn::Concat{mpx::nn::Sequential{L::avg_pool2d(2), L::conv2d(16, 16, 3, {.padding = 1}),
+                                              L::silu(), L::upsample(2)}},
+          L::conv2d(32, 16, 3, {.padding = 1}), L::group_norm(4, 16), L::silu(), L::upsample(2)}},
+      L::conv2d(24, 1, 3, {.padding = 1})};
+}
+
+/// The UNet trained 3 steps in bf16 to mirror its images (MSE), so that BatchNorm's running
+/// statistics move; the probe holds the fp32 model's output images in evaluation mode as "logits".
+void write_unet_case(const std::filesystem::path& directory) {
+  const auto images = [](std::int64_t count, std::uint32_t seed) {
+    const mpx::Tensor<float> x = pixels(count, seed);
+    mpx::Tensor<float> out(mpx::Shape{count, 16, 16, 1});  // each image: the first 256 of a row's 784 values
+    for (std::int64_t i = 0; i < out.numel(); ++i) out[i] = x[(i / 256) * 784 + i % 256];
+    return out;
+  };
+  auto model = small_unet<mpx::bf16_mixed>();
+  model.initialize(17);
+  auto loss = mpx::nn::layers<mpx::bf16_mixed>::mse_loss();
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2});
+  mpx::Trainer trainer(model, loss, optimizer);
+  for (std::uint32_t step = 0; step < 3; ++step) {
+    const mpx::Tensor<float> x = images(8, step);
+    mpx::Tensor<float> mirrored(x.shape());
+    for (std::int64_t i = 0; i < x.numel(); ++i) mirrored[i] = x[(i / 16) * 16 + 15 - i % 16];
+    (void)trainer.step(x, mirrored);
+  }
+  const std::filesystem::path checkpoint = directory / "unet.safetensors";
+  mpx::io::save_checkpoint(checkpoint, trainer);
+
+  auto fp32_model = small_unet<mpx::fp32>();
+  mpx::io::load_weights(fp32_model, checkpoint);
+  const mpx::nn::EvaluationMode evaluating(fp32_model);
+  const mpx::Tensor<float> inputs = images(4, 99);
+  const mpx::Tensor<float>& outputs = fp32_model.forward(inputs);
+  const std::vector<mpx::io::TensorToWrite> tensors{
+      {"inputs", Dtype::F32, {4, 16, 16, 1}, std::as_bytes(inputs.values())},
+      {"logits", Dtype::F32, {4, 16, 16, 1}, std::as_bytes(outputs.values())}};
+  mpx::io::save_safetensors(directory / "unet_probe.safetensors", tensors);
+  std::printf("unet: checkpoint and probe written\n");
+}
+
 void write_torch_cases(const std::filesystem::path& directory) {
   std::filesystem::create_directories(directory);
   auto mlp = mpx::experiment::mlp3<mpx::bf16_mixed>(784, 512, 256, 10);
@@ -250,6 +302,7 @@ void write_torch_cases(const std::filesystem::path& directory) {
   write_torch_case(directory, "mlp3_layer_norm", normed, normed_fp32);
   write_char_gpt_case(directory);
   write_resnet_case(directory);
+  write_unet_case(directory);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "mpx/backend/cpu/activation.hpp"
 #include "mpx/backend/cpu/attention.hpp"
 #include "mpx/backend/cpu/batch_norm.hpp"
+#include "mpx/backend/cpu/channel_concat.hpp"
 #include "mpx/backend/cpu/conv2d.hpp"
 #include "mpx/backend/cpu/dropout.hpp"
 #include "mpx/backend/cpu/elementwise.hpp"
@@ -133,6 +134,8 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(group_norm_backward);
   MPX_DETAIL_FORWARD_TO_CPU(upsample_nearest_forward);
   MPX_DETAIL_FORWARD_TO_CPU(upsample_nearest_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(concat_channels);
+  MPX_DETAIL_FORWARD_TO_CPU(split_channels);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.
