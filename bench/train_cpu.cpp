@@ -11,11 +11,17 @@
 // same precision, run by bench/peers/torch_char_gpt.py in the same invocation with the same threads
 // (`--torch PYTHON`; skipped, saying so, without it), and reports activation memory per token.
 //
+// The ResNet workload (mpx/experiment/resnet.hpp: ResNet-8 for 28 x 28 x 1 channels-last images,
+// stem 16 channels, stages 32-64-128, batch 128, SGD with Nesterov momentum 0.9 and weight decay 5e-4, as
+// examples/resnet.cpp trains it) is timed the same way in fp32, tf32, bf16_mixed and fp16_mixed against
+// bench/peers/torch_resnet_step.py (channels_last torch.nn, eager fp32 and autocast; PyTorch has no
+// tf32 on the CPU, so that row has no peer).
+//
 // `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision, `--steps`
 // times (200 by default) after 3 warm-up steps, and prints its median: the process to sample with
 // `perf record -e cpu-clock` (scripts/profile_char_gpt.sh turns both sides into a table per operation).
 //
-// Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|all] [--torch PYTHON]
+// Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|resnet|all] [--torch PYTHON]
 //                  [--profile PRECISION]
 #include <array>
 #include <cmath>
@@ -25,6 +31,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/hana/for_each.hpp>
@@ -33,6 +40,7 @@
 
 #include "mpx/experiment/char_gpt.hpp"
 #include "mpx/experiment/models.hpp"
+#include "mpx/experiment/resnet.hpp"
 #include "mpx/mpx.hpp"
 #include "report.hpp"
 
@@ -148,76 +156,125 @@ Result measure(const Workload& w, const Batch& batch, double reference_loss) {
   return result;
 }
 
-// ---- char-GPT ---------------------------------------------------------------------------------------
+// ---- Workloads against a PyTorch peer: char-GPT and ResNet ----------------------------------------
+
+// A workload timed against its PyTorch peer in the same run, with the same threads. A step processes
+// `items` of `unit` (tokens, samples): what throughput and activation memory count.
+struct PeerWorkload {
+  std::string name, title, unit, optimizer;
+  std::int64_t items;
+  std::string peer;  // the peer's script in bench/peers and its arguments (the model's shape)
+  int timed_steps;
+};
+
+struct PeerResult {
+  std::string workload, unit, optimizer, precision;
+  double step_ms = 0, items_per_second = 0, ratio_to_fp32 = 0, torch_ms = 0, ratio_to_torch = 0;
+  double activation_bytes_per_item = 0, first_loss = 0;
+};
 
 constexpr mpx::experiment::GptShape k_gpt{.vocabulary = 96, .context = 64, .width = 128, .heads = 4};
 constexpr std::int64_t k_gpt_batch = 16;
 
-struct GptResult {
-  std::string precision;
-  double step_ms = 0, tokens_per_second = 0, ratio_to_fp32 = 0, torch_ms = 0, ratio_to_torch = 0;
-  double activation_bytes_per_token = 0, first_loss = 0;
-};
-
-// The char-GPT's batch: random ids and targets from a fixed seed, the same for every precision.
-struct GptBatch {
-  mpx::Tensor<std::int32_t> ids, targets;
-};
-
-GptBatch make_gpt_batch() {
-  GptBatch batch{mpx::Tensor<std::int32_t>(mpx::Shape{k_gpt_batch, k_gpt.context}),
-                 mpx::Tensor<std::int32_t>(mpx::Shape{k_gpt_batch, k_gpt.context})};
-  std::mt19937 rng(11);
-  for (auto& id : batch.ids.values()) id = std::int32_t(rng() % std::uint32_t(k_gpt.vocabulary));
-  for (auto& id : batch.targets.values()) id = std::int32_t(rng() % std::uint32_t(k_gpt.vocabulary));
-  return batch;
+PeerWorkload char_gpt_workload(int timed_steps) {
+  return {"char_gpt",
+          "char-GPT (4 blocks, width " + std::to_string(k_gpt.width) + ", " + std::to_string(k_gpt.heads) +
+              " heads, context " + std::to_string(k_gpt.context) + ", batch " + std::to_string(k_gpt_batch) +
+              ", vocabulary " + std::to_string(k_gpt.vocabulary) + ")",
+          "token",
+          "AdamW",
+          k_gpt_batch * k_gpt.context,
+          "torch_char_gpt.py bench --batch " + std::to_string(k_gpt_batch) + " --context " +
+              std::to_string(k_gpt.context) + " --width " + std::to_string(k_gpt.width) + " --heads " +
+              std::to_string(k_gpt.heads) + " --vocabulary " + std::to_string(k_gpt.vocabulary),
+          timed_steps};
 }
 
-// A char-GPT in precision P with its trainer, initialised from seed 5.
+// A char-GPT in precision P with its trainer, initialised from seed 5, and its batch: random ids and
+// targets from seed 11, the same for every precision.
 template <class P>
 struct GptRun {
   decltype(mpx::experiment::char_gpt<P>(k_gpt)) model = mpx::experiment::char_gpt<P>(k_gpt);
   decltype(mpx::nn::layers<P>::softmax_cross_entropy()) loss;
   mpx::optim::AdamW<decltype(model)> optimizer{model, {.lr = 1e-3}};
   mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{model, loss, optimizer};
-  GptRun() { model.initialize(5); }
+  mpx::Tensor<std::int32_t> ids{mpx::Shape{k_gpt_batch, k_gpt.context}};
+  mpx::Tensor<std::int32_t> targets{mpx::Shape{k_gpt_batch, k_gpt.context}};
+  GptRun() {
+    model.initialize(5);
+    std::mt19937 rng(11);
+    for (auto& id : ids.values()) id = std::int32_t(rng() % std::uint32_t(k_gpt.vocabulary));
+    for (auto& id : targets.values()) id = std::int32_t(rng() % std::uint32_t(k_gpt.vocabulary));
+  }
+  mpx::StepResult step() { return trainer.step(ids, targets); }
 };
 
+constexpr std::int64_t k_resnet_batch = 128, k_resnet_width = 16, k_resnet_classes = 10;
+
+PeerWorkload resnet_workload(int timed_steps) {
+  return {"resnet",
+          "ResNet-8 (28 x 28 x 1 channels-last images, stem " + std::to_string(k_resnet_width) + ", stages " +
+              std::to_string(2 * k_resnet_width) + "-" + std::to_string(4 * k_resnet_width) + "-" +
+              std::to_string(8 * k_resnet_width) + ", batch " + std::to_string(k_resnet_batch) +
+              "; SGD, Nesterov momentum 0.9, weight decay 5e-4)",
+          "sample",
+          "SGD (lr 0.1, momentum 0.9, Nesterov, weight decay 5e-4)",
+          k_resnet_batch,
+          "torch_resnet_step.py --batch " + std::to_string(k_resnet_batch) + " --width " +
+              std::to_string(k_resnet_width) + " --classes " + std::to_string(k_resnet_classes),
+          timed_steps};
+}
+
+// ResNet-8 (mpx/experiment/resnet.hpp) in precision P, initialised from seed 5, trained as
+// examples/resnet.cpp trains it, on the MLPs' random batch (seed 11) as [N, 28, 28, 1] images. The
+// images stay fp32, as the peer's: the trainer rounds them to the compute type in the step, as
+// autocast does in the peer's first convolution.
 template <class P>
-GptResult measure_gpt(const GptBatch& batch, double reference_loss, int timed_steps) {
-  GptResult result{std::string(P::name)};
-  GptRun<P> run;
-  auto& trainer = run.trainer;
-  const auto& ids = batch.ids;
-  const auto& targets = batch.targets;
-  result.first_loss = trainer.step(ids, targets).loss;  // allocates, and measures memory
+struct ResnetRun {
+  decltype(mpx::experiment::resnet<P>(0, 0)) model =
+      mpx::experiment::resnet<P>(k_resnet_width, k_resnet_classes);
+  decltype(mpx::nn::layers<P>::softmax_cross_entropy()) loss;
+  mpx::optim::SGD<decltype(model)> optimizer{
+      model, {.lr = 0.1, .momentum = 0.9, .weight_decay = 5e-4, .nesterov = true}};
+  mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{model, loss, optimizer};
+  Batch batch = make_batch({"resnet", {28 * 28, 0, 0, k_resnet_classes}, k_resnet_batch, 0});
+  ResnetRun() {
+    model.initialize(5);
+    batch.inputs.reshape(mpx::Shape{k_resnet_batch, 28, 28, 1});
+  }
+  mpx::StepResult step() { return trainer.step(batch.inputs, batch.labels); }
+};
+
+template <template <class> class Run, class P>
+PeerResult measure_against_peer(const PeerWorkload& w, double reference_loss) {
+  PeerResult result{w.name, w.unit, w.optimizer, std::string(P::name)};
+  Run<P> run;
+  result.first_loss = run.step().loss;  // allocates, and measures memory
   // The same check as the MLPs': a fresh model's first loss within 5% of the fp64 model's.
   if (!(std::abs(result.first_loss - reference_loss) <= 0.05 * reference_loss)) {
-    std::fprintf(stderr, "train_cpu: char_gpt %s first-step loss %.6f differs from the fp64 reference %.6f\n",
-                 result.precision.c_str(), result.first_loss, reference_loss);
+    std::fprintf(stderr, "train_cpu: %s %s first-step loss %.6f differs from the fp64 reference %.6f\n",
+                 w.name.c_str(), result.precision.c_str(), result.first_loss, reference_loss);
     std::exit(EXIT_FAILURE);
   }
-  trainer.step(ids, targets);  // warm caches
+  run.step();  // warm caches
   std::vector<double> samples;
-  for (int s = 0; s < timed_steps; ++s) {
+  for (int s = 0; s < w.timed_steps; ++s) {
     const auto start = mpx::bench::Clock::now();
-    trainer.step(ids, targets);
+    run.step();
     samples.push_back(mpx::bench::elapsed_ms(start));
   }
   result.step_ms = mpx::bench::median(samples);
-  result.tokens_per_second = double(k_gpt_batch * k_gpt.context) / (result.step_ms * 1e-3);
-  result.activation_bytes_per_token =
-      double(trainer.first_step_memory().activations) / double(k_gpt_batch * k_gpt.context);
+  result.items_per_second = double(w.items) / (result.step_ms * 1e-3);
+  result.activation_bytes_per_item = double(run.trainer.first_step_memory().activations) / double(w.items);
   return result;
 }
 
-// PyTorch's medians for the same workload, from the peer in a child process: {precision: ms}.
-std::vector<std::pair<std::string, double>> torch_gpt_ms(const std::string& python, int steps) {
-  const std::string command =
-      python + " " + MPX_BENCH_PEERS_DIR + "/torch_char_gpt.py bench --batch " + std::to_string(k_gpt_batch) +
-      " --context " + std::to_string(k_gpt.context) + " --width " + std::to_string(k_gpt.width) +
-      " --heads " + std::to_string(k_gpt.heads) + " --vocabulary " + std::to_string(k_gpt.vocabulary) +
-      " --steps " + std::to_string(steps) + " --threads " + std::to_string(mpx::bench::openmp_threads());
+// PyTorch's medians for the same workload, from the peer in a child process (its JSON line's
+// "step_ms" object): {precision: ms} for the precisions it runs; none, after saying so, when it fails.
+std::vector<std::pair<std::string, double>> torch_step_ms(const std::string& python, const PeerWorkload& w) {
+  const std::string command = python + " " + MPX_BENCH_PEERS_DIR + "/" + w.peer + " --steps " +
+                              std::to_string(w.timed_steps) + " --threads " +
+                              std::to_string(mpx::bench::openmp_threads());
   std::FILE* pipe = popen(command.c_str(), "r");
   std::string output;
   if (pipe != nullptr) {
@@ -225,35 +282,83 @@ std::vector<std::pair<std::string, double>> torch_gpt_ms(const std::string& pyth
     while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
     if (pclose(pipe) != 0) output.clear();
   }
+  const auto begin = output.find("\"step_ms\": {");
+  const std::string step_ms =
+      begin == std::string::npos ? "" : output.substr(begin, output.find('}', begin) - begin);
   std::vector<std::pair<std::string, double>> ms;
-  for (const char* precision : {"fp32", "bf16_mixed", "fp16_mixed"}) {
+  for (const char* precision : {"fp32", "tf32", "bf16_mixed", "fp16_mixed"}) {
     const std::string key = std::string("\"") + precision + "\": ";
-    const auto at = output.find(key);
-    if (at != std::string::npos) ms.emplace_back(precision, std::atof(output.c_str() + at + key.size()));
+    const auto at = step_ms.find(key);
+    if (at != std::string::npos) ms.emplace_back(precision, std::atof(step_ms.c_str() + at + key.size()));
   }
-  if (ms.size() != 3)
-    std::fprintf(stderr, "train_cpu: the PyTorch peer (%s) gave no result\n", command.c_str());
+  if (ms.empty()) std::fprintf(stderr, "train_cpu: the PyTorch peer (%s) gave no result\n", command.c_str());
   return ms;
 }
 
-std::string gpt_json(const std::vector<GptResult>& results) {
+// Times workload `w` (Run<P> for each P of `precisions`, after the fp64 model's first loss as the
+// reference) and its PyTorch peer, prints a row per precision and appends them to `results`.
+template <template <class> class Run, class Precisions>
+void run_against_peer(const PeerWorkload& w, Precisions precisions, const std::string& torch_python,
+                      std::vector<PeerResult>& results) {
+  std::printf("\n%s\n", w.title.c_str());
+  const auto torch_ms =
+      torch_python.empty() ? std::vector<std::pair<std::string, double>>{} : torch_step_ms(torch_python, w);
+  if (torch_python.empty()) std::printf("(no --torch PYTHON: PyTorch peer not run)\n");
+  std::printf("%-11s %9s %10s %8s %13s %9s %16s\n", "precision", "ms/step", (w.unit + "s/s").c_str(),
+              "vs fp32", "torch ms/step", "vs torch", ("act bytes/" + w.unit).c_str());
+  const double reference_loss = Run<mpx::fp64>().step().loss;
+  const std::size_t first = results.size();
+  boost::hana::for_each(precisions, [&](auto type) {
+    using P = typename decltype(type)::type;
+    PeerResult r = measure_against_peer<Run, P>(w, reference_loss);
+    r.ratio_to_fp32 = results.size() > first ? results[first].step_ms / r.step_ms : 1.0;
+    char torch_column[32] = "-", ratio_column[32] = "-";  // PyTorch has no tf32 on the CPU
+    for (const auto& [precision, ms] : torch_ms) {
+      if (precision == r.precision) {
+        r.torch_ms = ms;
+        r.ratio_to_torch = ms / r.step_ms;
+        std::snprintf(torch_column, sizeof torch_column, "%.2f", r.torch_ms);
+        std::snprintf(ratio_column, sizeof ratio_column, "%.2fx", r.ratio_to_torch);
+      }
+    }
+    std::printf("%-11s %9.2f %10.0f %7.2fx %13s %9s %16.0f\n", r.precision.c_str(), r.step_ms,
+                r.items_per_second, r.ratio_to_fp32, torch_column, ratio_column, r.activation_bytes_per_item);
+    std::fflush(stdout);
+    results.push_back(r);
+  });
+  for (std::size_t i = first + 1; i < results.size(); ++i) {
+    if (!results[i].precision.ends_with("_mixed")) continue;
+    std::printf(
+        "  %s %s activations per %s: %.1f%% below fp32 (bar: >= 45%%)\n", w.name.c_str(),
+        results[i].precision.c_str(), w.unit.c_str(),
+        100.0 * (1.0 - results[i].activation_bytes_per_item / results[first].activation_bytes_per_item));
+  }
+}
+
+std::string peer_json(const std::vector<PeerResult>& results) {
   std::string out;
-  char line[512];
+  char line[768];
   for (std::size_t i = 0; i < results.size(); ++i) {
-    const GptResult& r = results[i];
-    std::snprintf(line, sizeof line,
-                  "    {\"workload\": \"char_gpt\", \"precision\": \"%s\", \"step_ms\": %.4f, "
-                  "\"tokens_per_second\": %.1f, \"ratio_to_fp32\": %.4f, \"torch_step_ms\": %.4f, "
-                  "\"ratio_to_torch\": %.4f, \"activation_bytes_per_token\": %.1f, \"first_loss\": %.6f}%s\n",
-                  r.precision.c_str(), r.step_ms, r.tokens_per_second, r.ratio_to_fp32, r.torch_ms,
-                  r.ratio_to_torch, r.activation_bytes_per_token, r.first_loss,
-                  i + 1 < results.size() ? "," : "");
+    const PeerResult& r = results[i];
+    char torch_ms[32] = "null", ratio[32] = "null";  // no peer, or none for this precision
+    if (r.torch_ms > 0) {
+      std::snprintf(torch_ms, sizeof torch_ms, "%.4f", r.torch_ms);
+      std::snprintf(ratio, sizeof ratio, "%.4f", r.ratio_to_torch);
+    }
+    std::snprintf(
+        line, sizeof line,
+        "    {\"workload\": \"%s\", \"precision\": \"%s\", \"optimizer\": \"%s\", \"step_ms\": %.4f, "
+        "\"%ss_per_second\": %.1f, \"ratio_to_fp32\": %.4f, \"torch_step_ms\": %s, "
+        "\"ratio_to_torch\": %s, \"activation_bytes_per_%s\": %.1f, \"first_loss\": %.6f}%s\n",
+        r.workload.c_str(), r.precision.c_str(), r.optimizer.c_str(), r.step_ms, r.unit.c_str(),
+        r.items_per_second, r.ratio_to_fp32, torch_ms, ratio, r.unit.c_str(), r.activation_bytes_per_item,
+        r.first_loss, i + 1 < results.size() ? "," : "");
     out += line;
   }
   return out;
 }
 
-std::string to_json(const std::vector<Result>& results, const std::vector<GptResult>& gpt) {
+std::string to_json(const std::vector<Result>& results, const std::vector<PeerResult>& peer_results) {
   std::string out = "{\n  \"benchmark\": \"train_cpu\",\n  \"machine\": " + mpx::bench::machine_json() +
                     ",\n  \"statistic\": \"median\",\n  \"optimizer\": \"AdamW\",\n  \"results\": [\n";
   char line[512];
@@ -266,22 +371,21 @@ std::string to_json(const std::vector<Result>& results, const std::vector<GptRes
         "\"peak_bytes\": %lld, \"first_loss\": %.6f, \"fp64_first_loss\": %.6f}%s\n",
         r.workload.c_str(), r.precision.c_str(), r.step_ms, r.samples_per_second, r.ratio_to_fp32, r.gemm_ms,
         r.gemm_share, static_cast<long long>(r.activation_bytes), static_cast<long long>(r.peak_bytes),
-        r.first_loss, r.reference_loss, i + 1 < results.size() || !gpt.empty() ? "," : "");
+        r.first_loss, r.reference_loss, i + 1 < results.size() || !peer_results.empty() ? "," : "");
     out += line;
   }
-  return out + gpt_json(gpt) + "  ]\n}\n";
+  return out + peer_json(peer_results) + "  ]\n}\n";
 }
 
 // The char-GPT step of precision P alone, `steps` times after 3 warm-up steps: the profiled process.
 template <class P>
 int profile_gpt(int steps) {
-  const GptBatch batch = make_gpt_batch();
   GptRun<P> run;
-  for (int s = 0; s < 3; ++s) run.trainer.step(batch.ids, batch.targets);
+  for (int s = 0; s < 3; ++s) run.step();
   std::vector<double> samples;
   for (int s = 0; s < steps; ++s) {
     const auto start = mpx::bench::Clock::now();
-    run.trainer.step(batch.ids, batch.targets);
+    run.step();
     samples.push_back(mpx::bench::elapsed_ms(start));
   }
   std::printf("char_gpt %s: %d steps, median %.3f ms/step (%d threads)\n", P::name.data(), steps,
@@ -312,7 +416,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "train_cpu: unknown argument '%s'; usage: train_cpu [--json PATH] [--steps N] "
-                   "[--workload mlp|char_gpt|all] [--torch PYTHON] [--profile PRECISION]\n",
+                   "[--workload mlp|char_gpt|resnet|all] [--torch PYTHON] [--profile PRECISION]\n",
                    argv[i]);
       return EXIT_FAILURE;
     }
@@ -327,12 +431,19 @@ int main(int argc, char** argv) {
   }
   const bool run_mlp = workload == "all" || workload == "mlp";
   const bool run_gpt = workload == "all" || workload == "char_gpt";
+  const bool run_resnet = workload == "all" || workload == "resnet";
+  if (!run_mlp && !run_gpt && !run_resnet) {
+    std::fprintf(stderr, "train_cpu: --workload %s: expected mlp, char_gpt, resnet or all\n",
+                 workload.c_str());
+    return EXIT_FAILURE;
+  }
   const std::vector<Workload> workloads{
       {"fashion_mnist_mlp", {784, 512, 256, 10}, 128, steps > 0 ? steps : 60},
       {"wide_mlp", {1024, 4096, 4096, 10}, 256, steps > 0 ? steps : 8}};
-  std::printf("training step on the CPU: %s\n\n", mpx::bench::machine_line().c_str());
-  std::printf("%-18s %-11s %9s %10s %8s %8s %11s %10s %9s\n", "workload", "precision", "ms/step", "samples/s",
-              "vs fp32", "GEMM %", "activations", "peak", "loss");
+  std::printf("training step on the CPU: %s\n", mpx::bench::machine_line().c_str());
+  if (run_mlp)
+    std::printf("\n%-18s %-11s %9s %10s %8s %8s %11s %10s %9s\n", "workload", "precision", "ms/step",
+                "samples/s", "vs fp32", "GEMM %", "activations", "peak", "loss");
   std::vector<Result> results;
   for (const Workload& w : run_mlp ? workloads : std::vector<Workload>{}) {
     const Batch batch = make_batch(w);
@@ -357,43 +468,18 @@ int main(int argc, char** argv) {
           100.0 * (1.0 - double(results[i].activation_bytes) / double(results[first].activation_bytes)));
     }
   }
-  std::vector<GptResult> gpt;
+  std::vector<PeerResult> peer_results;
+  const int peer_steps = steps > 0 ? steps : 10;
   if (run_gpt) {
-    const int gpt_steps = steps > 0 ? steps : 10;
-    std::printf("\nchar-GPT (4 blocks, width %lld, %lld heads, context %lld, batch %lld, vocabulary %lld)\n",
-                static_cast<long long>(k_gpt.width), static_cast<long long>(k_gpt.heads),
-                static_cast<long long>(k_gpt.context), static_cast<long long>(k_gpt_batch),
-                static_cast<long long>(k_gpt.vocabulary));
-    const auto torch_ms = torch_python.empty() ? std::vector<std::pair<std::string, double>>{}
-                                               : torch_gpt_ms(torch_python, gpt_steps);
-    if (torch_python.empty()) std::printf("(no --torch PYTHON: PyTorch peer not run)\n");
-    std::printf("%-11s %9s %10s %8s %12s %9s %14s\n", "precision", "ms/step", "tokens/s", "vs fp32",
-                "torch ms/step", "vs torch", "act bytes/token");
-    const GptBatch batch = make_gpt_batch();
-    GptRun<mpx::fp64> reference;
-    const double reference_loss = reference.trainer.step(batch.ids, batch.targets).loss;
-    boost::hana::for_each(boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed>, [&](auto type) {
-      using P = typename decltype(type)::type;
-      GptResult r = measure_gpt<P>(batch, reference_loss, gpt_steps);
-      r.ratio_to_fp32 = gpt.empty() ? 1.0 : gpt.front().step_ms / r.step_ms;
-      for (const auto& [precision, ms] : torch_ms) {
-        if (precision == r.precision) {
-          r.torch_ms = ms;
-          r.ratio_to_torch = ms / r.step_ms;
-        }
-      }
-      std::printf("%-11s %9.2f %10.0f %7.2fx %12.2f %8.2fx %14.0f\n", r.precision.c_str(), r.step_ms,
-                  r.tokens_per_second, r.ratio_to_fp32, r.torch_ms, r.ratio_to_torch,
-                  r.activation_bytes_per_token);
-      std::fflush(stdout);
-      gpt.push_back(r);
-    });
-    for (std::size_t i = 1; i < gpt.size(); ++i) {
-      std::printf("  char_gpt %s activations per token: %.1f%% below fp32 (bar: >= 45%%)\n",
-                  gpt[i].precision.c_str(),
-                  100.0 * (1.0 - gpt[i].activation_bytes_per_token / gpt[0].activation_bytes_per_token));
-    }
+    run_against_peer<GptRun>(char_gpt_workload(peer_steps),
+                             boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed>, torch_python,
+                             peer_results);
   }
-  mpx::bench::write_json(json_path, to_json(results, gpt));
+  if (run_resnet) {
+    run_against_peer<ResnetRun>(resnet_workload(peer_steps),
+                                boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::bf16_mixed, mpx::fp16_mixed>,
+                                torch_python, peer_results);
+  }
+  mpx::bench::write_json(json_path, to_json(results, peer_results));
   return EXIT_SUCCESS;
 }

@@ -110,5 +110,6 @@
 #include "mpx/experiment/models.hpp"
 #include "mpx/experiment/progress.hpp"
 #include "mpx/experiment/records.hpp"
+#include "mpx/experiment/resnet.hpp"
 #include "mpx/experiment/sweep.hpp"
 #include "mpx/experiment/usage.hpp"

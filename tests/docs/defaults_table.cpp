@@ -535,6 +535,16 @@ Table batcher() {
   t.add({"`Batcher`", "`.shard`",
          concat("`{.index = ", batcher.shard.index, ", .count = ", batcher.shard.count, "}`"),
          "this process's part of each batch (data parallel)", "torch shards with a `DistributedSampler`"});
+  const mpx::data::ImageAugmentation& augmentation = batcher.augmentation;
+  t.add({"`Batcher`", "`.augmentation.crop_padding`", code_number(augmentation.crop_padding),
+         "pixels of padding on each side before a random crop back to the image's size; 0: no crop",
+         "torchvision `RandomCrop(size, padding=p)`, a transform of its own"});
+  t.add({"`Batcher`", "`.augmentation.padding_value`", code_number(augmentation.padding_value),
+         "the padded pixels' value, in the dataset's normalised units",
+         versus(augmentation.padding_value, 0, "RandomCrop(fill)", "torch pads before `Normalize`")});
+  t.add({"`Batcher`", "`.augmentation.horizontal_flip`", code_number(augmentation.horizontal_flip),
+         "mirror left to right with probability 1/2, after the crop",
+         "torchvision `RandomHorizontalFlip(p=0.5)`, a transform of its own"});
   return t;
 }
 
