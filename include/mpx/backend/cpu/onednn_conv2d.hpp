@@ -10,8 +10,8 @@
 /// Activations are mpx's channels-last tensors as they are (`nhwc`); weights are mpx's
 /// [O, KH, KW, C / groups] (`ohwi`, `gohwi` with groups), reordered on each call into the blocked
 /// layout the primitive chose (the plain one makes oneDNN fall back to its reference code, about a
-/// thousand times slower), and weight gradients reordered back. A geometry oneDNN only has its
-/// reference implementation for is reported unsupported (`Conv2dPrimitive::supported`), and the
+/// thousand times slower), and weight gradients reordered back. A geometry oneDNN has no code for,
+/// or only its reference code, is reported unsupported (`Conv2dPrimitive::supported`), and the
 /// caller takes mpx's patch gathers instead.
 
 #include <array>
@@ -94,6 +94,7 @@ class Conv2dPrimitive {
               padding, padding),
           "dnnl_dilated_convolution_forward_desc_init");
     DescriptorHandle forward = primitive_descriptor(&forward_op, context);
+    if (forward == nullptr) return;  // no implementation: unsupported, the caller takes the patches
     DescriptorHandle descriptor{nullptr, &dnnl_primitive_desc_destroy};
     dnnl_convolution_desc_t op;
     switch (key.pass) {
@@ -113,6 +114,7 @@ class Conv2dPrimitive {
         descriptor = primitive_descriptor(&op, context, forward.get());
         break;
     }
+    if (descriptor == nullptr) return;
     const std::string_view implementation = implementation_name(descriptor.get());
     supported_ = implementation.substr(0, 3) != "ref";
     if (!supported_) return;
@@ -137,7 +139,8 @@ class Conv2dPrimitive {
     if (key.bias && key.pass == Conv2dPass::forward) bias_ = unbound_memory(&bias, context.engine());
   }
 
-  /// @brief Whether oneDNN has more than its reference code for this key (else nothing else works).
+  /// @brief Whether oneDNN has more than its reference code for this key; when not, nothing else of
+  /// this object may be used.
   [[nodiscard]] bool supported() const noexcept { return supported_; }
 
   /// @brief y = conv(x, weights) (+ bias), for the key's images.

@@ -113,13 +113,16 @@ class UserScratchpadAttributes {
   dnnl_primitive_attr_t attr_ = nullptr;
 };
 
-/// The descriptor of the primitive for operation `op` (a `dnnl_*_desc_t`), with a user scratchpad.
+/// The descriptor of the primitive for operation `op` (a `dnnl_*_desc_t`), with a user scratchpad;
+/// a null handle where oneDNN has no implementation for it (`dnnl_unimplemented`).
 inline DescriptorHandle primitive_descriptor(const void* op, const ThreadContext& context,
                                              const_dnnl_primitive_desc_t hint = nullptr) {
   const UserScratchpadAttributes attr;
   dnnl_primitive_desc_t descriptor = nullptr;
-  check(dnnl_primitive_desc_create(&descriptor, op, attr.get(), context.engine(), hint),
-        "dnnl_primitive_desc_create");
+  const dnnl_status_t status =
+      dnnl_primitive_desc_create(&descriptor, op, attr.get(), context.engine(), hint);
+  if (status == dnnl_unimplemented) return DescriptorHandle(nullptr, &dnnl_primitive_desc_destroy);
+  check(status, "dnnl_primitive_desc_create");
   return DescriptorHandle(descriptor, &dnnl_primitive_desc_destroy);
 }
 
