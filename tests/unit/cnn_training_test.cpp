@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/model_state.hpp"
 #include "../support/temp_dir.hpp"
 #include "mpx/mpx.hpp"
 
@@ -52,19 +53,6 @@ auto small_cnn() {
                              L::max_pool2d(2),
                              L::global_avg_pool2d(),
                              L::linear(8, 2)};
-}
-
-// Every master weight and every buffer, as bytes.
-template <class Model>
-std::vector<unsigned char> state_bytes(Model& model) {
-  std::vector<unsigned char> bytes;
-  const auto append = [&](const auto& tensor) {
-    const auto* data = reinterpret_cast<const unsigned char*>(tensor.data());
-    bytes.insert(bytes.end(), data, data + tensor.size_bytes());
-  };
-  model.for_each_parameter([&](std::string_view, auto& p) { append(p.master()); });
-  model.for_each_buffer([&](std::string_view, auto& buffer) { append(buffer); });
-  return bytes;
 }
 
 template <class P>
@@ -128,7 +116,8 @@ TEST_CASE("Resuming a CNN from a checkpoint is bit-identical, running statistics
   mpx::Trainer trainer(model, loss, optimizer);
   (void)mpx::io::load_checkpoint(path, trainer);
   run(trainer, 6, 4);
-  const std::vector<unsigned char> expected = state_bytes(straight_model), resumed = state_bytes(model);
+  const std::vector<unsigned char> expected = mpx::test::weight_and_buffer_bytes(straight_model),
+                                   resumed = mpx::test::weight_and_buffer_bytes(model);
   REQUIRE(resumed.size() == expected.size());
   CHECK(std::memcmp(resumed.data(), expected.data(), expected.size()) == 0);
   // The running statistics moved away from their initial 0 and 1, so the comparison covered them.

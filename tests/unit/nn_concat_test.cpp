@@ -16,6 +16,7 @@
 
 #include "../support/error_matchers.hpp"
 #include "../support/gradient_check.hpp"
+#include "../support/model_state.hpp"
 #include "../support/temp_dir.hpp"
 #include "mpx/mpx.hpp"
 
@@ -53,19 +54,6 @@ Batch make_batch(std::int64_t batch, std::uint32_t step) {
   }
   for (std::int64_t i = 0; i < b.images.numel(); ++i) b.targets[i] = b.images[(i / 8) * 8 + 7 - i % 8];
   return b;
-}
-
-// Every master weight and every buffer, as bytes.
-template <class Model>
-std::vector<unsigned char> state_bytes(Model& model) {
-  std::vector<unsigned char> bytes;
-  const auto append = [&](const auto& tensor) {
-    const auto* data = reinterpret_cast<const unsigned char*>(tensor.data());
-    bytes.insert(bytes.end(), data, data + tensor.size_bytes());
-  };
-  model.for_each_parameter([&](std::string_view, auto& p) { append(p.master()); });
-  model.for_each_buffer([&](std::string_view, auto& buffer) { append(buffer); });
-  return bytes;
 }
 
 template <class T>
@@ -274,8 +262,8 @@ TEST_CASE("A small UNet trains through the Trainer, saves and loads, and resumes
   mpx::Trainer trainer(model, loss, optimizer);
   (void)mpx::io::load_checkpoint(dir / "unet.safetensors", trainer);
   run(trainer, 6, 4);
-  const std::vector<unsigned char> expected = state_bytes(straight_model);
-  REQUIRE(state_bytes(model) == expected);
+  const std::vector<unsigned char> expected = mpx::test::weight_and_buffer_bytes(straight_model);
+  REQUIRE(mpx::test::weight_and_buffer_bytes(model) == expected);
   // The running statistics inside the Concat moved, so the comparison covered them.
   CHECK(model.layer<2>().block().layer<2>().running_var()[0] != 1.0f);
 
@@ -284,7 +272,7 @@ TEST_CASE("A small UNet trains through the Trainer, saves and loads, and resumes
   auto loaded = small_unet<P>();
   loaded.initialize(99);
   (void)mpx::io::load_weights(loaded, dir / "unet_weights.safetensors");
-  CHECK(state_bytes(loaded) == expected);
+  CHECK(mpx::test::weight_and_buffer_bytes(loaded) == expected);
   const mpx::nn::EvaluationMode evaluating(straight_model);
   const mpx::nn::EvaluationMode evaluating_loaded(loaded);
   const Batch b = make_batch(4, 100);

@@ -8,7 +8,6 @@
 /// (bf16_exactness.hpp).
 
 #include <cstdint>
-#include <map>
 #include <memory>
 
 #include "mpx/backend/cpu/onednn_runtime.hpp"
@@ -128,32 +127,18 @@ class Bf16Matmul {
   std::size_t scratchpad_bytes_ = 0;
 };
 
-/// What a thread keeps between bf16 matmuls: its engine, stream and scratchpad, and a primitive per
-/// tile shape (one per shape, strides, transposes and alpha: a training step's few shapes).
-struct ThreadMatmuls {
-  ThreadContext context;  // declared first: destroyed after the primitives made with its engine
-  std::map<Bf16Matmul::Key, std::unique_ptr<Bf16Matmul>> matmuls;
-};
-
-inline std::unique_ptr<ThreadMatmuls>& thread_matmuls() {
-  thread_local std::unique_ptr<ThreadMatmuls> slot;
-  return slot;
-}
+/// A thread's bf16 matmul primitives: one per tile shape, strides, transposes and alpha.
+using ThreadMatmuls = ThreadPrimitives<Bf16Matmul::Key, Bf16Matmul>;
 
 /// C += alpha op(A) op(B) on the calling thread (row-major, as `ProductView`).
 inline void bf16_matmul(const Bf16Matmul::Key& key, const void* a, const void* b, float* c) {
-  std::unique_ptr<ThreadMatmuls>& slot = thread_matmuls();
-  if (slot == nullptr) slot = std::make_unique<ThreadMatmuls>();
-  auto found = slot->matmuls.find(key);
-  if (found == slot->matmuls.end()) {
-    found = slot->matmuls.emplace(key, std::make_unique<Bf16Matmul>(key, slot->context)).first;
-  }
-  found->second->run(slot->context, a, b, c);
+  auto [matmul, context] = ThreadMatmuls::of_this_thread(key);
+  matmul->run(*context, a, b, c);
 }
 
 /// Frees the calling thread's primitives, engine, stream and scratchpad (none may be running).
 inline void release_bf16_matmuls() noexcept {
-  thread_matmuls().reset();
+  ThreadMatmuls::release();
 }
 
 }  // namespace mpx::cpu::detail::onednn

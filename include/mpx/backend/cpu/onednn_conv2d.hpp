@@ -17,8 +17,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "mpx/backend/conv2d_spec.hpp"
@@ -55,7 +55,7 @@ struct Conv2dKey {
 /// layout needs and the memory objects, made once and run on each call.
 class Conv2dPrimitive {
  public:
-  Conv2dPrimitive(const Conv2dKey& key, const ThreadContext& context) : key_(key) {
+  Conv2dPrimitive(const Conv2dKey& key, const ThreadContext& context) {
     const auto [h, w, c, o, groups, kh, kw, sh, sw, ph, pw, dh, dw] = key.geometry;
     const std::int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
     const std::int64_t ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
@@ -195,7 +195,6 @@ class Conv2dPrimitive {
     return chosen_weights_.get();
   }
 
-  Conv2dKey key_;
   bool supported_ = false;
   Primitive primitive_, reorder_;
   MemoryHandle source_{nullptr, &dnnl_memory_destroy}, destination_{nullptr, &dnnl_memory_destroy},
@@ -204,32 +203,18 @@ class Conv2dPrimitive {
   std::vector<std::uint8_t> chosen_buffer_;
 };
 
-/// What a thread keeps between convolutions: its engine, stream and scratchpad, and a primitive per
-/// key (a training step's few layer shapes, times two for the last call's smaller image count).
-struct ThreadConvolutions {
-  ThreadContext context;  // declared first: destroyed after the primitives made with its engine
-  std::map<Conv2dKey, std::unique_ptr<Conv2dPrimitive>> primitives;
-};
-
-inline std::unique_ptr<ThreadConvolutions>& thread_convolutions() {
-  thread_local std::unique_ptr<ThreadConvolutions> slot;
-  return slot;
-}
+/// A thread's convolution primitives: one per key (a training step's few layer shapes, times two
+/// for the last call's smaller image count).
+using ThreadConvolutions = ThreadPrimitives<Conv2dKey, Conv2dPrimitive>;
 
 /// @brief The calling thread's primitive for `key` (made on first use) and its context.
 inline std::pair<Conv2dPrimitive*, ThreadContext*> conv2d_primitive(const Conv2dKey& key) {
-  std::unique_ptr<ThreadConvolutions>& slot = thread_convolutions();
-  if (slot == nullptr) slot = std::make_unique<ThreadConvolutions>();
-  auto found = slot->primitives.find(key);
-  if (found == slot->primitives.end()) {
-    found = slot->primitives.emplace(key, std::make_unique<Conv2dPrimitive>(key, slot->context)).first;
-  }
-  return {found->second.get(), &slot->context};
+  return ThreadConvolutions::of_this_thread(key);
 }
 
 /// Frees the calling thread's convolution primitives, engine, stream and scratchpad.
 inline void release_conv2d_primitives() noexcept {
-  thread_convolutions().reset();
+  ThreadConvolutions::release();
 }
 
 }  // namespace mpx::cpu::detail::onednn

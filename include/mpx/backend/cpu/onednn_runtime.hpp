@@ -23,7 +23,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "mpx/error.hpp"
@@ -179,6 +181,35 @@ class Primitive {
                                                                                 &dnnl_primitive_destroy};
   std::size_t scratchpad_bytes_ = 0;
   MemoryHandle scratchpad_{nullptr, &dnnl_memory_destroy};
+};
+
+/// What a thread keeps between calls of one kind of primitive: its engine, stream and scratchpad,
+/// and a `Primitive` per `Key` (made by `Primitive(key, context)` on first use: a training step's
+/// few shapes). `ThreadPrimitives<Key, Primitive>::of_this_thread()` is the calling thread's;
+/// `release()` frees it (none of its primitives may be running).
+template <class Key, class Primitive>
+class ThreadPrimitives {
+ public:
+  /// The calling thread's primitive for `key`, and the thread's context to run it with.
+  static std::pair<Primitive*, ThreadContext*> of_this_thread(const Key& key) {
+    std::unique_ptr<ThreadPrimitives>& cache = slot();
+    if (cache == nullptr) cache = std::make_unique<ThreadPrimitives>();
+    auto found = cache->primitives_.find(key);
+    if (found == cache->primitives_.end()) {
+      found = cache->primitives_.emplace(key, std::make_unique<Primitive>(key, cache->context_)).first;
+    }
+    return {found->second.get(), &cache->context_};
+  }
+  /// Frees the calling thread's primitives, engine, stream and scratchpad.
+  static void release() noexcept { slot().reset(); }
+
+ private:
+  static std::unique_ptr<ThreadPrimitives>& slot() {
+    thread_local std::unique_ptr<ThreadPrimitives> cache;
+    return cache;
+  }
+  ThreadContext context_;  // declared first: destroyed after the primitives made with its engine
+  std::map<Key, std::unique_ptr<Primitive>> primitives_;
 };
 
 }  // namespace mpx::cpu::detail::onednn
