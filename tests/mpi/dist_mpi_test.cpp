@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #define CATCH_CONFIG_RUNNER
@@ -297,9 +298,10 @@ TEST_CASE("Ranks with different SyncOptions are refused at construction, naming 
   mpx::dist::Communicator comm;
   auto model = make_model<mpx::fp32>(7);
   const bool odd = comm.rank() == 1;
-  REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model, {.bucket_bytes = odd ? 4096 : 2048}),
-                      Contains("the ranks' SyncOptions differ: rank 0 has bucket_bytes 2048, reduction "
-                               "fixed_order, timeout on; rank 1 has bucket_bytes 4096"));
+  REQUIRE_THROWS_WITH(
+      mpx::dist::MpiGradientSync(comm, model, {.bucket_bytes = odd ? 4096 : 2048}),
+      Contains("the ranks' SyncOptions differ: rank 0 has bucket_bytes 2048, reduction "
+               "fixed_order, timeout on, broadcast_buffers true; rank 1 has bucket_bytes 4096"));
   REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model,
                                                  {.reduction = odd ? mpx::dist::Reduction::mpi_allreduce
                                                                    : mpx::dist::Reduction::fixed_order}),
@@ -307,6 +309,9 @@ TEST_CASE("Ranks with different SyncOptions are refused at construction, naming 
   REQUIRE_THROWS_WITH(
       mpx::dist::MpiGradientSync(comm, model, {.timeout = std::chrono::milliseconds(odd ? 0 : 1000)}),
       Contains("rank 1 has bucket_bytes 4194304, reduction fixed_order, timeout 0"));
+  REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model, {.broadcast_buffers = !odd}),
+                      Contains("rank 1 has bucket_bytes 4194304, reduction fixed_order, timeout on, "
+                               "broadcast_buffers false"));
   // How each rank overlaps or progresses its reductions is its own business.
   REQUIRE_NOTHROW(mpx::dist::MpiGradientSync(comm, model, {.overlap = odd, .progress_thread = odd}));
 }
@@ -396,6 +401,75 @@ TEST_CASE("A world of one process trains as a trainer without a sync does, bit f
   }
   CHECK(losses == alone.losses);
   CHECK(state_hash(model) == alone.hash);
+}
+
+namespace {
+/// A model with BatchNorm: its running statistics are buffers, which each rank updates from its
+/// own batches in forward.
+auto make_batch_norm_model() {
+  mpx::nn::Sequential model{mpx::nn::Linear<mpx::fp32>(features, 32), mpx::nn::BatchNorm2d<mpx::fp32>(32),
+                            mpx::nn::Linear<mpx::fp32>(32, classes)};
+  model.initialize(7);
+  return model;
+}
+
+/// FNV-1a of the model's buffers (the running statistics), read through the layers.
+template <class Model>
+std::uint64_t buffer_hash(Model& model) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  mpx::nn::for_each_buffer(model, [&](std::string_view, auto& tensor) {
+    mpx::dist::detail::fnv1a(hash, tensor.data(), static_cast<std::size_t>(tensor.numel()) * sizeof(float));
+  });
+  return hash;
+}
+
+struct BatchNormRun {
+  std::vector<std::uint64_t> buffers;  // buffer_hash after each step
+  std::uint64_t weights = 0;           // state_hash after the run
+};
+
+BatchNormRun train_batch_norm(const mpx::dist::Communicator& comm, bool broadcast_buffers) {
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  auto model = make_batch_norm_model();
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::SGD optimizer(model, {.lr = 0.1, .momentum = 0.9});
+  mpx::dist::MpiGradientSync sync(comm, model, {.broadcast_buffers = broadcast_buffers});
+  mpx::Trainer trainer(model, loss, optimizer, sync);
+  mpx::data::Batcher batcher(data, {.batch_size = local_batch,
+                                    .seed = 3,
+                                    .last_batch = mpx::data::LastBatch::Drop,
+                                    .shard = {comm.rank(), comm.size()}});
+  BatchNormRun run;
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  for (int s = 0; s < 4; ++s) {
+    REQUIRE(batcher.next(x, y));
+    trainer.step(x, y);
+    run.buffers.push_back(buffer_hash(model));
+  }
+  run.weights = state_hash(model);
+  return run;
+}
+}  // namespace
+
+TEST_CASE("After every step each rank holds rank 0's BatchNorm running statistics (broadcast_buffers)",
+          "[mpi]") {
+  mpx::dist::Communicator comm;
+  const BatchNormRun broadcast = train_batch_norm(comm, true);
+  const BatchNormRun own = train_batch_norm(comm, false);
+  for (std::size_t s = 0; s < broadcast.buffers.size(); ++s) {
+    CAPTURE(s);
+    CHECK(same_on_every_rank(comm, broadcast.buffers[s]));
+  }
+  // Rank 0's statistics are those of its own batches either way (the weights, which its forward
+  // reads, agree on every rank in both runs); the other ranks' batches give other statistics.
+  const std::vector<std::uint64_t> broadcast_last = comm.all_gather(broadcast.buffers.back());
+  const std::vector<std::uint64_t> own_last = comm.all_gather(own.buffers.back());
+  CHECK(broadcast_last[0] == own_last[0]);
+  CHECK(own_last[1] != own_last[0]);
+  CHECK(same_on_every_rank(comm, broadcast.weights));
+  CHECK(same_on_every_rank(comm, own.weights));
+  CHECK(broadcast.weights == own.weights);  // training normalises with each batch's own statistics
 }
 
 namespace {

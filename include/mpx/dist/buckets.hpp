@@ -72,6 +72,13 @@ struct SyncOptions {
   /// for NCCL process groups, ten minutes. Zero waits forever and saves the arrival messages that
   /// name the late ranks (two empty messages per pair of ranks per step).
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  /// @brief After each step, every rank's buffers (BatchNorm's running statistics: state saved with
+  /// the weights but not trained) become rank 0's, as PyTorch DDP's `broadcast_buffers` (default
+  /// true) makes them. DDP broadcasts before each forward; mpx broadcasts after each step, so that
+  /// every rank also evaluates and checkpoints with rank 0's statistics. False: each rank keeps the
+  /// running statistics of its own batches. Either way each rank normalises a training batch with
+  /// that batch's own statistics (DDP's default; not SyncBatchNorm).
+  bool broadcast_buffers = true;
 
   /// @brief Elements of `T` per bucket: `bucket_bytes` rounded down, at least one.
   template <class T>

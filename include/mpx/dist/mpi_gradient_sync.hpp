@@ -13,9 +13,12 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <span>
 #include <string>
@@ -28,6 +31,7 @@
 #include "mpx/dist/bucket_schedule.hpp"
 #include "mpx/dist/buckets.hpp"
 #include "mpx/dist/communicator.hpp"
+#include "mpx/dist/model_buffers.hpp"
 #include "mpx/dist/model_signature.hpp"
 #include "mpx/error.hpp"
 #include "mpx/policy/precision.hpp"
@@ -56,12 +60,14 @@ struct SyncAgreement {
   std::int64_t bucket_bytes = 0;
   std::int32_t reduction = 0;
   std::int32_t timed = 0;
+  std::int32_t broadcast_buffers = 0;
 
   friend bool operator==(const SyncAgreement&, const SyncAgreement&) = default;
   friend std::string describe(const SyncAgreement& options) {
     return mpx::detail::concat("bucket_bytes ", options.bucket_bytes, ", reduction ",
                                reduction_name(static_cast<Reduction>(options.reduction)), ", timeout ",
-                               options.timed != 0 ? "on" : "0");
+                               options.timed != 0 ? "on" : "0", ", broadcast_buffers ",
+                               options.broadcast_buffers != 0 ? "true" : "false");
   }
 };
 
@@ -73,7 +79,8 @@ inline void require_same_model_and_options(const Communicator& comm, const Model
   const SyncAgreement mine{.model = model,
                            .bucket_bytes = options.bucket_bytes,
                            .reduction = static_cast<std::int32_t>(options.reduction),
-                           .timed = options.timeout.count() > 0 ? 1 : 0};
+                           .timed = options.timeout.count() > 0 ? 1 : 0,
+                           .broadcast_buffers = options.broadcast_buffers ? 1 : 0};
   std::vector<SyncAgreement> all(static_cast<std::size_t>(comm.size()));
   comm.check(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm.native()),
              "MPI_Allgather (model signature and options)");
@@ -88,7 +95,8 @@ inline void require_same_model_and_options(const Communicator& comm, const Model
   if (!differing.empty()) {
     throw invalid_argument(mpx::detail::concat(
         where, ": the ranks' SyncOptions differ: rank 0 has ", describe(all[0]), differing,
-        ". Every rank must pass the same bucket_bytes and reduction, and a timeout on all ranks or on none"));
+        ". Every rank must pass the same bucket_bytes, reduction and broadcast_buffers, and a timeout on all "
+        "ranks or on none"));
   }
 }
 }  // namespace detail
@@ -116,8 +124,14 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   MpiGradientSync(const Communicator& comm, Model& model, const SyncOptions& options = {})
       : comm_(comm),
         options_(options.validate()),
-        schedule_(model_gradients<Tensor<Grad, Host>>(model), options_.bucket_elements<Grad>(), owner) {
+        schedule_(model_gradients<Tensor<Grad, Host>>(model), options_.bucket_elements<Grad>(), owner),
+        buffers_of_model_([&model] { return model_buffers(model); }) {
     detail::require_same_model_and_options(comm_, model_signature(model), options_, owner);
+    if (total_bytes(buffers_of_model_()) > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw invalid_argument(mpx::detail::concat(owner, ": the model's buffers hold ",
+                                                 total_bytes(buffers_of_model_()),
+                                                 " bytes, more than one MPI message (2^31 - 1)"));
+    }
     for (const Bucket& plan : schedule_.buckets()) {
       if (plan.elements > std::int64_t{0x7fffffff}) {
         throw invalid_argument(mpx::detail::concat(owner, ": a gradient of ", plan.elements,
@@ -161,6 +175,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     if (in_flight()) {  // deliberately never freed; a move keeps each vector's heap block in place
       new std::vector<BucketState>(std::move(buckets_));
       new std::vector<double>(std::move(flags_));
+      new std::vector<std::byte>(std::move(buffer_bytes_));
     }
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -220,10 +235,12 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     comm_.check(MPI_Iallgather(flags_.data(), 2, MPI_DOUBLE, flags_.data() + 2, 2, MPI_DOUBLE, comm_.native(),
                                &flags_request_),
                 "MPI_Iallgather (step flags)");
+    if (options_.broadcast_buffers && comm_.size() > 1) start_buffer_broadcast();
     const auto start = std::chrono::steady_clock::now();
     wait_for_everything(start);
     last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (std::size_t b = 0; b < buckets_.size(); ++b) unpack(b);
+    if (options_.broadcast_buffers && comm_.size() > 1 && comm_.rank() != 0) unpack_buffers();
     const double* gathered = flags_.data() + 2;
     double loss_sum = gathered[0];
     int inputs_nonfinite = gathered[1] != 0.0 ? 1 : 0;
@@ -277,7 +294,8 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   // flight (a step that threw or timed out half-way).
   [[nodiscard]] bool in_flight() const {
     const auto pending = [](MPI_Request request) { return request != MPI_REQUEST_NULL; };
-    return pending(flags_request_) || std::any_of(arrivals_.begin(), arrivals_.end(), pending) ||
+    return pending(flags_request_) || pending(buffers_request_) ||
+           std::any_of(arrivals_.begin(), arrivals_.end(), pending) ||
            std::any_of(buckets_.begin(), buckets_.end(),
                        [](const BucketState& bucket) { return bucket.phase != Phase::idle; });
   }
@@ -425,6 +443,8 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     for (;;) {
       int flags_done = 0;
       comm_.check(MPI_Test(&flags_request_, &flags_done, MPI_STATUS_IGNORE), "MPI_Test (step flags)");
+      int buffers_done = 0;
+      comm_.check(MPI_Test(&buffers_request_, &buffers_done, MPI_STATUS_IGNORE), "MPI_Test (buffers)");
       advance();
       int arrived = 0;
       comm_.check(
@@ -433,7 +453,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       const bool buckets_done = std::all_of(buckets_.begin(), buckets_.end(), [](const BucketState& bucket) {
         return bucket.phase == Phase::idle;
       });
-      if (flags_done != 0 && arrived != 0 && buckets_done) return;
+      if (flags_done != 0 && buffers_done != 0 && arrived != 0 && buckets_done) return;
       if (timed && std::chrono::steady_clock::now() >= deadline) throw_timeout();
     }
   }
@@ -459,6 +479,33 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
                                             seconds, " s (SyncOptions::timeout) for gradient exchange ",
                                             exchanges_, ": ", who,
                                             "; a job whose ranks no longer meet cannot go on"));
+  }
+
+  // Rank 0 packs its buffers (after this step's forward, the last to change them) into one message
+  // that every other rank receives (MPI_Ibcast, waited for with the rest of the step).
+  void start_buffer_broadcast() {
+    const std::vector<BufferBytes> buffers = buffers_of_model_();
+    buffer_bytes_.resize(total_bytes(buffers));
+    if (buffer_bytes_.empty()) return;
+    if (comm_.rank() == 0) {
+      std::size_t offset = 0;
+      for (const BufferBytes& buffer : buffers) {
+        std::memcpy(buffer_bytes_.data() + offset, buffer.data, buffer.bytes);
+        offset += buffer.bytes;
+      }
+    }
+    comm_.check(MPI_Ibcast(buffer_bytes_.data(), static_cast<int>(buffer_bytes_.size()), MPI_BYTE, 0,
+                           comm_.native(), &buffers_request_),
+                "MPI_Ibcast (buffers)");
+  }
+
+  // Writes rank 0's buffers, received by `start_buffer_broadcast`, into this rank's model.
+  void unpack_buffers() {
+    std::size_t offset = 0;
+    for (const BufferBytes& buffer : buffers_of_model_()) {
+      std::memcpy(buffer.data, buffer_bytes_.data() + offset, buffer.bytes);
+      offset += buffer.bytes;
+    }
   }
 
   // Writes bucket b's average back into its gradients.
@@ -491,6 +538,9 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   std::vector<BucketState> buckets_;  // MPI's side of `schedule_.buckets()`, index for index
   std::vector<double> flags_;         // this rank's step flags, then every rank's (see `finish`)
   MPI_Request flags_request_ = MPI_REQUEST_NULL;
+  std::function<std::vector<BufferBytes>()> buffers_of_model_;  // the model's buffers, asked at each step
+  std::vector<std::byte> buffer_bytes_;                         // rank 0's buffers, packed
+  MPI_Request buffers_request_ = MPI_REQUEST_NULL;
   std::int64_t exchanges_ = 0;              // `finish` calls so far, this one included
   MPI_Comm arrivals_comm_ = MPI_COMM_NULL;  // arrival messages (with a timeout), apart from the rest
   std::vector<MPI_Request> arrivals_;       // [0, world): receives by source; [world, 2 world): sends

@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <type_traits>
@@ -39,6 +40,7 @@
 #include "mpx/backend/cuda/nccl.cuh"
 #include "mpx/dist/bucket_schedule.hpp"
 #include "mpx/dist/buckets.hpp"
+#include "mpx/dist/model_buffers.hpp"
 #include "mpx/dist/model_signature.hpp"
 #include "mpx/error.hpp"
 #include "mpx/policy/precision.hpp"
@@ -106,7 +108,8 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   NcclGradientSync(const NcclBootstrap& bootstrap, Model& model, const SyncOptions& options = {})
       : options_(options.validate()),
         nccl_(bootstrap.id, bootstrap.rank, bootstrap.size),
-        schedule_(model_gradients<Tensor<Grad, Cuda>>(model), options_.bucket_elements<Grad>(), owner) {
+        schedule_(model_gradients<Tensor<Grad, Cuda>>(model), options_.bucket_elements<Grad>(), owner),
+        buffers_of_model_([&model] { return model_buffers(model); }) {
     require_same_model_across_ranks(model_signature(model));
     MPX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
@@ -159,6 +162,13 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     cuda::check_nccl(ncclAllReduce(&scalars->inputs_nonfinite, &scalars->inputs_nonfinite, 1, ncclInt32,
                                    ncclMax, nccl_.native(), stream_),
                      "ncclAllReduce (non-finite inputs)", rank);
+    if (options_.broadcast_buffers && nccl_.size() > 1) {  // rank 0's, after this step's forward
+      for (const BufferBytes& buffer : buffers_of_model_()) {
+        cuda::check_nccl(
+            ncclBroadcast(buffer.data, buffer.data, buffer.bytes, ncclUint8, 0, nccl_.native(), stream_),
+            "ncclBroadcast (buffer)", rank);
+      }
+    }
     cuda::check_nccl(ncclGroupEnd(), "ncclGroupEnd", rank);
     MPX_CUDA_CHECK(cudaEventRecord(done_, stream_));
     const cudaStream_t training = cuda::detail::stream();
@@ -220,6 +230,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   SyncOptions options_;
   cuda::NcclCommunicator nccl_;
   BucketSchedule<Tensor<Grad, Cuda>> schedule_;
+  std::function<std::vector<BufferBytes>()> buffers_of_model_;  // the model's buffers, asked at each step
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   cudaEvent_t done_ = nullptr;
