@@ -17,9 +17,10 @@
 // bench/peers/torch_resnet_step.py (channels_last torch.nn, eager fp32 and autocast; PyTorch has no
 // tf32 on the CPU, so that row has no peer).
 //
-// `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision, `--steps`
-// times (200 by default) after 3 warm-up steps, and prints its median: the process to sample with
-// `perf record -e cpu-clock` (scripts/profile_char_gpt.sh turns both sides into a table per operation).
+// `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision (with
+// `--workload resnet`, the ResNet step), `--steps` times (200 by default; ResNet 30) after 3 warm-up
+// steps, and prints its median: the process to sample with `perf record -e cpu-clock`
+// (scripts/profile_char_gpt.sh turns both sides of the char-GPT into a table per operation).
 //
 // Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|resnet|all] [--torch PYTHON]
 //                  [--profile PRECISION]
@@ -377,10 +378,11 @@ std::string to_json(const std::vector<Result>& results, const std::vector<PeerRe
   return out + peer_json(peer_results) + "  ]\n}\n";
 }
 
-// The char-GPT step of precision P alone, `steps` times after 3 warm-up steps: the profiled process.
-template <class P>
-int profile_gpt(int steps) {
-  GptRun<P> run;
+// One workload's step (Run<P>: GptRun or ResnetRun) alone, `steps` times after 3 warm-up steps:
+// the profiled process.
+template <template <class> class Run, class P>
+int profile_step(const char* name, int steps) {
+  Run<P> run;
   for (int s = 0; s < 3; ++s) run.step();
   std::vector<double> samples;
   for (int s = 0; s < steps; ++s) {
@@ -388,7 +390,7 @@ int profile_gpt(int steps) {
     run.step();
     samples.push_back(mpx::bench::elapsed_ms(start));
   }
-  std::printf("char_gpt %s: %d steps, median %.3f ms/step (%d threads)\n", P::name.data(), steps,
+  std::printf("%s %s: %d steps, median %.3f ms/step (%d threads)\n", name, P::name.data(), steps,
               mpx::bench::median(samples), mpx::bench::openmp_threads());
   return 0;
 }
@@ -421,9 +423,17 @@ int main(int argc, char** argv) {
       return EXIT_FAILURE;
     }
   }
-  if (profile == "fp32") return profile_gpt<mpx::fp32>(steps > 0 ? steps : 200);
-  if (profile == "bf16_mixed") return profile_gpt<mpx::bf16_mixed>(steps > 0 ? steps : 200);
-  if (profile == "fp16_mixed") return profile_gpt<mpx::fp16_mixed>(steps > 0 ? steps : 200);
+  if (!profile.empty() && workload == "resnet") {
+    const int n = steps > 0 ? steps : 30;
+    if (profile == "fp32") return profile_step<ResnetRun, mpx::fp32>("resnet", n);
+    if (profile == "bf16_mixed") return profile_step<ResnetRun, mpx::bf16_mixed>("resnet", n);
+    if (profile == "fp16_mixed") return profile_step<ResnetRun, mpx::fp16_mixed>("resnet", n);
+  } else if (!profile.empty()) {
+    const int n = steps > 0 ? steps : 200;
+    if (profile == "fp32") return profile_step<GptRun, mpx::fp32>("char_gpt", n);
+    if (profile == "bf16_mixed") return profile_step<GptRun, mpx::bf16_mixed>("char_gpt", n);
+    if (profile == "fp16_mixed") return profile_step<GptRun, mpx::fp16_mixed>("char_gpt", n);
+  }
   if (!profile.empty()) {
     std::fprintf(stderr, "train_cpu: --profile %s: expected fp32, bf16_mixed or fp16_mixed\n",
                  profile.c_str());

@@ -30,17 +30,17 @@ inline std::int64_t batch_norm_block_rows(std::int64_t channels) {
   return rows_per_chunk(channels);
 }
 
-// sums[c] = the sum over rows r of term(r, c, values of row r widened), block by block in block order.
-// `term(row_values, out)` adds one row's contributions into out[channels].
-template <class Acc, class RowTerm>
+// sums[i] = the sum over rows of each row's contributions, block by block in block order, rows in
+// order within a block. `terms(begin, end, out)` adds the contributions of rows [begin, end) (one
+// block) into out[per_row], row by row.
+template <class Acc, class BlockTerms>
 std::vector<Acc> channel_sums(std::int64_t rows, std::int64_t channels, std::int64_t per_row,
-                              const RowTerm& term) {
+                              const BlockTerms& terms) {
   const std::int64_t block = batch_norm_block_rows(channels);
   const std::int64_t blocks = (rows + block - 1) / block;
   std::vector<Acc> partial(static_cast<std::size_t>(blocks * per_row), Acc(0));
   parallel_for_chunks(rows, block, [&](std::int64_t begin, std::int64_t end) {
-    Acc* out = partial.data() + (begin / block) * per_row;
-    for (std::int64_t r = begin; r < end; ++r) term(r, out);
+    terms(begin, end, partial.data() + (begin / block) * per_row);
   });
   std::vector<Acc> total(static_cast<std::size_t>(per_row), Acc(0));
   for (std::int64_t b = 0; b < blocks; ++b) {
@@ -50,36 +50,42 @@ std::vector<Acc> channel_sums(std::int64_t rows, std::int64_t channels, std::int
   return total;
 }
 
-// Row `row` (`channels` values) in the accumulate type: the row itself when T is Acc, else widened
-// into the calling thread's buffer `Slot` with convert.hpp's vector conversions (one scalar fp16
-// conversion per element cost more than the normalisation's arithmetic).
+// `elements` consecutive values (a block of rows) in the accumulate type: the values themselves when
+// T is Acc, else widened into the calling thread's buffer `Slot` with convert.hpp's vector
+// conversions, in one call per block: a call per row of 16 or 32 channels cost more than the
+// normalisation's arithmetic, and a scalar fp16 conversion per element more still.
 template <int Slot, class Acc, class T>
-const Acc* widened_row(const T* row, std::int64_t channels) {
+const Acc* widened_block(const T* first, std::int64_t elements) {
   if constexpr (std::is_same_v<T, Acc>) {
-    return row;
+    return first;
   } else {
     thread_local std::vector<Acc> buffer;
-    if (buffer.size() < static_cast<std::size_t>(channels)) buffer.resize(static_cast<std::size_t>(channels));
-    widen_range<tag_of_t<T>>(row, buffer.data(), 0, channels);
+    if (buffer.size() < static_cast<std::size_t>(elements)) buffer.resize(static_cast<std::size_t>(elements));
+    widen_range<tag_of_t<T>>(first, buffer.data(), 0, elements);
     return buffer.data();
   }
 }
 
-// dst[c] = value(c) rounded once into T for c in [0, channels): computed into the calling thread's
-// buffer and rounded with convert.hpp's vector conversions when T is narrower than Acc.
+// dst[r * channels + c] = value(r, c) rounded once into T, for the `rows` rows of a block: computed
+// into the calling thread's buffer and rounded with one vector conversion when T is narrower than
+// Acc.
 template <class Acc, class T, class Value>
-void write_row(T* dst, std::int64_t channels, const Value& value) {
+void write_block(T* dst, std::int64_t rows, std::int64_t channels, const Value& value) {
+  Acc* values = nullptr;
   if constexpr (std::is_same_v<T, Acc>) {
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t c = 0; c < channels; ++c) dst[c] = value(c);
+    values = dst;
   } else {
     thread_local std::vector<Acc> buffer;
-    if (buffer.size() < static_cast<std::size_t>(channels)) buffer.resize(static_cast<std::size_t>(channels));
-    Acc* values = buffer.data();
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t c = 0; c < channels; ++c) values[c] = value(c);
-    round_range(values, dst, 0, channels);
+    const auto elements = static_cast<std::size_t>(rows * channels);
+    if (buffer.size() < elements) buffer.resize(elements);
+    values = buffer.data();
   }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    Acc* row = values + r * channels;
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t c = 0; c < channels; ++c) row[c] = value(r, c);
+  }
+  if constexpr (!std::is_same_v<T, Acc>) round_range(values, dst, 0, rows * channels);
 }
 
 }  // namespace detail
@@ -105,22 +111,28 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
                        {"rstd", rstd.shape()}});
   if (rows == 0) throw shape_error(mpx::detail::concat(where, ": the input ", x.shape(), " is empty"));
   const T* in = x.data();
-  const std::vector<Acc> sums =
-      detail::channel_sums<Acc>(rows, channels, channels, [&](std::int64_t r, Acc* out) {
-        const Acc* row = detail::widened_row<0, Acc>(in + r * channels, channels);
-        MPX_DETAIL_OMP_SIMD
-        for (std::int64_t c = 0; c < channels; ++c) out[c] += row[c];
+  const std::vector<Acc> sums = detail::channel_sums<Acc>(
+      rows, channels, channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
+        const Acc* block = detail::widened_block<0, Acc>(in + begin * channels, (end - begin) * channels);
+        for (std::int64_t r = 0; r < end - begin; ++r) {
+          const Acc* row = block + r * channels;
+          MPX_DETAIL_OMP_SIMD
+          for (std::int64_t c = 0; c < channels; ++c) out[c] += row[c];
+        }
       });
   const Acc count = static_cast<Acc>(rows);
   for (std::int64_t c = 0; c < channels; ++c) mean[c] = sums[static_cast<std::size_t>(c)] / count;
   const Acc* mu = mean.data();
-  const std::vector<Acc> squares =
-      detail::channel_sums<Acc>(rows, channels, channels, [&](std::int64_t r, Acc* out) {
-        const Acc* row = detail::widened_row<0, Acc>(in + r * channels, channels);
-        MPX_DETAIL_OMP_SIMD
-        for (std::int64_t c = 0; c < channels; ++c) {
-          const Acc d = row[c] - mu[c];
-          out[c] += d * d;
+  const std::vector<Acc> squares = detail::channel_sums<Acc>(
+      rows, channels, channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
+        const Acc* block = detail::widened_block<0, Acc>(in + begin * channels, (end - begin) * channels);
+        for (std::int64_t r = 0; r < end - begin; ++r) {
+          const Acc* row = block + r * channels;
+          MPX_DETAIL_OMP_SIMD
+          for (std::int64_t c = 0; c < channels; ++c) {
+            const Acc d = row[c] - mu[c];
+            out[c] += d * d;
+          }
         }
       });
   std::vector<Acc> scale(static_cast<std::size_t>(channels)), shift(static_cast<std::size_t>(channels));
@@ -135,11 +147,10 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
       rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
         const Acc* k = scale.data();
         const Acc* b = shift.data();
-        for (std::int64_t r = begin; r < end; ++r) {
-          const Acc* row = detail::widened_row<0, Acc>(in + r * channels, channels);
-          detail::write_row<Acc>(out + r * channels, channels,
-                                 [&](std::int64_t c) { return (row[c] - mu[c]) * k[c] + b[c]; });
-        }
+        const Acc* block = detail::widened_block<0, Acc>(in + begin * channels, (end - begin) * channels);
+        detail::write_block<Acc>(
+            out + begin * channels, end - begin, channels,
+            [&](std::int64_t r, std::int64_t c) { return (block[r * channels + c] - mu[c]) * k[c] + b[c]; });
       });
 }
 
@@ -166,11 +177,11 @@ void batch_norm_forward_inference(const Tensor<T, Host>& x, const Tensor<Weight,
       rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
         const Acc* k = scale.data();
         const Acc* b = shift.data();
-        for (std::int64_t r = begin; r < end; ++r) {
-          const Acc* row = detail::widened_row<0, Acc>(x.data() + r * channels, channels);
-          detail::write_row<Acc>(y.data() + r * channels, channels,
-                                 [&](std::int64_t c) { return (row[c] - mu[c]) * k[c] + b[c]; });
-        }
+        const Acc* block =
+            detail::widened_block<0, Acc>(x.data() + begin * channels, (end - begin) * channels);
+        detail::write_block<Acc>(
+            y.data() + begin * channels, end - begin, channels,
+            [&](std::int64_t r, std::int64_t c) { return (block[r * channels + c] - mu[c]) * k[c] + b[c]; });
       });
 }
 
@@ -213,15 +224,20 @@ void batch_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
   const Acc* mu = mean.data();
   const Acc* inv = rstd.data();
   // One pass for both sums: [sum g, sum g xhat] per channel.
-  const std::vector<Acc> sums =
-      detail::channel_sums<Acc>(rows, channels, 2 * channels, [&](std::int64_t r, Acc* out) {
-        const Acc* xr = detail::widened_row<0, Acc>(x.data() + r * channels, channels);
-        const Acc* gr = detail::widened_row<1, Acc>(dy.data() + r * channels, channels);
-        MPX_DETAIL_OMP_SIMD
-        for (std::int64_t c = 0; c < channels; ++c) {
-          const Acc g = gr[c];
-          out[c] += g;
-          out[channels + c] += g * ((xr[c] - mu[c]) * inv[c]);
+  const std::vector<Acc> sums = detail::channel_sums<Acc>(
+      rows, channels, 2 * channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
+        const std::int64_t elements = (end - begin) * channels;
+        const Acc* xb = detail::widened_block<0, Acc>(x.data() + begin * channels, elements);
+        const Acc* gb = detail::widened_block<1, Acc>(dy.data() + begin * channels, elements);
+        for (std::int64_t r = 0; r < end - begin; ++r) {
+          const Acc* xr = xb + r * channels;
+          const Acc* gr = gb + r * channels;
+          MPX_DETAIL_OMP_SIMD
+          for (std::int64_t c = 0; c < channels; ++c) {
+            const Acc g = gr[c];
+            out[c] += g;
+            out[channels + c] += g * ((xr[c] - mu[c]) * inv[c]);
+          }
         }
       });
   for (std::int64_t c = 0; c < channels; ++c) {
@@ -244,14 +260,15 @@ void batch_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
                         const Acc* k = scale.data();
                         const Acc* mg = mean_g.data();
                         const Acc* mgx = mean_gx.data();
-                        for (std::int64_t r = begin; r < end; ++r) {
-                          const Acc* xr = detail::widened_row<0, Acc>(x.data() + r * channels, channels);
-                          const Acc* gr = detail::widened_row<1, Acc>(dy.data() + r * channels, channels);
-                          detail::write_row<Acc>(out + r * channels, channels, [&](std::int64_t c) {
-                            const Acc xhat = (xr[c] - mu[c]) * inv[c];
-                            return k[c] * (gr[c] - mg[c] - xhat * mgx[c]);
-                          });
-                        }
+                        const std::int64_t elements = (end - begin) * channels;
+                        const Acc* xb = detail::widened_block<0, Acc>(x.data() + begin * channels, elements);
+                        const Acc* gb = detail::widened_block<1, Acc>(dy.data() + begin * channels, elements);
+                        detail::write_block<Acc>(out + begin * channels, end - begin, channels,
+                                                 [&](std::int64_t r, std::int64_t c) {
+                                                   const std::int64_t i = r * channels + c;
+                                                   const Acc xhat = (xb[i] - mu[c]) * inv[c];
+                                                   return k[c] * (gb[i] - mg[c] - xhat * mgx[c]);
+                                                 });
                       });
 }
 
