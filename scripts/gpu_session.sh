@@ -142,7 +142,7 @@ for root in [*site.getsitepackages(), site.getusersitepackages(), *sys.path]:
 }
 library_dirs=()
 declare -A library_found
-for library in libcudart.so.13 libcublasLt.so.13 libnccl.so.2; do
+for library in libcudart.so.13 libcublasLt.so.13 libnccl.so.2 libcudnn.so.9 libnvrtc.so.13; do
   if ((dry_run)); then continue; fi
   dir=$(find_library "$library")
   library_found[$library]=${dir:-"the loader's cache (or nowhere: see environment.log)"}

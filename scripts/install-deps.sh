@@ -3,7 +3,8 @@
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Installs the Debian packages mpx builds, tests and trains with, plus any named as arguments (e.g.
 # `scripts/install-deps.sh gnuplot-nox`), and the Python tools of the tests (Conan 2, safetensors)
-# into build/tools/python; does nothing when all are present.
+# and, where nvcc is, the cuDNN frontend's headers into build/tools/python; does nothing when all are
+# present.
 set -euo pipefail
 
 packages=(
@@ -49,6 +50,20 @@ if ! tools_present; then
   { python3 -m venv "$tools_venv" &&
     "$tools_venv/bin/pip" install --quiet --disable-pip-version-check "conan>=2.0,<3" numpy safetensors ml_dtypes; } ||
     echo "mpx: could not install the Python tools; the Conan and interop tests will be skipped"
+fi
+
+# The cuDNN frontend's C++ headers (GPU convolutions, include/mpx/backend/cuda/conv2d.cuh), from PyPI's
+# nvidia-cudnn-frontend wheel into the same environment (its site-packages/include), where CMake looks
+# for them (MPX_CUDNN_FRONTEND_INCLUDE_DIR). Only where nvcc is: the CUDA build alone needs them, and
+# configuring it fails, saying what to install, without them. --no-deps: the wheel's Python
+# dependencies (the CUTLASS DSL, ~0.5 GB) serve its Python API, not its headers.
+cudnn_frontend_version=1.32.0
+if command -v "${CUDACXX:-nvcc}" > /dev/null 2>&1 && [[ -x "$tools_venv/bin/python" ]] &&
+  [[ "$("$tools_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("nvidia-cudnn-frontend"))' 2> /dev/null)" != "$cudnn_frontend_version" ]]; then
+  echo "mpx: installing the cuDNN frontend's headers (nvidia-cudnn-frontend $cudnn_frontend_version) into $tools_venv"
+  "$tools_venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+    "nvidia-cudnn-frontend==$cudnn_frontend_version" ||
+    echo "mpx: could not install nvidia-cudnn-frontend; configuring the CUDA build will say what is missing"
 fi
 
 # PyTorch for the parity tests against it (interop.char_gpt_parity, interop.torch_rebuild,

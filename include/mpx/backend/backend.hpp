@@ -34,7 +34,7 @@
 /// (backend/batch_norm_spec.hpp): `batch_norm_forward_training`, `batch_norm_forward_inference`,
 /// `batch_norm_update_running_stats`, `batch_norm_backward`; `group_norm_forward`, `group_norm_backward`
 /// (backend/group_norm_spec.hpp); `upsample_nearest_forward`, `upsample_nearest_backward`;
-/// `concat_channels`, `split_channels` (backend/channel_concat_spec.hpp; a UNet's skip, not yet on CUDA).
+/// `concat_channels`, `split_channels` (backend/channel_concat_spec.hpp; a UNet's skip).
 
 #include "mpx/error.hpp"
 

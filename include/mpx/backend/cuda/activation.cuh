@@ -4,7 +4,8 @@
 /// @file
 /// @brief Elementwise activations on the GPU, for when they are not fused into a GEMM epilogue: read
 /// and write the compute type, compute in fp32 (fp64 for double). The same contracts and per-element
-/// math as mpx::cpu's (activation.hpp): relu, gelu_tanh and their derivatives from gemm_spec.hpp.
+/// math as mpx::cpu's (activation.hpp): relu, gelu_tanh and their derivatives from gemm_spec.hpp, silu
+/// and its derivative from activation_spec.hpp.
 
 #include "mpx/config.hpp"
 #if !MPX_HAS_CUDA || !MPX_CUDA_COMPILER
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 
+#include "mpx/backend/activation_spec.hpp"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/gemm_spec.hpp"
@@ -71,6 +73,23 @@ struct GeluDerivative {
   template <class M>
   __device__ M operator()(M v) const {
     return gelu_tanh_derivative(v);
+  }
+};
+
+/// silu as a function object.
+struct Silu {
+  /// silu(v).
+  template <class M>
+  __device__ M operator()(M v) const {
+    return silu(v);
+  }
+};
+/// silu's derivative as a function object.
+struct SiluDerivative {
+  /// silu'(v).
+  template <class M>
+  __device__ M operator()(M v) const {
+    return silu_derivative(v);
   }
 };
 
@@ -171,6 +190,19 @@ void gelu_forward(const Tensor<T, Cuda>& x, Tensor<T, Cuda>& y) {
 template <Element T>
 void gelu_backward(const Tensor<T, Cuda>& input, const Tensor<T, Cuda>& dy, Tensor<T, Cuda>& dx) {
   detail::map_gradient("mpx::cuda::gelu_backward", input, dy, dx, detail::GeluDerivative{});
+}
+
+/// @brief y = silu(x) = x / (1 + exp(-x)) (backend/activation_spec.hpp), elementwise (same shape; in
+/// place allowed).
+template <Element T>
+void silu_forward(const Tensor<T, Cuda>& x, Tensor<T, Cuda>& y) {
+  detail::map_elements("mpx::cuda::silu_forward", x, y, detail::Silu{});
+}
+
+/// @brief dx = dy * silu'(x), with x the forward input.
+template <Element T>
+void silu_backward(const Tensor<T, Cuda>& input, const Tensor<T, Cuda>& dy, Tensor<T, Cuda>& dx) {
+  detail::map_gradient("mpx::cuda::silu_backward", input, dy, dx, detail::SiluDerivative{});
 }
 
 }  // namespace mpx::cuda

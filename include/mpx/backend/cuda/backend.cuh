@@ -25,6 +25,8 @@
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/cuda/activation.cuh"
 #include "mpx/backend/cuda/attention.cuh"
+#include "mpx/backend/cuda/batch_norm.cuh"
+#include "mpx/backend/cuda/channel_concat.cuh"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/dropout.cuh"
 #include "mpx/backend/cuda/embedding.cuh"
@@ -32,17 +34,33 @@
 #include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
 #include "mpx/backend/cuda/gradient.cuh"
 #include "mpx/backend/cuda/graph.hpp"
+#include "mpx/backend/cuda/group_norm.cuh"
 #include "mpx/backend/cuda/launch.cuh"
 #include "mpx/backend/cuda/layer_norm.cuh"
 #include "mpx/backend/cuda/memory.hpp"
 #include "mpx/backend/cuda/mse_loss.cuh"
 #include "mpx/backend/cuda/optimizer.cuh"
+#include "mpx/backend/cuda/pool2d.cuh"
 #include "mpx/backend/cuda/positional_embedding.cuh"
 #include "mpx/backend/cuda/softmax_cross_entropy.cuh"
 #include "mpx/backend/cuda/tensor_ops.cuh"
+#include "mpx/backend/cuda/upsample.cuh"
 #include "mpx/tensor/device.hpp"
 
 namespace mpx {
+
+namespace cuda {
+/// @brief The convolutions of `Backend<Cuda>`, defined by <mpx/backend/cuda/conv2d.cuh>, which
+/// <mpx/cuda.hpp> does not include (the cuDNN frontend adds ~45 s to each translation unit's
+/// compile); without it a convolution on mpx::Cuda stops here with a message saying what to include.
+template <class Dependent, class Enable = void>
+struct Conv2dPasses {
+  static_assert(mpx::detail::always_false<Dependent>,
+                "mpx::Backend<Cuda>: 2-D convolutions on the GPU run on cuDNN, whose frontend is not part of "
+                "<mpx/cuda.hpp>: #include <mpx/backend/cuda/conv2d.cuh> in this translation unit, before the "
+                "code that uses nn::Conv2d (or Backend<Cuda>::conv2d_*) on mpx::Cuda");
+};
+}  // namespace cuda
 
 /// @brief The CUDA backend: each operation forwards to the `mpx::cuda` function of the same name,
 /// queued on `cuda_context()`'s stream.
@@ -65,6 +83,27 @@ struct Backend<Cuda> {
   template <NumericTag Compute, class... Args>
   static void gemm(Args&&... args) {
     cuda::gemm<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief 2-D convolution (channels-last) in the `Compute` precision on cuDNN; see
+  /// `cuda::conv2d_forward` (needs <mpx/backend/cuda/conv2d.cuh>).
+  template <NumericTag Compute, class... Args>
+  static void conv2d_forward(Args&&... args) {
+    cuda::Conv2dPasses<Compute>::template forward<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief A convolution's input gradient; see `cuda::conv2d_backward_input`.
+  template <NumericTag Compute, class... Args>
+  static void conv2d_backward_input(Args&&... args) {
+    cuda::Conv2dPasses<Compute>::template backward_input<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief A convolution's weight gradient (fp32); see `cuda::conv2d_backward_weight`.
+  template <NumericTag Compute, class... Args>
+  static void conv2d_backward_weight(Args&&... args) {
+    cuda::Conv2dPasses<Compute>::template backward_weight<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief A convolution's bias gradient (accumulate type); see `cuda::conv2d_backward_bias`.
+  template <Element T, Element Acc>
+  static void conv2d_backward_bias(const Tensor<T, Cuda>& dy, Tensor<Acc, Cuda>& dbias, bool overwrite) {
+    cuda::Conv2dPasses<T>::backward_bias(dy, dbias, overwrite);
   }
   /// @brief Unscales one gradient and reports non-finite values (waits for the device); see
   /// `cuda::unscale_and_inspect`.
@@ -112,6 +151,24 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(dropout);
+  MPX_DETAIL_FORWARD_TO_CUDA(silu_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(silu_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(max_pool2d_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(max_pool2d_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(avg_pool2d_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(avg_pool2d_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(global_avg_pool2d_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(global_avg_pool2d_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_forward_training);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_forward_inference);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_update_running_stats);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(group_norm_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(group_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(upsample_nearest_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(upsample_nearest_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(concat_channels);
+  MPX_DETAIL_FORWARD_TO_CUDA(split_channels);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 
