@@ -3,19 +3,24 @@
 // Trains a small ResNet on Fashion-MNIST in fp32, tf32, fp16 and bf16 and compares them as
 // examples/fashion_mnist.cpp compares its MLP: test accuracy, time per epoch, activation memory,
 // skipped steps, final loss scale. The images are 28 x 28 x 1, channels-last, mirrored at random in
-// training (`--crop-padding N` adds random crops: in a run this short they cost accuracy, docs/cnn.md). On
-// the CPU only for now: the convolution and pooling layers come to the GPU with cuDNN, and then this program
-// gets `--device` as fashion_mnist.cpp has it. One process: BatchNorm's running statistics are not yet
-// synchronised across data-parallel ranks.
+// training (`--crop-padding N` adds random crops: in a run this short they cost accuracy, docs/cnn.md).
+// The same program trains on the CPU (oneDNN convolutions) or the GPU (cuDNN): as in
+// fashion_mnist.cpp, the device is a template parameter of `train_all`, and where CMake finds the CUDA
+// toolkit nvcc compiles this file a second time for `train_all<mpx::Cuda>` alone. Launched by
+// `mpirun -np N` in a build with MPI, it trains data-parallel: each rank normalises its own share of
+// each global batch with that share's statistics and ends every step with rank 0's running
+// statistics, as PyTorch DDP does (docs/distributed.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <numbers>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <boost/hana/for_each.hpp>
@@ -23,13 +28,23 @@
 #include <boost/hana/type.hpp>
 
 #include <mpx/experiment/classification.hpp>
+#include <mpx/experiment/data_parallel_job.hpp>
 #include <mpx/experiment/progress.hpp>
 #include <mpx/experiment/records.hpp>
 #include <mpx/experiment/resnet.hpp>
 #include <mpx/experiment/usage.hpp>
 #include <mpx/mpx.hpp>
+// [cuda-includes]
+#if MPX_CUDA_COMPILER
+#include <mpx/backend/cuda/conv2d.cuh>  // convolutions on cuDNN (not part of <mpx/cuda.hpp>: slow to compile)
+#include <mpx/cuda.hpp>                 // the CUDA backend, for train_all<mpx::Cuda>
+#endif
+// [cuda-includes]
 
-namespace {
+// External linkage: the nvcc translation unit defines train_all<mpx::Cuda> for this one's main.
+namespace resnet_example {
+
+using mpx::experiment::DataParallelJob;
 
 struct Settings {
   std::string precision = "all";
@@ -42,6 +57,7 @@ struct Settings {
   bool flip = true;                // random horizontal flip
   std::int64_t train_samples = 0;  // 0: all 60000
   std::int64_t test_samples = 0;   // 0: all 10000 (fewer for smoke runs, where evaluation dominates)
+  std::string device = "auto";
   std::string csv = "resnet_metrics.csv";
   std::string save;       // weights for inference: <save>.<precision>.safetensors
   std::string confusion;  // test-set confusion matrices: <confusion>.<precision>.csv
@@ -69,15 +85,18 @@ constexpr const char* class_names[mpx::data::fashion_mnist_classes] = {
 // evaluation mode (BatchNorm with its running statistics), as `experiment::evaluate` makes them.
 template <class Model>
 std::string confusion_csv(Model& model, const mpx::data::Dataset& dataset) {
+  using Device = typename Model::device_type;
   const std::int64_t classes = dataset.classes();
   std::vector<std::int64_t> counts(std::size_t(classes * classes), 0);
   mpx::data::Batcher batcher(dataset, {.batch_size = 1000, .shuffle = false});
   mpx::Tensor<typename Model::input_type> images;
+  mpx::Tensor<typename Model::input_type, Device> device_images;  // unused on the host
   mpx::Tensor<std::int32_t> labels;
   {
     const mpx::nn::EvaluationMode evaluating(model);
     while (batcher.next(images, labels)) {
-      const mpx::Tensor<std::int32_t> predicted = mpx::nn::predict(model.forward(images));
+      const auto& x = mpx::to<Device>(images, device_images);
+      const mpx::Tensor<std::int32_t> predicted = mpx::to<mpx::Host>(mpx::nn::predict(model.forward(x)));
       for (std::int64_t i = 0; i < labels.numel(); ++i)
         ++counts[std::size_t(labels[i] * classes + predicted[i])];
     }
@@ -94,76 +113,96 @@ std::string confusion_csv(Model& model, const mpx::data::Dataset& dataset) {
   return csv.str();
 }
 
-template <mpx::PrecisionPolicy P>
-Summary train(const Settings& s, const mpx::data::FashionMnist& data, const mpx::data::Dataset& test_set,
-              std::vector<EpochRecord>& records) {
+template <mpx::PrecisionPolicy P, class Device>
+Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::FashionMnist& data,
+              const mpx::data::Dataset& test_set, std::vector<EpochRecord>& records) {
   // [model]
   // ResNet-8 (mpx/experiment/resnet.hpp): a 16-channel stem at 28 x 28, then stages of 32, 64 and 128
   // channels at 14, 7 and 4 pixels by default.
-  auto model = mpx::experiment::resnet<P>(s.width, data.train.classes());
+  auto model = mpx::experiment::resnet<P, Device>(s.width, data.train.classes());
   // [model]
   model.initialize(s.seed);
-  auto loss = mpx::nn::layers<P>::softmax_cross_entropy();
+  auto loss = mpx::nn::layers<P, Device>::softmax_cross_entropy();
   // L2 weight decay on every parameter, BatchNorm's gamma and beta and the biases included, as
   // torch.optim.SGD(model.parameters(), weight_decay=5e-4) applies it.
   mpx::optim::SGD optimizer(model, {.lr = s.lr, .momentum = 0.9, .weight_decay = 5e-4, .nesterov = true});
-  mpx::Trainer trainer(model, loss, optimizer);
+  const auto sync = mpx::experiment::make_gradient_sync<Device>(job, model);  // null when alone
+  mpx::Trainer trainer =
+      sync ? mpx::Trainer(model, loss, optimizer, *sync) : mpx::Trainer(model, loss, optimizer);
   const mpx::data::Dataset train_set = data.train.subset(
       0, s.train_samples > 0 ? std::min(s.train_samples, data.train.size()) : data.train.size());
   // Every step sees a full batch (BatchNorm's statistics); the next epoch's shuffle covers the rest.
+  // Rank r takes samples [r x batch, (r + 1) x batch) of each global batch of size x batch.
   mpx::data::Batcher batcher(train_set, {.batch_size = s.batch,
                                          .seed = s.seed,
                                          .last_batch = mpx::data::LastBatch::Drop,
+                                         .shard = {job.rank, job.size},
                                          .augmentation = {.crop_padding = s.crop_padding,
                                                           .padding_value = data.input_normalization()(0.0),
                                                           .horizontal_flip = s.flip}});
+  if constexpr (!std::is_same_v<Device, mpx::Host>) {
+    if (!s.save.empty())
+      throw mpx::invalid_argument("--save: mpx saves weights of CPU models only so far; use --device cpu");
+  }
   const double total_steps = double(batcher.batches_per_epoch()) * s.epochs;
 
   Summary summary{std::string(P::name), 0, 0, 0, 0, 0, 0};
   for (int epoch = 0; epoch < s.epochs; ++epoch) {
     char label[64];
     std::snprintf(label, sizeof label, "%-10s epoch %2d/%d", P::name.data(), epoch + 1, s.epochs);
-    mpx::experiment::ProgressBar bar(label);
-    const auto epoch_result = mpx::experiment::train_epoch(
+    std::optional<mpx::experiment::ProgressBar> bar;
+    if (job.leader()) bar.emplace(label);
+    auto epoch_result = mpx::experiment::train_epoch(
         trainer, batcher, epoch, [&](std::int64_t step, std::int64_t steps, const mpx::StepResult& r) {
           // Cosine decay of the learning rate over the whole run.
           const double progress = (double(epoch) * double(steps) + double(step + 1)) / total_steps;
           optimizer.set_lr(s.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)) + 1e-7);
           char status[96];
           std::snprintf(status, sizeof status, "loss %.4f  scale %g", r.loss, double(r.loss_scale));
-          bar.update(step + 1, steps, status);
+          if (bar) bar->update(step + 1, steps, status);
         });
+    // The loss is already the mean over ranks (the sync averages it); accuracy and throughput are
+    // each rank's own, over equal shares.
+    epoch_result.accuracy = job.sum(epoch_result.accuracy) / job.size;
+    epoch_result.samples_per_second = job.sum(epoch_result.samples_per_second);
+    epoch_result.seconds = job.sum(epoch_result.seconds) / job.size;
+    // Every rank evaluates the whole test set with the same weights and running statistics.
     const auto test = mpx::experiment::evaluate(model, loss, test_set);
     char status[160];
     std::snprintf(status, sizeof status, "loss %.4f  train %.2f%%  test %.2f%%  scale %g  %.0f samples/s",
                   epoch_result.loss, 100 * epoch_result.accuracy, 100 * test.accuracy,
                   double(epoch_result.loss_scale), epoch_result.samples_per_second);
-    bar.finish(epoch_result.steps, status);
+    if (bar) bar->finish(epoch_result.steps, status);
     records.push_back({summary.precision, epoch + 1, epoch_result.loss, epoch_result.accuracy, test.loss,
                        test.accuracy, epoch_result.loss_scale, epoch_result.skipped_steps,
                        epoch_result.seconds, epoch_result.samples_per_second});
-    mpx::experiment::write_csv(s.csv, std::span<const EpochRecord>(records));
+    if (job.leader()) mpx::experiment::write_csv(s.csv, std::span<const EpochRecord>(records));
     summary.test_accuracy = test.accuracy;
     summary.seconds_per_epoch += epoch_result.seconds / s.epochs;
     summary.samples_per_second += epoch_result.samples_per_second / s.epochs;
     summary.skipped_steps += epoch_result.skipped_steps;
   }
-  if (!s.confusion.empty()) {
+  if (!s.confusion.empty() && job.leader()) {
     mpx::io::write_file_atomically(s.confusion + "." + summary.precision + ".csv",
                                    confusion_csv(model, test_set));
   }
-  // The weights, the model's description (examples/rebuild_in_torch.py rebuilds the network from it)
-  // and the input normalisation.
-  if (!s.save.empty()) {
-    mpx::io::save_weights(model, s.save + "." + summary.precision + ".safetensors",
-                          mpx::io::input_normalization_metadata(data.input_normalization()));
+  if constexpr (std::is_same_v<Device, mpx::Host>) {
+    // The weights, the model's description (examples/rebuild_in_torch.py rebuilds the network from
+    // it) and the input normalisation.
+    if (!s.save.empty() && job.leader()) {
+      mpx::io::save_weights(model, s.save + "." + summary.precision + ".safetensors",
+                            mpx::io::input_normalization_metadata(data.input_normalization()));
+    }
   }
   summary.activation_bytes = trainer.first_step_memory().activations;
   summary.final_loss_scale = trainer.scaler().scale();
+  job.require_same("the test accuracy", summary.test_accuracy);
+  job.require_same("the last epoch's training loss", records.back().train_loss);
   return summary;
 }
 
-void train_all(const Settings& settings, const mpx::data::FashionMnist& data) {
+template <class Device>
+void train_all(const Settings& settings, const DataParallelJob& job, const mpx::data::FashionMnist& data) {
   std::vector<EpochRecord> records;
   std::vector<Summary> summaries;
   const mpx::data::Dataset test_set = data.test.subset(
@@ -174,9 +213,10 @@ void train_all(const Settings& settings, const mpx::data::FashionMnist& data) {
       boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed>, [&](auto type) {
         using P = typename decltype(type)::type;
         if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name))) {
-          summaries.push_back(train<P>(settings, data, test_set, records));
+          summaries.push_back(train<P, Device>(settings, job, data, test_set, records));
         }
       });
+  if (!job.leader()) return;
   const Summary* fp32 = summaries.front().precision == "fp32" ? &summaries.front() : nullptr;
   std::printf("\n%-11s %9s %9s %10s %10s %13s %8s %11s\n", "precision", "test acc", "vs fp32", "s/epoch",
               "samples/s", "activations", "skipped", "loss scale");
@@ -201,14 +241,38 @@ void train_all(const Settings& settings, const mpx::data::FashionMnist& data) {
   std::printf("per-epoch metrics: %s\n", settings.csv.c_str());
   if (!settings.confusion.empty())
     std::printf("confusion matrices: %s.<precision>.csv\n", settings.confusion.c_str());
+  if (job.size > 1) {
+    std::printf("data parallel: %d ranks agree on every result; global batch %lld (%lld per rank)\n",
+                job.size, static_cast<long long>(job.size * settings.batch),
+                static_cast<long long>(settings.batch));
+  }
 }
+
+}  // namespace resnet_example
+
+#if MPX_CUDA_COMPILER
+// The GPU half of the program: the one instantiation the C++ translation unit leaves to nvcc.
+template void resnet_example::train_all<mpx::Cuda>(const resnet_example::Settings&,
+                                                   const mpx::experiment::DataParallelJob&,
+                                                   const mpx::data::FashionMnist&);
+#else
+#if MPX_HAS_CUDA
+extern template void resnet_example::train_all<mpx::Cuda>(const resnet_example::Settings&,
+                                                          const mpx::experiment::DataParallelJob&,
+                                                          const mpx::data::FashionMnist&);
+#endif  // MPX_HAS_CUDA
+
+namespace {
+
+using resnet_example::DataParallelJob;
+using resnet_example::Settings;
 
 // Errors in the arguments print the message and this usage line, and exit with code 2.
 const mpx::experiment::Usage usage(
     "resnet",
     "[--precision fp32|tf32|fp16|bf16|all] [--epochs N] [--batch N] [--lr X] [--seed N] [--width N] "
-    "[--crop-padding N] [--no-flip] [--train-samples N] [--test-samples N] [--csv PATH] [--save PATH] "
-    "[--confusion PATH]");
+    "[--crop-padding N] [--no-flip] [--train-samples N] [--test-samples N] [--device cpu|cuda|auto] "
+    "[--csv PATH] [--save PATH] [--confusion PATH]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
@@ -243,6 +307,8 @@ Settings parse(int argc, char** argv) {
       s.train_samples = std::int64_t(whole_number(1, 60000));
     else if (option == "--test-samples")
       s.test_samples = std::int64_t(whole_number(1, 10000));
+    else if (option == "--device")
+      s.device = value;
     else if (option == "--csv")
       s.csv = value;
     else if (option == "--save")
@@ -253,6 +319,7 @@ Settings parse(int argc, char** argv) {
       usage.fail("unknown option " + option);
   }
   usage.require_one_of("--precision", s.precision, {"fp32", "tf32", "fp16", "bf16", "all"});
+  usage.require_one_of("--device", s.device, {"cpu", "cuda", "auto"});
   if (s.train_samples > 0 && s.train_samples < s.batch) {
     usage.fail("--train-samples " + std::to_string(s.train_samples) + ": fewer than one batch of " +
                std::to_string(s.batch) + " (the last partial batch is dropped)");
@@ -264,15 +331,16 @@ Settings parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Settings settings = parse(argc, argv);
-  try {
+  // Launched by mpirun: one rank of a data-parallel job, and an error on any rank ends the job with a
+  // message naming the rank. Started by hand: a job of one.
+  return mpx::experiment::run_job(argc, argv, usage.program(), [&](const DataParallelJob& job) {
     auto data = mpx::data::load_fashion_mnist();
     // Channels-last images for the convolutions: batches come as [N, 28, 28, 1].
     data.train.set_sample_shape(mpx::Shape{28, 28, 1});
     data.test.set_sample_shape(mpx::Shape{28, 28, 1});
-    train_all(settings, data);
-  } catch (const mpx::error& e) {
-    std::fprintf(stderr, "%s: %s\n", usage.program().c_str(), e.what());
-    return 1;
-  }
-  return 0;
+    mpx::experiment::with_device(settings.device, job, [&](auto device) {
+      resnet_example::train_all<decltype(device)>(settings, job, data);
+    });
+  });
 }
+#endif  // MPX_CUDA_COMPILER
