@@ -31,6 +31,20 @@ struct Pool2dGeometry {
 
   /// @brief OH, OW.
   [[nodiscard]] constexpr Size2d output() const noexcept { return window.output(input); }
+  /// @brief How many taps of output (oh, ow)'s window lie inside the image (not in the padding): an
+  /// average's divisor without `count_include_pad`. Constexpr, so device code calls it too.
+  [[nodiscard]] constexpr std::int64_t taps_inside(std::int64_t oh, std::int64_t ow) const noexcept {
+    std::int64_t rows = 0, columns = 0;
+    for (std::int64_t kh = 0; kh < window.kernel.h; ++kh) {
+      const std::int64_t h = window.input_row(oh, kh);
+      rows += (h >= 0 && h < input.h) ? 1 : 0;
+    }
+    for (std::int64_t kw = 0; kw < window.kernel.w; ++kw) {
+      const std::int64_t w = window.input_column(ow, kw);
+      columns += (w >= 0 && w < input.w) ? 1 : 0;
+    }
+    return rows * columns;
+  }
   /// @brief [N, H, W, C].
   [[nodiscard]] Shape input_shape() const { return Shape{batch, input.h, input.w, channels}; }
   /// @brief [N, OH, OW, C].

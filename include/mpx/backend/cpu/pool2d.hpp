@@ -39,21 +39,6 @@ void for_each_output_pixel(const Pool2dGeometry& g, const Visit& visit) {
                       });
 }
 
-// The number of taps of output (oh, ow)'s window inside the image.
-inline std::int64_t taps_inside(const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow) {
-  const Window2d& win = g.window;
-  std::int64_t rows = 0, cols = 0;
-  for (std::int64_t kh = 0; kh < win.kernel.h; ++kh) {
-    const std::int64_t h = win.input_row(oh, kh);
-    rows += (h >= 0 && h < g.input.h) ? 1 : 0;
-  }
-  for (std::int64_t kw = 0; kw < win.kernel.w; ++kw) {
-    const std::int64_t w = win.input_column(ow, kw);
-    cols += (w >= 0 && w < g.input.w) ? 1 : 0;
-  }
-  return rows * cols;
-}
-
 }  // namespace detail
 
 /// @brief y = the largest tap of each window (NaN when a tap is NaN), exact.
@@ -169,7 +154,7 @@ void avg_pool2d_forward(const Tensor<T, Host>& x, Tensor<T, Host>& y, const Pool
       }
     }
     const Acc divisor =
-        static_cast<Acc>(count_include_pad ? win.kernel.h * win.kernel.w : detail::taps_inside(g, oh, ow));
+        static_cast<Acc>(count_include_pad ? win.kernel.h * win.kernel.w : g.taps_inside(oh, ow));
     T* dst = y.data() + ((n * out.h + oh) * out.w + ow) * c;
     for (std::int64_t k = 0; k < c; ++k)
       dst[k] = round_to<tag_of_t<T>>(sum[static_cast<std::size_t>(k)] / divisor);
@@ -200,8 +185,8 @@ void avg_pool2d_backward(const Tensor<T, Host>& dy, Tensor<T, Host>& dx, const P
               for (std::int64_t kw = 0; kw < win.kernel.w; ++kw) {
                 const std::int64_t ow = win.output_column(w, kw, out.w);
                 if (ow < 0) continue;
-                const Acc divisor = static_cast<Acc>(count_include_pad ? win.kernel.h * win.kernel.w
-                                                                       : detail::taps_inside(g, oh, ow));
+                const Acc divisor =
+                    static_cast<Acc>(count_include_pad ? win.kernel.h * win.kernel.w : g.taps_inside(oh, ow));
                 const T* g_pixel = dy.data() + ((n * out.h + oh) * out.w + ow) * c;
                 for (std::int64_t k = 0; k < c; ++k)
                   sum[static_cast<std::size_t>(k)] += static_cast<Acc>(g_pixel[k]) / divisor;

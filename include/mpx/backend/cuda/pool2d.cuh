@@ -52,28 +52,11 @@ MPX_HOST_DEVICE inline PixelIndex pixel_index(std::int64_t i, std::int64_t rows,
   return p;
 }
 
-/// The number of taps of output (oh, ow)'s window inside the image (mpx::cpu::detail::taps_inside).
-MPX_HOST_DEVICE inline std::int64_t pool_taps_inside(const Pool2dGeometry& g, std::int64_t oh,
-                                                     std::int64_t ow) {
-  const Window2d& win = g.window;
-  std::int64_t rows = 0, cols = 0;
-  for (std::int64_t kh = 0; kh < win.kernel.h; ++kh) {
-    const std::int64_t h = win.input_row(oh, kh);
-    rows += (h >= 0 && h < g.input.h) ? 1 : 0;
-  }
-  for (std::int64_t kw = 0; kw < win.kernel.w; ++kw) {
-    const std::int64_t w = win.input_column(ow, kw);
-    cols += (w >= 0 && w < g.input.w) ? 1 : 0;
-  }
-  return rows * cols;
-}
-
 /// The divisor of output (oh, ow)'s average: the kernel's area, or the taps inside the image.
 template <class Acc>
 MPX_HOST_DEVICE Acc pool_divisor(const Pool2dGeometry& g, bool count_include_pad, std::int64_t oh,
                                  std::int64_t ow) {
-  return static_cast<Acc>(count_include_pad ? g.window.kernel.h * g.window.kernel.w
-                                            : pool_taps_inside(g, oh, ow));
+  return static_cast<Acc>(count_include_pad ? g.window.kernel.h * g.window.kernel.w : g.taps_inside(oh, ow));
 }
 
 /// Where the tap forward takes for one channel of one output lies, and its value.
