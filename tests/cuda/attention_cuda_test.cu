@@ -30,27 +30,22 @@
 #include <mpx/nn/causal_self_attention.hpp>
 
 #include "../support/mismatch_log.hpp"
+#include "comparisons.hpp"
 #include "support.hpp"
 
 namespace {
 
 using mpx::Shape;
 using mpx::Tensor;
+using mpx_test::eps_of;
 using mpx_test::random_host;
-using mpx_test::same_bits_or_both_nan;
+using mpx_test::require_same_bits;
+using mpx_test::storage_slack;
 using mpx_test::to_double;
 
-template <class T>
-constexpr double eps_of() {
-  return mpx::epsilon_v<mpx::tag_of_t<T>>;
-}
-template <class T>
-double storage_slack(double reference) {
-  return eps_of<T>() * std::abs(reference) + mpx::min_normal_v<mpx::tag_of_t<T>> * eps_of<T>();
-}
-
 template <class A, class B, class Bound>
-void require_close(const Tensor<A>& gpu, const Tensor<B>& cpu, const std::string& what, Bound bound) {
+void require_finite_and_close(const Tensor<A>& gpu, const Tensor<B>& cpu, const std::string& what,
+                              Bound bound) {
   REQUIRE(gpu.shape() == cpu.shape());
   mpx_test::MismatchLog log(what);
   for (std::int64_t i = 0; i < cpu.numel(); ++i) {
@@ -61,17 +56,6 @@ void require_close(const Tensor<A>& gpu, const Tensor<B>& cpu, const std::string
       return "[" + std::to_string(i) + "] gpu " + std::to_string(actual) + " cpu " +
              std::to_string(expected) + " bound " + std::to_string(b);
     });
-  }
-  INFO(log.summary());
-  CHECK(log.failures() == 0);
-}
-
-template <class T>
-void require_same_bits(const Tensor<T>& gpu, const Tensor<T>& cpu, const std::string& what) {
-  REQUIRE(gpu.shape() == cpu.shape());
-  mpx_test::MismatchLog log(what);
-  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
-    log.check(same_bits_or_both_nan(gpu[i], cpu[i]), [&] { return "[" + std::to_string(i) + "]"; });
   }
   INFO(log.summary());
   CHECK(log.failures() == 0);
@@ -117,7 +101,7 @@ void check_batched_gemm(std::mt19937& rng) {
     mpx::cuda::gemm<Compute>(mpx::to_device(a), mpx::to_device(b), gpu_d, config);
     const Tensor<D> gpu = mpx::to_host(gpu_d);
     const double e = eps_of<Acc>();
-    require_close(gpu, cpu, what, [&](std::int64_t index, double expected) {
+    require_finite_and_close(gpu, cpu, what, [&](std::int64_t index, double expected) {
       const std::int64_t matrix = index / (c.m * c.n);
       const std::int64_t row = (index / c.n) % c.m;
       const std::int64_t col = index % c.n;
@@ -185,17 +169,17 @@ TEMPLATE_TEST_CASE("cuda causal softmax forward and backward match the cpu, full
       mpx::cuda::causal_softmax_forward(mpx::to_device(scores), probs_gpu,
                                         with_counts ? &counts_gpu : nullptr);
       const double e = eps_of<float>();
-      require_close(mpx::to_host(probs_gpu), probs_cpu, "softmax forward " + what,
-                    [&](std::int64_t, double p) {
-                      return 2.0 * static_cast<double>(S + 16) * e * std::abs(p) + storage_slack<T>(p);
-                    });
+      require_finite_and_close(
+          mpx::to_host(probs_gpu), probs_cpu, "softmax forward " + what, [&](std::int64_t, double p) {
+            return 2.0 * static_cast<double>(S + 16) * e * std::abs(p) + storage_slack<T>(p);
+          });
       // The backward from the same (CPU) probabilities on both sides.
       Tensor<T> ds_cpu(Shape{4, S, S});
       Tensor<T, mpx::Cuda> ds_gpu(Shape{4, S, S});
       mpx::cpu::causal_softmax_backward(probs_cpu, dprobs, ds_cpu, with_counts ? &counts : nullptr);
       mpx::cuda::causal_softmax_backward(mpx::to_device(probs_cpu), mpx::to_device(dprobs), ds_gpu,
                                          with_counts ? &counts_gpu : nullptr);
-      require_close(
+      require_finite_and_close(
           mpx::to_host(ds_gpu), ds_cpu, "softmax backward " + what, [&](std::int64_t index, double ds) {
             const std::int64_t row = index / S;
             double mean = 0;
@@ -234,19 +218,19 @@ TEMPLATE_TEST_CASE("cuda CausalSelfAttention forward and backward follow the cpu
   const Tensor<T> y_cpu = cpu.forward(x).clone();
   const Tensor<T> y_gpu = mpx::to_host(gpu.forward(x_gpu));
   const double y_scale = largest(y_cpu);
-  require_close(y_gpu, y_cpu, "forward", [&](std::int64_t, double) { return 16 * u * y_scale; });
+  require_finite_and_close(y_gpu, y_cpu, "forward", [&](std::int64_t, double) { return 16 * u * y_scale; });
   const Tensor<T> dx_cpu = cpu.backward(dy, true)->clone();
   const Tensor<T> dx_gpu = mpx::to_host(*gpu.backward(dy_gpu, true));
   const double dx_scale = largest(dx_cpu);
-  require_close(dx_gpu, dx_cpu, "dx", [&](std::int64_t, double) { return 16 * u * dx_scale; });
+  require_finite_and_close(dx_gpu, dx_cpu, "dx", [&](std::int64_t, double) { return 16 * u * dx_scale; });
   std::vector<Tensor<float>> cpu_grads;
   cpu.for_each_parameter([&](std::string_view, auto& p) { cpu_grads.push_back(p.grad().clone()); });
   std::size_t index = 0;
   gpu.for_each_parameter([&](std::string_view name, auto& p) {
     const Tensor<float> grad = mpx::to_host(p.grad());
     const double scale = largest(cpu_grads[index]);
-    require_close(grad, cpu_grads[index], std::string(name),
-                  [&](std::int64_t, double) { return 16 * u * scale; });
+    require_finite_and_close(grad, cpu_grads[index], std::string(name),
+                             [&](std::int64_t, double) { return 16 * u * scale; });
     ++index;
   });
   CHECK(index == 4);

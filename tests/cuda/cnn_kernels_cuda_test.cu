@@ -38,80 +38,21 @@
 #include <mpx/cuda.hpp>
 
 #include "../support/mismatch_log.hpp"
+#include "comparisons.hpp"
 #include "support.hpp"
 
 namespace {
 
+using mpx_test::accumulate_of;
+using mpx_test::eps_of;
+using mpx_test::odd_sizes;
 using mpx_test::random_host;
-using mpx_test::same_bits_or_both_nan;
+using mpx_test::require_close;
+using mpx_test::require_same_bits;
+using mpx_test::storage_slack;
 using mpx_test::to_double;
-
-template <class T>
-using accumulate_of = mpx::accumulate_t<T>;
-
-template <class T>
-constexpr double eps_of() {
-  return mpx::epsilon_v<mpx::tag_of_t<T>>;
-}
-
-// One ulp of T's format at `reference` (at most eps |reference|) plus T's subnormal step.
-template <class T>
-double storage_slack(double reference) {
-  return eps_of<T>() * std::abs(reference) + mpx::min_normal_v<mpx::tag_of_t<T>> * eps_of<T>();
-}
-
-// Whether `actual` is within `bound` of `expected`, NaN matching NaN and infinities matching exactly.
-bool close(double actual, double expected, double bound) {
-  if (std::isnan(expected) || std::isnan(actual)) return std::isnan(expected) && std::isnan(actual);
-  if (std::isinf(expected) || std::isinf(actual)) return actual == expected;
-  return std::abs(actual - expected) <= bound;
-}
-
-template <class T>
-std::string type_name() {
-  return std::string(mpx::numeric_traits<mpx::tag_of_t<T>>::name);
-}
-
-// Compares two host tensors bit for bit (NaN matching any NaN).
-template <class T>
-void require_same_bits(const mpx::Tensor<T>& gpu, const mpx::Tensor<T>& cpu, const std::string& what) {
-  REQUIRE(gpu.shape() == cpu.shape());
-  mpx_test::MismatchLog log(what + " " + type_name<T>());
-  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
-    log.check(same_bits_or_both_nan(gpu[i], cpu[i]), [&] {
-      return "[" + std::to_string(i) + "] gpu " + std::to_string(to_double(gpu[i])) + " cpu " +
-             std::to_string(to_double(cpu[i]));
-    });
-  }
-  INFO(log.summary());
-  CHECK(log.failures() == 0);
-}
-
-// The same, for a device result.
-template <class T>
-void require_same_bits(const mpx::Tensor<T, mpx::Cuda>& gpu, const mpx::Tensor<T>& cpu,
-                       const std::string& what) {
-  require_same_bits(mpx::to_host(gpu), cpu, what);
-}
-
-// Compares element by element with a bound per element.
-template <class T, class Bound>
-void require_close(const mpx::Tensor<T>& gpu, const mpx::Tensor<T>& cpu, const std::string& what,
-                   Bound bound) {
-  REQUIRE(gpu.shape() == cpu.shape());
-  mpx_test::MismatchLog log(what + " " + type_name<T>());
-  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
-    const double actual = to_double(gpu[i]);
-    const double expected = to_double(cpu[i]);
-    const double b = bound(i, expected);
-    log.check(close(actual, expected, b), [&] {
-      return "[" + std::to_string(i) + "] gpu " + std::to_string(actual) + " cpu " +
-             std::to_string(expected) + " bound " + std::to_string(b);
-    });
-  }
-  INFO(log.summary());
-  CHECK(log.failures() == 0);
-}
+using mpx_test::type_name;
+using mpx_test::with_specials;
 
 // A [..., C] tensor whose channel c holds centre[c] + spread[c] u, u uniform in [-1, 1), centres in
 // [-4, 4] and spreads in [0.5, 2] drawn per channel: channels that differ, so a statistic read from
@@ -153,32 +94,6 @@ template <class T>
 mpx::Tensor<T> filled(const mpx::Shape& shape, double value) {
   mpx::Tensor<T> t(shape);
   for (T& v : t.values()) v = static_cast<T>(static_cast<float>(value));
-  return t;
-}
-
-// Element counts that give one element, a partial 16-byte pack, and tails on both sides of the
-// packed path.
-constexpr std::int64_t odd_sizes[] = {1, 7, 1023, 4097};
-
-// Random values with NaN, infinities and signed zeros planted at fixed places (when there is room).
-template <class T>
-mpx::Tensor<T> with_specials(std::int64_t count, std::mt19937& rng, double low = -4.0, double high = 4.0) {
-  auto t = random_host<T>(mpx::Shape{count}, rng, low, high);
-  const double specials[] = {std::numeric_limits<double>::quiet_NaN(),
-                             std::numeric_limits<double>::infinity(),
-                             -std::numeric_limits<double>::infinity(), 0.0, -0.0};
-  if (count >= 16) {
-    for (int k = 0; k < 5; ++k)
-      t[count - 1 - 3 * k] = static_cast<T>(static_cast<accumulate_of<T>>(specials[k]));
-  }
-  return t;
-}
-
-// The same, shaped.
-template <class T>
-mpx::Tensor<T> with_specials(const mpx::Shape& shape, std::mt19937& rng) {
-  auto t = with_specials<T>(shape.numel(), rng);
-  t.reshape(shape);
   return t;
 }
 

@@ -32,12 +32,14 @@
 
 #include "../support/mismatch_log.hpp"
 #include "../support/tolerances.hpp"
+#include "comparisons.hpp"
 #include "support.hpp"
 
 namespace {
 
 using mpx::to_host;
 using mpx_test::random_host;
+using mpx_test::require_same_bits;
 using mpx_test::to_double;
 
 struct ConvCase {
@@ -202,21 +204,6 @@ void require_close(const mpx::Tensor<E>& gpu, const mpx::Tensor<E>& cpu, const s
     log.check(std::abs(actual - expected) <= bound, [&] {
       return "[" + std::to_string(i) + "] gpu " + std::to_string(actual) + " cpu " +
              std::to_string(expected) + " bound " + std::to_string(bound);
-    });
-  }
-  INFO(log.summary());
-  CHECK(log.failures() == 0);
-}
-
-// Bit for bit.
-template <class E>
-void require_same_bits(const mpx::Tensor<E>& a, const mpx::Tensor<E>& b, const std::string& what) {
-  REQUIRE(a.shape() == b.shape());
-  mpx_test::MismatchLog log(what);
-  for (std::int64_t i = 0; i < a.numel(); ++i) {
-    log.check(mpx_test::same_bits_or_both_nan(a[i], b[i]), [&] {
-      return "[" + std::to_string(i) + "] " + std::to_string(to_double(a[i])) + " vs " +
-             std::to_string(to_double(b[i]));
     });
   }
   INFO(log.summary());

@@ -21,27 +21,13 @@
 #include <mpx/cuda.hpp>
 
 #include "../support/mismatch_log.hpp"
+#include "comparisons.hpp"
 #include "support.hpp"
 
 namespace {
 
 using mpx_test::random_host;
-using mpx_test::same_bits_or_both_nan;
-using mpx_test::to_double;
-
-template <class T>
-void require_same_bits(const mpx::Tensor<T>& gpu, const mpx::Tensor<T>& cpu, const std::string& what) {
-  REQUIRE(gpu.shape() == cpu.shape());
-  mpx_test::MismatchLog log(what);
-  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
-    log.check(same_bits_or_both_nan(gpu[i], cpu[i]), [&] {
-      return "[" + std::to_string(i) + "] gpu " + std::to_string(to_double(gpu[i])) + " cpu " +
-             std::to_string(to_double(cpu[i]));
-    });
-  }
-  INFO(log.summary());
-  CHECK(log.failures() == 0);
-}
+using mpx_test::require_same_bits;
 
 mpx::Tensor<std::int32_t> random_ids(const mpx::Shape& shape, std::int32_t used, std::mt19937& rng) {
   std::uniform_int_distribution<std::int32_t> pick(0, used - 1);
