@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Builds the CUDA targets for a lent GPU machine HERE (it has no Eigen, Boost or Catch2 headers) and
-# leaves only what must travel in build-gpu/: stripped binaries in bin/ (the Fashion-MNIST and
-# char-GPT examples, with their nvcc halves, as bin/fashion_mnist and bin/char_gpt), the
+# leaves only what must travel in build-gpu/: stripped binaries in bin/ (the Fashion-MNIST, char-GPT
+# and ResNet examples, with their nvcc halves, as bin/fashion_mnist, bin/char_gpt and bin/resnet), the
 # Fashion-MNIST files in fashion-mnist/ and the fortunes text in corpus/ when they fit (the device has
 # no Debian packages) and, where a binary links them, libgomp and zlib in lib/ as fallbacks for an
 # image that lacks them (scripts/gpu_session.sh puts them last on the library path). Release, sm_90
@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 tree=build/gpu-tree
 carry=build-gpu
 targets=(mpx_cuda_tests mpx_nccl_smoke gemm_cuda linear_cuda mlp_step_cuda fashion_mnist_step_cuda
-         example_fashion_mnist example_char_gpt)
+         example_fashion_mnist example_char_gpt example_resnet)
 if [[ ${SESSION:-} == all ]]; then
   targets=(mpx_cuda_tests mpx_nccl_smoke gemm_cuda mlp_step_cuda example_fashion_mnist example_char_gpt)
 fi

@@ -27,7 +27,8 @@
 #              NCCL_DEBUG=INFO into its log, 45 s at most, never run again after a timeout
 #   racecheck  compute-sanitizer racecheck, then synccheck, on RACECHECK_TAGS, mpx's kernels only
 #   and on their own (--full, a later lease): linear (linear_cuda), fashion (fashion_mnist_step_cuda
-#   and its peer).
+#   and its peer), resnet (examples/resnet.cpp on cuDNN: all precisions, one epoch of 8192 images;
+#   its binary comes from gpu_build.sh's default targets, not SESSION=all).
 #
 # Results go to $OUT/bench/results/ AS THEY COME: after every step, summary.md (device, clocks, each
 # step's status and time, the bars of bench/peers/compare.py) and logs.tar.gz (every log so far) are
@@ -52,7 +53,7 @@ full=0
 dry_run=0
 budget=""
 stages=()
-usage="usage: scripts/gpu_session.sh [--full] [--dry-run] [--budget SECONDS] [run1 | run2 | all | tests example gemm memcheck mlp chargpt nccl racecheck linear fashion]"
+usage="usage: scripts/gpu_session.sh [--full] [--dry-run] [--budget SECONDS] [run1 | run2 | all | tests example gemm memcheck mlp chargpt nccl racecheck linear fashion resnet]"
 while (($#)); do
   case $1 in
     --full) full=1 ;;
@@ -61,7 +62,7 @@ while (($#)); do
     run1) stages+=(tests example gemm memcheck); : "${budget:=420}" ;;
     run2) stages+=(mlp chargpt nccl racecheck); : "${budget:=330}" ;;
     all) stages+=(tests example gemm mlp chargpt memcheck nccl racecheck); : "${budget:=570}" ;;
-    tests | example | gemm | memcheck | mlp | chargpt | nccl | racecheck | linear | fashion) stages+=("$1") ;;
+    tests | example | gemm | memcheck | mlp | chargpt | nccl | racecheck | linear | fashion | resnet) stages+=("$1") ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
   shift
@@ -71,7 +72,7 @@ done
 
 # Each stage's cap in seconds: the plan. A stage never runs past its cap or the call's budget.
 declare -A planned=([tests]=160 [example]=50 [gemm]=40 [memcheck]=60 [mlp]=110 [chargpt]=80
-                    [nccl]=30 [racecheck]=40 [linear]=60 [fashion]=150)
+                    [nccl]=30 [racecheck]=40 [linear]=60 [fashion]=150 [resnet]=90)
 lease=900          # device seconds in one lease
 machine_start=120  # seconds a cold start has taken (1-2 minutes)
 
@@ -338,6 +339,11 @@ for stage in "${stages[@]}"; do
       ((full)) && epochs=10
       run_step fashion_mnist_example "${planned[example]}" "$bin/fashion_mnist" --device cuda --precision all \
         --epochs "$epochs" --csv "$logs/fashion_mnist_cuda.csv" ;;
+    resnet)
+      # The ResNet example on cuDNN: every precision, one short epoch (the first calls build the
+      # convolution plans).
+      run_step resnet_example "${planned[resnet]}" "$bin/resnet" --device cuda --precision all --epochs 1 \
+        --train-samples 8192 --test-samples 2000 --csv "$logs/resnet_cuda.csv" ;;
     gemm)
       bench_ran=1
       run_step gemm_cuda "${planned[gemm]}" "$bin/gemm_cuda" "${quick[@]}" --sizes 4096,8192 --json "$results/gemm_cuda.json" ;;
