@@ -127,9 +127,9 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
         schedule_(model_gradients<Tensor<Grad, Host>>(model), options_.bucket_elements<Grad>(), owner),
         buffers_of_model_([&model] { return model_buffers(model); }) {
     detail::require_same_model_and_options(comm_, model_signature(model), options_, owner);
-    if (total_bytes(buffers_of_model_()) > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-      throw invalid_argument(mpx::detail::concat(owner, ": the model's buffers hold ",
-                                                 total_bytes(buffers_of_model_()),
+    if (const std::size_t bytes = total_bytes(buffers_of_model_());
+        bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw invalid_argument(mpx::detail::concat(owner, ": the model's buffers hold ", bytes,
                                                  " bytes, more than one MPI message (2^31 - 1)"));
     }
     for (const Bucket& plan : schedule_.buckets()) {
