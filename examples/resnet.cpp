@@ -9,7 +9,8 @@
 // toolkit nvcc compiles this file a second time for `train_all<mpx::Cuda>` alone. Launched by
 // `mpirun -np N` in a build with MPI, it trains data-parallel: each rank normalises its own share of
 // each global batch with that share's statistics and ends every step with rank 0's running
-// statistics, as PyTorch DDP does (docs/distributed.md).
+// statistics, as PyTorch DDP does, or with `--sync-batch-norm` every rank normalises with the whole
+// global batch's statistics, as PyTorch's SyncBatchNorm (docs/distributed.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,6 +56,7 @@ struct Settings {
   std::int64_t width = 16;         // the stem's channels; the three stages have 2x, 4x and 8x
   std::int64_t crop_padding = 0;   // random crop of the image padded by this many pixels; 0: none
   bool flip = true;                // random horizontal flip
+  bool sync_batch_norm = false;    // data parallel: BatchNorm over every rank's batch (SyncBatchNorm)
   std::int64_t train_samples = 0;  // 0: all 60000
   std::int64_t test_samples = 0;   // 0: all 10000 (fewer for smoke runs, where evaluation dominates)
   std::string device = "auto";
@@ -126,7 +128,10 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
   // L2 weight decay on every parameter, BatchNorm's gamma and beta and the biases included, as
   // torch.optim.SGD(model.parameters(), weight_decay=5e-4) applies it.
   mpx::optim::SGD optimizer(model, {.lr = s.lr, .momentum = 0.9, .weight_decay = 5e-4, .nesterov = true});
-  const auto sync = mpx::experiment::make_gradient_sync<Device>(job, model);  // null when alone
+  // Null when alone; across ranks, BatchNorm normalises each rank's share with its own statistics
+  // (DDP's default) unless --sync-batch-norm.
+  const auto sync =
+      mpx::experiment::make_gradient_sync<Device>(job, model, {.sync_batch_norm = s.sync_batch_norm});
   mpx::Trainer trainer =
       sync ? mpx::Trainer(model, loss, optimizer, *sync) : mpx::Trainer(model, loss, optimizer);
   const mpx::data::Dataset train_set = data.train.subset(
@@ -271,15 +276,20 @@ using resnet_example::Settings;
 const mpx::experiment::Usage usage(
     "resnet",
     "[--precision fp32|tf32|fp16|bf16|all] [--epochs N] [--batch N] [--lr X] [--seed N] [--width N] "
-    "[--crop-padding N] [--no-flip] [--train-samples N] [--test-samples N] [--device cpu|cuda|auto] "
+    "[--crop-padding N] [--no-flip] [--sync-batch-norm] [--train-samples N] [--test-samples N] [--device "
+    "cpu|cuda|auto] "
     "[--csv PATH] [--save PATH] [--confusion PATH]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
   for (int i = 1; i < argc; ++i) {
     const std::string option = argv[i];
-    if (option == "--no-flip") {  // the one option without a value
+    if (option == "--no-flip") {  // the options without a value
       s.flip = false;
+      continue;
+    }
+    if (option == "--sync-batch-norm") {
+      s.sync_batch_norm = true;
       continue;
     }
     const std::string value = usage.value_after(argc, argv, i);

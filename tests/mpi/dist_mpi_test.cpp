@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -301,7 +302,8 @@ TEST_CASE("Ranks with different SyncOptions are refused at construction, naming 
   REQUIRE_THROWS_WITH(
       mpx::dist::MpiGradientSync(comm, model, {.bucket_bytes = odd ? 4096 : 2048}),
       Contains("the ranks' SyncOptions differ: rank 0 has bucket_bytes 2048, reduction "
-               "fixed_order, timeout on, broadcast_buffers true; rank 1 has bucket_bytes 4096"));
+               "fixed_order, timeout on, broadcast_buffers true, sync_batch_norm false; rank 1 has "
+               "bucket_bytes 4096"));
   REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model,
                                                  {.reduction = odd ? mpx::dist::Reduction::mpi_allreduce
                                                                    : mpx::dist::Reduction::fixed_order}),
@@ -312,6 +314,9 @@ TEST_CASE("Ranks with different SyncOptions are refused at construction, naming 
   REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model, {.broadcast_buffers = !odd}),
                       Contains("rank 1 has bucket_bytes 4194304, reduction fixed_order, timeout on, "
                                "broadcast_buffers false"));
+  REQUIRE_THROWS_WITH(mpx::dist::MpiGradientSync(comm, model, {.sync_batch_norm = odd}),
+                      Contains("rank 1 has bucket_bytes 4194304, reduction fixed_order, timeout on, "
+                               "broadcast_buffers true, sync_batch_norm true"));
   // How each rank overlaps or progresses its reductions is its own business.
   REQUIRE_NOTHROW(mpx::dist::MpiGradientSync(comm, model, {.overlap = odd, .progress_thread = odd}));
 }
@@ -425,28 +430,44 @@ std::uint64_t buffer_hash(Model& model) {
 
 struct BatchNormRun {
   std::vector<std::uint64_t> buffers;  // buffer_hash after each step
+  std::vector<double> losses;          // each step's reported loss
+  std::vector<float> running;          // the running statistics after the run
   std::uint64_t weights = 0;           // state_hash after the run
 };
 
-BatchNormRun train_batch_norm(const mpx::dist::Communicator& comm, bool broadcast_buffers) {
+/// Four SGD steps of the BatchNorm model on this rank's shard of each global batch, with `options`;
+/// with no communicator, one process on the whole global batches of `world` ranks.
+BatchNormRun train_batch_norm(const mpx::dist::Communicator* comm, const mpx::dist::SyncOptions& options,
+                              int world = 1) {
   const mpx::data::Dataset data = make_dataset(1024, 5u);
   auto model = make_batch_norm_model();
   mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
   mpx::optim::SGD optimizer(model, {.lr = 0.1, .momentum = 0.9});
-  mpx::dist::MpiGradientSync sync(comm, model, {.broadcast_buffers = broadcast_buffers});
-  mpx::Trainer trainer(model, loss, optimizer, sync);
-  mpx::data::Batcher batcher(data, {.batch_size = local_batch,
-                                    .seed = 3,
-                                    .last_batch = mpx::data::LastBatch::Drop,
-                                    .shard = {comm.rank(), comm.size()}});
+  std::optional<mpx::dist::MpiGradientSync<float>> sync;
+  if (comm != nullptr) sync.emplace(*comm, model, options);
+  using Trainer = mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)>;
+  std::optional<Trainer> trainer;
+  if (sync) {
+    trainer.emplace(model, loss, optimizer, *sync);
+  } else {
+    trainer.emplace(model, loss, optimizer);
+  }
+  mpx::data::Batcher batcher(
+      data, {.batch_size = comm != nullptr ? local_batch : local_batch * world,
+             .seed = 3,
+             .last_batch = mpx::data::LastBatch::Drop,
+             .shard = {comm != nullptr ? comm->rank() : 0, comm != nullptr ? comm->size() : 1}});
   BatchNormRun run;
   mpx::Tensor<float> x;
   mpx::Tensor<std::int32_t> y;
   for (int s = 0; s < 4; ++s) {
     REQUIRE(batcher.next(x, y));
-    trainer.step(x, y);
+    run.losses.push_back(trainer->step(x, y).loss);
     run.buffers.push_back(buffer_hash(model));
   }
+  mpx::nn::for_each_buffer(model, [&](std::string_view, auto& tensor) {
+    run.running.insert(run.running.end(), tensor.data(), tensor.data() + tensor.numel());
+  });
   run.weights = state_hash(model);
   return run;
 }
@@ -455,8 +476,8 @@ BatchNormRun train_batch_norm(const mpx::dist::Communicator& comm, bool broadcas
 TEST_CASE("After every step each rank holds rank 0's BatchNorm running statistics (broadcast_buffers)",
           "[mpi]") {
   mpx::dist::Communicator comm;
-  const BatchNormRun broadcast = train_batch_norm(comm, true);
-  const BatchNormRun own = train_batch_norm(comm, false);
+  const BatchNormRun broadcast = train_batch_norm(&comm, {.broadcast_buffers = true});
+  const BatchNormRun own = train_batch_norm(&comm, {.broadcast_buffers = false});
   for (std::size_t s = 0; s < broadcast.buffers.size(); ++s) {
     CAPTURE(s);
     CHECK(same_on_every_rank(comm, broadcast.buffers[s]));
@@ -470,6 +491,35 @@ TEST_CASE("After every step each rank holds rank 0's BatchNorm running statistic
   CHECK(same_on_every_rank(comm, broadcast.weights));
   CHECK(same_on_every_rank(comm, own.weights));
   CHECK(broadcast.weights == own.weights);  // training normalises with each batch's own statistics
+}
+
+TEST_CASE("With sync_batch_norm, N ranks normalise as one process does the whole batch of N x 32", "[mpi]") {
+  mpx::dist::Communicator comm;
+  // No broadcast: every rank must reach the same running statistics by itself.
+  const BatchNormRun synchronised =
+      train_batch_norm(&comm, {.broadcast_buffers = false, .sync_batch_norm = true});
+  const BatchNormRun own = train_batch_norm(&comm, {.broadcast_buffers = false});
+  for (std::size_t s = 0; s < synchronised.buffers.size(); ++s) {
+    CAPTURE(s);
+    CHECK(same_on_every_rank(comm, synchronised.buffers[s]));
+  }
+  CHECK(same_on_every_rank(comm, synchronised.weights));
+  if (comm.rank() != 0) return;
+  // One process on the same global batches: the sums differ in order only (fp32 rounding, grown by
+  // four SGD steps), so 1e-4 relative; each rank's own statistics miss by far more (the control).
+  const BatchNormRun whole = train_batch_norm(nullptr, {}, comm.size());
+  double own_miss = 0.0;
+  for (std::size_t s = 0; s < whole.losses.size(); ++s) {
+    CAPTURE(s, synchronised.losses[s], whole.losses[s], own.losses[s]);
+    CHECK(std::fabs(synchronised.losses[s] - whole.losses[s]) <= 1e-4 * whole.losses[s]);
+    own_miss = std::max(own_miss, std::fabs(own.losses[s] - whole.losses[s]) / whole.losses[s]);
+  }
+  CHECK(own_miss > 1e-3);
+  REQUIRE(synchronised.running.size() == whole.running.size());
+  for (std::size_t i = 0; i < whole.running.size(); ++i) {
+    CAPTURE(i);
+    CHECK(synchronised.running[i] == Approx(whole.running[i]).epsilon(1e-4).margin(1e-5));
+  }
 }
 
 namespace {

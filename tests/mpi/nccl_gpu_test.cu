@@ -4,7 +4,8 @@
 // fewer GPUs than ranks). Checks, on the values every rank shares: (1) weights stay bit-identical on
 // every rank after 10 steps in fp32 and bf16_mixed; (2) each rank's result equals one process
 // training on the same global batch as micro-batches, within fp32 rounding; (3) with one rank, the
-// sync changes nothing: bit-identical to a trainer without it. Exits 77 (skipped) without a device.
+// sync changes nothing: bit-identical to a trainer without it; (4) with sync_batch_norm, a model with
+// BatchNorm tracks one process on the whole global batch. Exits 77 (skipped) without a device.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -136,6 +137,70 @@ void run_case(const mpx::dist::Communicator& comm, const char* name) {
   }
 }
 
+// SyncBatchNorm over NCCL (SyncOptions::sync_batch_norm): a model with BatchNorm, each rank on its
+// shard, against one process on the whole global batch (one batch: BatchNorm's statistics span it).
+template <class P>
+Result train_batch_norm(const mpx::dist::Communicator& comm, bool sync_on, int steps) {
+  const mpx::data::Dataset data = mpx_dist_test::make_dataset(2048, 5u);
+  mpx::nn::Sequential model{
+      mpx::nn::Linear<P, mpx::nn::Activation::None, mpx::Cuda>(mpx_dist_test::features, 64),
+      mpx::nn::BatchNorm2d<P, mpx::Cuda>(64), mpx::nn::ReLU<P, mpx::Cuda>(),
+      mpx::nn::Linear<mpx::fp32, mpx::nn::Activation::None, mpx::Cuda>(64, mpx_dist_test::classes)};
+  model.initialize(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32, mpx::Cuda> loss;
+  mpx::optim::SGD optimizer(model, {.lr = 0.1, .momentum = 0.9});
+  constexpr std::int64_t batch = 32;
+  Result result;
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  const auto run = [&](auto& trainer, mpx::data::Batcher& batcher) {
+    for (int s = 0; s < steps && batcher.next(x, y); ++s) {
+      const auto gx = mpx::to<mpx::Cuda>(x);
+      const auto gy = mpx::to<mpx::Cuda>(y);
+      result.losses.push_back(trainer.step(gx, gy).loss);
+    }
+  };
+  if (sync_on) {
+    mpx::dist::NcclGradientSync sync(comm, model, {.broadcast_buffers = false, .sync_batch_norm = true});
+    mpx::Trainer trainer(model, loss, optimizer, sync);
+    mpx::data::Batcher batcher(data, {.batch_size = batch,
+                                      .seed = 3,
+                                      .last_batch = mpx::data::LastBatch::Drop,
+                                      .shard = {comm.rank(), comm.size()}});
+    run(trainer, batcher);
+  } else {
+    mpx::Trainer trainer(model, loss, optimizer);
+    mpx::data::Batcher batcher(
+        data, {.batch_size = batch * comm.size(), .seed = 3, .last_batch = mpx::data::LastBatch::Drop});
+    run(trainer, batcher);
+  }
+  result.hash = gpu_state_hash(model);
+  std::uint64_t buffers = 0xcbf29ce484222325ull;  // the running statistics: every rank's own, not broadcast
+  mpx::nn::for_each_buffer(model, [&](std::string_view, auto& tensor) {
+    const auto host = mpx::to<mpx::Host>(tensor);
+    mpx::dist::detail::fnv1a(buffers, host.data(), host.size_bytes());
+  });
+  result.hash ^= buffers * 0x100000001b3ull;
+  return result;
+}
+
+template <class P>
+void run_sync_batch_norm_case(const mpx::dist::Communicator& comm, const char* name) {
+  const Result distributed = train_batch_norm<P>(comm, true, 10);
+  check(same_on_every_rank(comm, distributed.hash),
+        "sync_batch_norm: weights and running statistics the same on every rank", comm.rank());
+  const Result whole = train_batch_norm<P>(comm, false, 10);
+  check(distributed.losses.size() == whole.losses.size(), "sync_batch_norm: as many steps", comm.rank());
+  for (std::size_t s = 0; s < distributed.losses.size() && s < whole.losses.size(); ++s) {
+    check(std::fabs(distributed.losses[s] - whole.losses[s]) <= 1e-4 * std::fabs(whole.losses[s]) + 1e-6,
+          "sync_batch_norm: losses match one process on the whole global batch", comm.rank());
+  }
+  if (comm.rank() == 0) {
+    std::printf("nccl_gpu_test: sync_batch_norm %s on %d rank(s): loss %.6f -> %.6f\n", name, comm.size(),
+                distributed.losses.front(), distributed.losses.back());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,6 +215,7 @@ int main(int argc, char** argv) {
   MPX_CUDA_CHECK(cudaSetDevice(comm.rank() % devices));
   run_case<mpx::fp32>(comm, "fp32");
   run_case<mpx::bf16_mixed>(comm, "bf16_mixed");
+  run_sync_batch_norm_case<mpx::fp32>(comm, "fp32");
   int worst = failures;
   MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, comm.native());
   if (comm.rank() == 0) std::printf("nccl_gpu_test: %s\n", worst == 0 ? "passed" : "FAILED");

@@ -32,7 +32,10 @@
 /// `max_pool2d_forward`, `max_pool2d_backward`, `avg_pool2d_forward`, `avg_pool2d_backward`,
 /// `global_avg_pool2d_forward`, `global_avg_pool2d_backward`. Batch normalisation
 /// (backend/batch_norm_spec.hpp): `batch_norm_forward_training`, `batch_norm_forward_inference`,
-/// `batch_norm_update_running_stats`, `batch_norm_backward`; `group_norm_forward`, `group_norm_backward`
+/// `batch_norm_update_running_stats`, `batch_norm_backward`, and the steps those two take, for
+/// statistics summed over ranks between them: `batch_norm_channel_sums`,
+/// `batch_norm_squared_deviations`, `batch_norm_normalize`, `batch_norm_backward_sums`,
+/// `batch_norm_backward_input`; `group_norm_forward`, `group_norm_backward`
 /// (backend/group_norm_spec.hpp); `upsample_nearest_forward`, `upsample_nearest_backward`;
 /// `concat_channels`, `split_channels` (backend/channel_concat_spec.hpp; a UNet's skip).
 

@@ -79,6 +79,13 @@ struct SyncOptions {
   /// running statistics of its own batches. Either way each rank normalises a training batch with
   /// that batch's own statistics (DDP's default; not SyncBatchNorm).
   bool broadcast_buffers = true;
+  /// @brief Every `BatchNorm2d` of the model normalises a training batch with the statistics of all
+  /// the ranks' batches together (PyTorch's SyncBatchNorm): per layer, two sums over the ranks in
+  /// forward (of x, then of its squared deviations: two-pass, as one process computes them) and one
+  /// in backward (of dy and dy xhat), in rank order, so every rank gets the same bits. False (the
+  /// default, as DDP's): each rank's own batch. The gradient sync hands its reducer to the model's
+  /// layers at construction and takes it back when it is destroyed.
+  bool sync_batch_norm = false;
 
   /// @brief Elements of `T` per bucket: `bucket_bytes` rounded down, at least one.
   template <class T>

@@ -19,6 +19,7 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -34,6 +35,7 @@
 #include "mpx/dist/model_buffers.hpp"
 #include "mpx/dist/model_signature.hpp"
 #include "mpx/error.hpp"
+#include "mpx/nn/batch_statistics.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -61,13 +63,15 @@ struct SyncAgreement {
   std::int32_t reduction = 0;
   std::int32_t timed = 0;
   std::int32_t broadcast_buffers = 0;
+  std::int32_t sync_batch_norm = 0;
 
   friend bool operator==(const SyncAgreement&, const SyncAgreement&) = default;
   friend std::string describe(const SyncAgreement& options) {
     return mpx::detail::concat("bucket_bytes ", options.bucket_bytes, ", reduction ",
                                reduction_name(static_cast<Reduction>(options.reduction)), ", timeout ",
                                options.timed != 0 ? "on" : "0", ", broadcast_buffers ",
-                               options.broadcast_buffers != 0 ? "true" : "false");
+                               options.broadcast_buffers != 0 ? "true" : "false", ", sync_batch_norm ",
+                               options.sync_batch_norm != 0 ? "true" : "false");
   }
 };
 
@@ -80,7 +84,8 @@ inline void require_same_model_and_options(const Communicator& comm, const Model
                            .bucket_bytes = options.bucket_bytes,
                            .reduction = static_cast<std::int32_t>(options.reduction),
                            .timed = options.timeout.count() > 0 ? 1 : 0,
-                           .broadcast_buffers = options.broadcast_buffers ? 1 : 0};
+                           .broadcast_buffers = options.broadcast_buffers ? 1 : 0,
+                           .sync_batch_norm = options.sync_batch_norm ? 1 : 0};
   std::vector<SyncAgreement> all(static_cast<std::size_t>(comm.size()));
   comm.check(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm.native()),
              "MPI_Allgather (model signature and options)");
@@ -93,12 +98,109 @@ inline void require_same_model_and_options(const Communicator& comm, const Model
     differing.append(mpx::detail::concat("; rank ", r, " has ", describe(all[r])));
   }
   if (!differing.empty()) {
-    throw invalid_argument(mpx::detail::concat(
-        where, ": the ranks' SyncOptions differ: rank 0 has ", describe(all[0]), differing,
-        ". Every rank must pass the same bucket_bytes, reduction and broadcast_buffers, and a timeout on all "
-        "ranks or on none"));
+    throw invalid_argument(mpx::detail::concat(where, ": the ranks' SyncOptions differ: rank 0 has ",
+                                               describe(all[0]), differing,
+                                               ". Every rank must pass the same bucket_bytes, reduction, "
+                                               "broadcast_buffers and sync_batch_norm, and a "
+                                               "timeout on all ranks or on none"));
   }
 }
+
+// BatchNorm2d's synchronised statistics over MPI (SyncOptions::sync_batch_norm): each call gathers
+// every rank's values and row count (MPI_Iallgather on a communicator of its own, apart from the
+// gradient buckets in flight) and adds them in rank order, so every rank gets the same bits. Waits
+// at most the sync's timeout. Outlives its sync when a layer still holds it: `detach` makes it
+// refuse work from then on.
+template <class Acc>
+class MpiStatisticsReducer final : public nn::StatisticsReducer<Acc, Host> {
+ public:
+  // `comm` is the sync's (for rank, size and error reports), `own` a duplicate this reducer frees,
+  // `mpi_mutex` the sync's lock when a progress thread shares MPI (else null).
+  MpiStatisticsReducer(const Communicator& comm, MPI_Comm own, std::mutex* mpi_mutex,
+                       std::chrono::milliseconds timeout)
+      : comm_(&comm), own_(own), mpi_mutex_(mpi_mutex), timeout_(timeout) {}
+  MpiStatisticsReducer(const MpiStatisticsReducer&) = delete;
+  MpiStatisticsReducer& operator=(const MpiStatisticsReducer&) = delete;
+  ~MpiStatisticsReducer() override { detach(); }
+
+  std::int64_t sum_over_ranks(Tensor<Acc, Host>& values, std::int64_t count) override {
+    if (comm_ == nullptr) {
+      throw error(
+          "mpx::dist::MpiGradientSync: a BatchNorm2d whose statistics a gradient sync synchronised "
+          "(SyncOptions::sync_batch_norm) trained after that sync was destroyed; build a new sync for the "
+          "model, or set_statistics_reducer(nullptr)");
+    }
+    const auto n = static_cast<std::size_t>(values.numel());
+    const std::size_t bytes = sizeof(std::int64_t) + n * sizeof(Acc);
+    const int world = comm_->size();
+    send_.resize(bytes);
+    std::memcpy(send_.data(), &count, sizeof count);
+    std::memcpy(send_.data() + sizeof count, values.data(), n * sizeof(Acc));
+    receive_.resize(bytes * static_cast<std::size_t>(world));
+    std::unique_lock lock(*mpi_mutex_or(&unused_mutex_));
+    MPI_Request request = MPI_REQUEST_NULL;
+    comm_->check(MPI_Iallgather(send_.data(), static_cast<int>(bytes), MPI_BYTE, receive_.data(),
+                                static_cast<int>(bytes), MPI_BYTE, own_, &request),
+                 "MPI_Iallgather (BatchNorm2d statistics)");
+    wait(request);
+    std::int64_t total = 0;
+    std::vector<Acc> sums(n, Acc(0));
+    for (int r = 0; r < world; ++r) {
+      const std::byte* block = receive_.data() + static_cast<std::size_t>(r) * bytes;
+      std::int64_t rows = 0;
+      std::memcpy(&rows, block, sizeof rows);
+      total += rows;
+      std::vector<Acc> theirs(n);
+      std::memcpy(theirs.data(), block + sizeof rows, n * sizeof(Acc));
+      for (std::size_t i = 0; i < n; ++i) sums[i] = r == 0 ? theirs[i] : sums[i] + theirs[i];
+    }
+    std::memcpy(values.data(), sums.data(), n * sizeof(Acc));
+    return total;
+  }
+
+  // From here on every call throws; frees the communicator unless MPI has ended.
+  void detach() noexcept {
+    comm_ = nullptr;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized == 0 && own_ != MPI_COMM_NULL) MPI_Comm_free(&own_);
+  }
+
+ private:
+  std::mutex* mpi_mutex_or(std::mutex* fallback) const {
+    return mpi_mutex_ != nullptr ? mpi_mutex_ : fallback;
+  }
+
+  // Polls `request` until it completes; past the timeout, leaves the buffers to MPI (never freed) and
+  // throws `timeout_error`.
+  void wait(MPI_Request& request) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (;;) {
+      int done = 0;
+      comm_->check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test (BatchNorm2d statistics)");
+      if (done != 0) return;
+      if (timeout_.count() > 0 && std::chrono::steady_clock::now() >= deadline) {
+        new std::vector<std::byte>(std::move(send_));  // deliberately never freed: MPI may still use them
+        new std::vector<std::byte>(std::move(receive_));
+        const int rank = comm_->rank(), world = comm_->size();
+        comm_ = nullptr;  // the ranks no longer agree on their collectives
+        throw timeout_error(mpx::detail::concat(
+            "mpx::dist::MpiGradientSync: rank ", rank, " of ", world, " waited ",
+            std::chrono::duration<double>(timeout_).count(),
+            " s (SyncOptions::timeout) for the other ranks' BatchNorm2d statistics: a rank did not reach "
+            "this layer (hung, or far slower than this rank); a job whose ranks no longer meet cannot go "
+            "on"));
+      }
+    }
+  }
+
+  const Communicator* comm_;
+  MPI_Comm own_;
+  std::mutex* mpi_mutex_;
+  std::mutex unused_mutex_;  // locked when no progress thread shares MPI: nobody else takes it
+  std::chrono::milliseconds timeout_;
+  std::vector<std::byte> send_, receive_;
+};
 }  // namespace detail
 
 /// @brief Averages `mpx::Trainer`'s gradients across the ranks of a `Communicator` on the CPU; see
@@ -153,6 +255,13 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
             level));
       }
     }
+    if (options_.sync_batch_norm) {  // after the ranks agreed on it: MPI_Comm_dup is collective
+      statistics_ = std::make_shared<detail::MpiStatisticsReducer<Grad>>(
+          comm_, duplicate("MPI_Comm_dup (BatchNorm2d statistics)"),
+          options_.progress_thread ? &mpi_mutex_ : nullptr, options_.timeout);
+      nn::synchronise_batch_statistics(model,
+                                       std::shared_ptr<nn::StatisticsReducer<Grad, Host>>(statistics_));
+    }
     arrivals_comm_ = duplicate("MPI_Comm_dup (arrivals)");
     gathers_comm_ = duplicate("MPI_Comm_dup (gathers of averaged shards)");
     arrivals_.resize(2 * static_cast<std::size_t>(comm_.size()), MPI_REQUEST_NULL);
@@ -164,6 +273,7 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   /// waiting could hang, so the buffers MPI may still read or write (the buckets' and the step
   /// flags') are left allocated until the process ends.
   ~MpiGradientSync() override {
+    if (statistics_) statistics_->detach();  // layers that still hold it get an error, not this dead sync
     if (progress_thread_.joinable()) {
       {
         const std::lock_guard lock(mpi_mutex_);
@@ -552,7 +662,8 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
   std::condition_variable wake_;  // a step started communicating, or the sync is going away
   bool communicating_ = false;    // reductions in flight for the progress thread to advance
   bool stop_ = false;             // the progress thread must end
-  std::thread progress_thread_;   // started last, so everything it reads exists
+  std::shared_ptr<detail::MpiStatisticsReducer<Grad>> statistics_;  // sync_batch_norm: the layers' reducer
+  std::thread progress_thread_;  // started last, so everything it reads exists
 };
 
 /// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.

@@ -43,6 +43,7 @@
 #include "mpx/dist/model_buffers.hpp"
 #include "mpx/dist/model_signature.hpp"
 #include "mpx/error.hpp"
+#include "mpx/nn/batch_statistics.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -68,6 +69,57 @@ struct LossSumMean {
   double world = 1.0;
   MPX_HOST_DEVICE void operator()(StepScalars* s) const { s->loss_sum = s->loss_sum / world; }
 };
+
+// BatchNorm2d's synchronised statistics over NCCL (SyncOptions::sync_batch_norm): an ncclAllReduce
+// of the values on the sync's communication stream, ordered after the training stream's work and
+// before its next, so nothing waits on the host and a captured step replays it. NCCL gives every
+// rank the same bits (see the file comment). The row count is not communicated (it is on the host
+// and the step does not wait for the device): every rank is taken to hold as many rows as this one,
+// as the gradient average presumes too. `detach` makes it refuse work once its sync is gone.
+template <class Acc>
+class NcclStatisticsReducer final : public nn::StatisticsReducer<Acc, Cuda> {
+ public:
+  NcclStatisticsReducer(ncclComm_t comm, int rank, int world, cudaStream_t stream)
+      : comm_(comm), rank_(rank), world_(world), stream_(stream) {
+    MPX_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    MPX_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  }
+  NcclStatisticsReducer(const NcclStatisticsReducer&) = delete;
+  NcclStatisticsReducer& operator=(const NcclStatisticsReducer&) = delete;
+  ~NcclStatisticsReducer() override {
+    if (ready_ != nullptr) (void)cudaEventDestroy(ready_);
+    if (done_ != nullptr) (void)cudaEventDestroy(done_);
+  }
+
+  std::int64_t sum_over_ranks(Tensor<Acc, Cuda>& values, std::int64_t count) override {
+    if (comm_ == nullptr) {
+      throw error(
+          "mpx::dist::NcclGradientSync: a BatchNorm2d whose statistics a gradient sync synchronised "
+          "(SyncOptions::sync_batch_norm) trained after that sync was destroyed; build a new sync for the "
+          "model, or set_statistics_reducer(nullptr)");
+    }
+    const cudaStream_t training = cuda::detail::stream();
+    MPX_CUDA_CHECK(cudaEventRecord(ready_, training));
+    MPX_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
+    cuda::check_nccl(ncclAllReduce(values.data(), values.data(), static_cast<std::size_t>(values.numel()),
+                                   cuda::nccl_type<Acc>(), ncclSum, comm_, stream_),
+                     "ncclAllReduce (BatchNorm2d statistics)", rank_);
+    MPX_CUDA_CHECK(cudaEventRecord(done_, stream_));
+    MPX_CUDA_CHECK(cudaStreamWaitEvent(training, done_, 0));
+    return count * world_;
+  }
+
+  // From here on every call throws.
+  void detach() noexcept { comm_ = nullptr; }
+
+ private:
+  ncclComm_t comm_;
+  int rank_;
+  int world_;
+  cudaStream_t stream_;  // the sync's communication stream, in order with the gradient buckets
+  cudaEvent_t ready_ = nullptr;
+  cudaEvent_t done_ = nullptr;
+};
 }  // namespace detail
 
 /// @brief Averages `mpx::Trainer`'s gradients across ranks on their GPUs with NCCL; see the file
@@ -78,7 +130,9 @@ struct LossSumMean {
 /// mpx::Trainer trainer(model, loss, optimizer, sync);
 /// @endcode
 /// or, without MPI, from an `NcclBootstrap` (see the constructor). After construction only NCCL is
-/// used. `SyncOptions::reduction` and `SyncOptions::timeout` do not apply (NCCL always reduces
+/// used. With `SyncOptions::sync_batch_norm`, every rank's batch must have as many rows as the others
+/// (the statistics' count is this rank's times the world size). `SyncOptions::reduction` and
+/// `SyncOptions::timeout` do not apply (NCCL always reduces
 /// with ncclAllReduce, and after construction nothing here waits on the host; a rank that dies ends
 /// the job through its launcher).
 /// @tparam Grad the gradients' element type (fp32, or fp64 under fp64).
@@ -114,6 +168,12 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     MPX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     MPX_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+    if (options_.sync_batch_norm) {
+      statistics_ = std::make_shared<detail::NcclStatisticsReducer<Grad>>(nccl_.native(), nccl_.rank(),
+                                                                          nccl_.size(), stream_);
+      nn::synchronise_batch_statistics(model,
+                                       std::shared_ptr<nn::StatisticsReducer<Grad, Cuda>>(statistics_));
+    }
   }
 
   /// @brief Joins NCCL from the ranks of an MPI communicator (collective over `comm`).
@@ -127,6 +187,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
 
   /// @brief Releases the stream and events (after the work queued on them).
   ~NcclGradientSync() override {
+    if (statistics_) statistics_->detach();  // layers that still hold it get an error, not this dead sync
     if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
     if (ready_ != nullptr) (void)cudaEventDestroy(ready_);
     if (done_ != nullptr) (void)cudaEventDestroy(done_);
@@ -234,6 +295,7 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   cudaEvent_t done_ = nullptr;
+  std::shared_ptr<detail::NcclStatisticsReducer<Grad>> statistics_;  // sync_batch_norm: the layers' reducer
 };
 
 /// @brief Deduces the gradient type from the model, as `mpx::Trainer` does.

@@ -39,6 +39,7 @@
 #include <utility>
 
 #include "mpx/config.hpp"
+#include "mpx/dist/buckets.hpp"
 #include "mpx/error.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
@@ -125,8 +126,8 @@ struct DataParallelJob {
 };
 
 /// @brief The gradient averaging of `job` for `model` on `Device`: `dist::MpiGradientSync` on the
-/// CPU, `dist::NcclGradientSync` on GPUs, null when alone. Hand it to the `mpx::Trainer`
-/// constructor that takes one.
+/// CPU, `dist::NcclGradientSync` on GPUs, null when alone, with `options` (`dist::SyncOptions`:
+/// e.g. `{.sync_batch_norm = true}`). Hand it to the `mpx::Trainer` constructor that takes one.
 ///
 /// NCCL's sync is CUDA code: in a build with MPI, `make_gradient_sync<mpx::Cuda>` compiles only in a
 /// translation unit nvcc compiles (in a C++ one it would be a second definition that cannot make
@@ -136,16 +137,17 @@ struct DataParallelJob {
 /// @tparam Model the model (its `precision` gives the gradients' type).
 template <class Device, class Model>
 [[nodiscard]] auto make_gradient_sync([[maybe_unused]] const DataParallelJob& job,
-                                      [[maybe_unused]] Model& model) {
+                                      [[maybe_unused]] Model& model,
+                                      [[maybe_unused]] const dist::SyncOptions& options = {}) {
   using Grad = accumulate_t<typename Model::precision>;
   std::unique_ptr<GradientSync<Device, Grad>> sync;
 #if MPX_HAS_MPI
   if (job.comm != nullptr) {
     if constexpr (std::is_same_v<Device, Host>) {
-      sync = std::make_unique<dist::MpiGradientSync<Grad>>(*job.comm, model);
+      sync = std::make_unique<dist::MpiGradientSync<Grad>>(*job.comm, model, options);
     } else {
 #if MPX_CUDA_COMPILER && MPX_HAS_NCCL
-      sync = std::make_unique<dist::NcclGradientSync<Grad>>(*job.comm, model);
+      sync = std::make_unique<dist::NcclGradientSync<Grad>>(*job.comm, model, options);
 #elif MPX_CUDA_COMPILER
       throw error(mpx::detail::concat(
           job.program, ": data parallel on GPUs needs NCCL, which CMake did not find; use --device cpu"));

@@ -6,10 +6,13 @@
 /// statistics, parameters and running statistics in fp32 in every precision (autocast's rule).
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <utility>
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/batch_norm_spec.hpp"
+#include "mpx/nn/batch_statistics.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_base.hpp"
@@ -31,7 +34,10 @@ struct BatchNormOptions {
 /// running (unbiased) variance; evaluation mode normalises with the running statistics. Gamma
 /// ("weight", 1) and beta ("bias", 0) are fp32 parameters, the running statistics fp32 buffers
 /// ("running_mean", 0, and "running_var", 1) that `for_each_buffer` shows to checkpoints. Under data
-/// parallel each rank normalises with its own batch's statistics, as DDP does by default.
+/// parallel each rank normalises with its own batch's statistics, as DDP does by default; with a
+/// `StatisticsReducer` (`dist::SyncOptions::sync_batch_norm`) every rank normalises with the whole
+/// job's batch, as PyTorch's SyncBatchNorm: the sums of x and of squared deviations, and in backward
+/// those of dy and dy xhat, are added over the ranks.
 /// @code
 /// using L = mpx::nn::layers<mpx::bf16_mixed>;
 /// mpx::nn::Sequential block{L::conv2d(64, 64, 3, {.padding = 1, .bias = false}), L::batch_norm2d(64),
@@ -49,6 +55,8 @@ class BatchNorm2d : public LayerBase<BatchNorm2d<P, Device>, P, Device> {
   using LayerBase<BatchNorm2d, P, Device>::forward;
   /// @brief Construction options (see `BatchNormOptions`).
   using Options = BatchNormOptions;
+  /// @brief What sums the statistics over the ranks of a data-parallel job.
+  using Reducer = StatisticsReducer<Acc, Device>;
 
   /// @brief Normalises `num_features` channels.
   /// @throws mpx::invalid_argument naming the values unless num_features is positive, epsilon in
@@ -96,18 +104,16 @@ class BatchNorm2d : public LayerBase<BatchNorm2d<P, Device>, P, Device> {
                                                     running_var_, options_.epsilon, output_);
       return output_;
     }
-    const std::int64_t count = x.shape().rows();
-    if (count < 2) {
-      throw shape_error(mpx::detail::concat(this->label(),
-                                            ": training needs more than one value per channel, "
-                                            "received ",
-                                            x.shape(), " (PyTorch raises the same)"));
-    }
     for (auto* statistic : {&mean_, &var_, &rstd_}) ensure_shape(*statistic, Shape{features_});
-    Backend<Device>::batch_norm_forward_training(x, gamma_.master(), beta_.master(), options_.epsilon,
-                                                 output_, mean_, var_, rstd_);
+    const std::int64_t count = reducer_ ? synchronised_forward(x) : x.shape().rows();
+    if (!reducer_) {
+      require_variance(count, x.shape());
+      Backend<Device>::batch_norm_forward_training(x, gamma_.master(), beta_.master(), options_.epsilon,
+                                                   output_, mean_, var_, rstd_);
+    }
     Backend<Device>::batch_norm_update_running_stats(mean_, var_, count, options_.momentum, running_mean_,
                                                      running_var_);
+    count_ = count;
     input_ = &x;
     return output_;
   }
@@ -120,10 +126,21 @@ class BatchNorm2d : public LayerBase<BatchNorm2d<P, Device>, P, Device> {
     const auto dgamma = gamma_.grad_for_update();
     const auto dbeta = beta_.grad_for_update();
     if (input_grad) ensure_shape(input_grad_, dy.shape());
-    Backend<Device>::batch_norm_backward(*input_, gamma_.master(), mean_, rstd_, dy,
-                                         input_grad ? &input_grad_ : nullptr, dgamma.tensor, dgamma.overwrite,
-                                         dbeta.tensor, dbeta.overwrite);
-    return input_grad ? &input_grad_ : nullptr;
+    if (!reducer_) {
+      Backend<Device>::batch_norm_backward(*input_, gamma_.master(), mean_, rstd_, dy,
+                                           input_grad ? &input_grad_ : nullptr, dgamma.tensor,
+                                           dgamma.overwrite, dbeta.tensor, dbeta.overwrite);
+      return input_grad ? &input_grad_ : nullptr;
+    }
+    // dgamma and dbeta from this rank's sums (the gradient sync averages them); dx from everyone's.
+    ensure_shape(gradient_sums_, Shape{2 * features_});
+    Backend<Device>::batch_norm_backward_sums(*input_, mean_, rstd_, dy, gradient_sums_, dgamma.tensor,
+                                              dgamma.overwrite, dbeta.tensor, dbeta.overwrite);
+    if (!input_grad) return nullptr;  // the same on every rank: the same model
+    (void)reducer_->sum_over_ranks(gradient_sums_, dy.shape().rows());
+    Backend<Device>::batch_norm_backward_input(*input_, gamma_.master(), mean_, rstd_, dy, gradient_sums_,
+                                               count_, input_grad_);
+    return &input_grad_;
   }
 
   /// @brief Calls `f(name, parameter)` on gamma ("weight"), then beta ("bias").
@@ -139,6 +156,14 @@ class BatchNorm2d : public LayerBase<BatchNorm2d<P, Device>, P, Device> {
     f(std::string_view("running_mean"), running_mean_);
     f(std::string_view("running_var"), running_var_);
   }
+
+  /// @brief Synchronised statistics: from the next training step on, the statistics of every rank's
+  /// batch together, summed by `reducer` (collective: every rank's layer must get one); null: this
+  /// rank's batch alone (the default). `dist::SyncOptions::sync_batch_norm` hands every
+  /// BatchNorm2d of a model the gradient sync's reducer (nn::synchronise_batch_statistics).
+  void set_statistics_reducer(std::shared_ptr<Reducer> reducer) noexcept { reducer_ = std::move(reducer); }
+  /// @brief Whether training normalises with the statistics of every rank's batch.
+  [[nodiscard]] bool synchronised() const noexcept { return reducer_ != nullptr; }
 
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept { input_ = nullptr; }
@@ -159,6 +184,30 @@ class BatchNorm2d : public LayerBase<BatchNorm2d<P, Device>, P, Device> {
   [[nodiscard]] Param& bias() noexcept { return beta_; }
 
  private:
+  // Throws unless the batch has a variance to normalise with.
+  void require_variance(std::int64_t count, const Shape& x) const {
+    if (count < 2) {
+      throw shape_error(
+          mpx::detail::concat(this->label(), ": training needs more than one value per channel, received ", x,
+                              reducer_ ? " (over every rank's batch)" : "", " (PyTorch raises the same)"));
+    }
+  }
+
+  // The training statistics of every rank's batch, in the steps of batch_norm_forward_training with
+  // the sums added over the ranks between them; writes output_, mean_, var_, rstd_ and returns the
+  // number of rows over every rank.
+  std::int64_t synchronised_forward(const Tensor<T, Device>& x) {
+    ensure_shape(sums_, Shape{features_});
+    Backend<Device>::batch_norm_channel_sums(x, sums_);
+    const std::int64_t count = reducer_->sum_over_ranks(sums_, x.shape().rows());
+    require_variance(count, x.shape());  // the same total on every rank: all throw or none does
+    Backend<Device>::batch_norm_squared_deviations(x, sums_, count, mean_, var_);  // var_: the squares
+    (void)reducer_->sum_over_ranks(var_, x.shape().rows());
+    Backend<Device>::batch_norm_normalize(x, gamma_.master(), beta_.master(), mean_, var_, count,
+                                          options_.epsilon, output_, var_, rstd_);
+    return count;
+  }
+
   static std::int64_t checked_features(std::int64_t features) {
     if (features <= 0) {
       throw invalid_argument(
@@ -174,6 +223,10 @@ class BatchNorm2d : public LayerBase<BatchNorm2d<P, Device>, P, Device> {
   Tensor<Acc, Device> running_mean_;
   Tensor<Acc, Device> running_var_;
   Tensor<Acc, Device> mean_, var_, rstd_;  // the last training batch's, for backward
+  std::int64_t count_ = 0;                 // the rows those statistics cover (every rank's)
+  std::shared_ptr<Reducer> reducer_;       // synchronised statistics; null: this rank's batch
+  Tensor<Acc, Device> sums_;               // synchronised: the sums of x [C]
+  Tensor<Acc, Device> gradient_sums_;      // synchronised: the sums of dy and dy xhat [2 C]
   SavedPointer<Tensor<T, Device>> input_;
   Tensor<T, Device> output_;
   Tensor<T, Device> input_grad_;

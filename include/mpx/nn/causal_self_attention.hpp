@@ -170,6 +170,13 @@ class CausalSelfAttention : public LayerBase<CausalSelfAttention<P, Device>, P, 
     qkv_.forget_input();
   }
 
+  /// @brief Calls `f(qkv)`, then `f(proj)`: the two projections (nn::for_each_layer).
+  template <class F>
+  void for_each_child(F&& f) {
+    f(qkv_);
+    f(proj_);
+  }
+
   /// @brief Training (`true`, the default) or evaluation mode, for the layer and its projections:
   /// in evaluation, forward frees its intermediates on return and backward throws until a
   /// training-mode forward has run (see nn/training_mode.hpp).

@@ -135,6 +135,11 @@ class Concat
     Base::set_label(std::move(label));
     block_.set_label(mpx::detail::concat(label_path(this->label()), ".block (", Block::kind, ")"));
   }
+  /// @brief Calls `f(block)` (nn::for_each_layer).
+  template <class F>
+  void for_each_child(F&& f) {
+    f(block_);
+  }
   /// @brief Passes the mode to the block (see nn/training_mode.hpp).
   void set_training(bool training) {
     Base::set_training(training);

@@ -111,6 +111,19 @@ void for_each_buffer(L& layer, F&& f) {
   if constexpr (requires { layer.for_each_buffer(f); }) layer.for_each_buffer(f);
 }
 
+/// @brief Calls `f(layer)` on `layer` and then, depth first in forward order, on every layer inside
+/// it: containers (`Sequential`, `Residual`, `Concat`, `CausalSelfAttention`) show theirs through
+/// `for_each_child(g)`. For what reaches into a model from outside by layer kind (the gradient
+/// syncs handing each `BatchNorm2d` its reducer of statistics); `f` picks its layers with
+/// `if constexpr`.
+template <class L, class F>
+void for_each_layer(L& layer, F&& f) {
+  f(layer);
+  if constexpr (requires { layer.for_each_child(f); }) {
+    layer.for_each_child([&](auto& child) { nn::for_each_layer(child, f); });
+  }
+}
+
 /// @brief The activation a `Linear` applies through its GEMM epilogue.
 enum class Activation { None, ReLU, GELU };
 

@@ -179,6 +179,11 @@ class Residual
       shortcut_.set_label(mpx::detail::concat(label_path(this->label()), ".shortcut (", Shortcut::kind, ")"));
     }
   }
+  /// @brief Calls `f(block)`, then `f(shortcut)` when it projects (nn::for_each_layer).
+  template <class F>
+  void for_each_child(F&& f) {
+    for_each_path([&](const char*, auto& path) { f(path); });
+  }
   /// @brief Passes the mode to the block and the shortcut (see nn/training_mode.hpp).
   void set_training(bool training) {
     Base::set_training(training);

@@ -186,6 +186,12 @@ class Sequential {
     });
   }
 
+  /// @brief Calls `f(layer)` on each layer, in order (nn::for_each_layer).
+  template <class F>
+  void for_each_child(F&& f) {
+    for_each_index([&]<std::size_t I>() { f(boost::hana::at_c<I>(layers_)); });
+  }
+
   /// @brief Puts every layer into training (`true`) or evaluation mode (see nn/training_mode.hpp).
   void set_training(bool training) {
     training_ = training;

@@ -130,6 +130,11 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(batch_norm_forward_inference);
   MPX_DETAIL_FORWARD_TO_CPU(batch_norm_update_running_stats);
   MPX_DETAIL_FORWARD_TO_CPU(batch_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_channel_sums);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_squared_deviations);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_normalize);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_backward_sums);
+  MPX_DETAIL_FORWARD_TO_CPU(batch_norm_backward_input);
   MPX_DETAIL_FORWARD_TO_CPU(group_norm_forward);
   MPX_DETAIL_FORWARD_TO_CPU(group_norm_backward);
   MPX_DETAIL_FORWARD_TO_CPU(upsample_nearest_forward);

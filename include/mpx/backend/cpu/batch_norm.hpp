@@ -88,30 +88,85 @@ void write_block(T* dst, std::int64_t rows, std::int64_t channels, const Value& 
   if constexpr (!std::is_same_v<T, Acc>) round_range(values, dst, 0, rows * channels);
 }
 
+// batch_norm_backward_sums's work, its sums into sums[2 C].
+template <class T, class Acc>
+void batch_norm_backward_sums(const Tensor<T, Host>& x, const Tensor<Acc, Host>& mean,
+                              const Tensor<Acc, Host>& rstd, const Tensor<T, Host>& dy, Acc* sums,
+                              Tensor<Acc, Host>& dgamma, bool overwrite_dgamma, Tensor<Acc, Host>& dbeta,
+                              bool overwrite_dbeta) {
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  const Acc* mu = mean.data();
+  const Acc* inv = rstd.data();
+  const std::vector<Acc> total = detail::channel_sums<Acc>(
+      rows, channels, 2 * channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
+        const std::int64_t elements = (end - begin) * channels;
+        const Acc* xb = detail::widened_block<0, Acc>(x.data() + begin * channels, elements);
+        const Acc* gb = detail::widened_block<1, Acc>(dy.data() + begin * channels, elements);
+        for (std::int64_t r = 0; r < end - begin; ++r) {
+          const Acc* xr = xb + r * channels;
+          const Acc* gr = gb + r * channels;
+          MPX_DETAIL_OMP_SIMD
+          for (std::int64_t c = 0; c < channels; ++c) {
+            const Acc g = gr[c];
+            out[c] += g;
+            out[channels + c] += g * ((xr[c] - mu[c]) * inv[c]);
+          }
+        }
+      });
+  std::copy(total.begin(), total.end(), sums);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const Acc db = sums[c], dg = sums[channels + c];
+    dbeta[c] = overwrite_dbeta ? db : dbeta[c] + db;
+    dgamma[c] = overwrite_dgamma ? dg : dgamma[c] + dg;
+  }
+}
+
+// batch_norm_backward_input's work, from sums[2 C].
+template <class T, class Weight, class Acc>
+void batch_norm_backward_input(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                               const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& rstd,
+                               const Tensor<T, Host>& dy, const Acc* sums, std::int64_t count,
+                               Tensor<T, Host>& dx) {
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  const Acc n = static_cast<Acc>(count);
+  const Acc* mu = mean.data();
+  const Acc* inv = rstd.data();
+  std::vector<Acc> scale(static_cast<std::size_t>(channels)), mean_g(scale.size()), mean_gx(scale.size());
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const auto k = static_cast<std::size_t>(c);
+    scale[k] = static_cast<Acc>(gamma[c]) * inv[c];
+    mean_g[k] = sums[c] / n;
+    mean_gx[k] = sums[channels + c] / n;
+  }
+  T* out = dx.data();
+  parallel_for_chunks(rows, detail::batch_norm_block_rows(channels),
+                      [&](std::int64_t begin, std::int64_t end) {
+                        const Acc* k = scale.data();
+                        const Acc* mg = mean_g.data();
+                        const Acc* mgx = mean_gx.data();
+                        const std::int64_t elements = (end - begin) * channels;
+                        const Acc* xb = detail::widened_block<0, Acc>(x.data() + begin * channels, elements);
+                        const Acc* gb = detail::widened_block<1, Acc>(dy.data() + begin * channels, elements);
+                        detail::write_block<Acc>(out + begin * channels, end - begin, channels,
+                                                 [&](std::int64_t r, std::int64_t c) {
+                                                   const std::int64_t i = r * channels + c;
+                                                   const Acc xhat = (xb[i] - mu[c]) * inv[c];
+                                                   return k[c] * (gb[i] - mg[c] - xhat * mgx[c]);
+                                                 });
+                      });
+}
+
 }  // namespace detail
 
-/// @brief Training-mode forward: per channel c, the mean and biased variance of x[..., c] over
-/// every other dimension (two passes: no cancellation for a large mean), then
-/// y = (x - mean) rstd gamma + beta with rstd = 1 / sqrt(var + epsilon), rounded once.
-/// @param x [..., C] in the compute type; @param gamma, beta [C] (the master weights);
-/// @param epsilon added to the variance;
-/// @param y like x, written; @param mean, var, rstd [C] in the accumulate type, written (var is the
-///        biased variance, which normalises; the running variance takes the unbiased one).
-template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
-void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
-                                 const Tensor<Weight, Host>& beta, float epsilon, Tensor<T, Host>& y,
-                                 Tensor<Acc, Host>& mean, Tensor<Acc, Host>& var, Tensor<Acc, Host>& rstd) {
-  constexpr const char* where = "mpx::cpu::batch_norm_forward_training";
+/// @brief sums[c] = the sum of x[..., c] over every other dimension, in the accumulate type: the
+/// first step of the training-mode statistics (BatchNorm2d sums them over the ranks between steps
+/// when its statistics are synchronised).
+template <FloatingElement T, FloatingElement Acc>
+void batch_norm_channel_sums(const Tensor<T, Host>& x, Tensor<Acc, Host>& sums) {
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"beta", beta.shape()},
-                       {"mean", mean.shape()},
-                       {"var", var.shape()},
-                       {"rstd", rstd.shape()}});
-  if (rows == 0) throw shape_error(mpx::detail::concat(where, ": the input ", x.shape(), " is empty"));
+  validate_batch_norm("mpx::cpu::batch_norm_channel_sums", x.shape(), {}, {{"sums", sums.shape()}});
   const T* in = x.data();
-  const std::vector<Acc> sums = detail::channel_sums<Acc>(
+  const std::vector<Acc> total = detail::channel_sums<Acc>(
       rows, channels, channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
         const Acc* block = detail::widened_block<0, Acc>(in + begin * channels, (end - begin) * channels);
         for (std::int64_t r = 0; r < end - begin; ++r) {
@@ -120,10 +175,23 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
           for (std::int64_t c = 0; c < channels; ++c) out[c] += row[c];
         }
       });
-  const Acc count = static_cast<Acc>(rows);
-  for (std::int64_t c = 0; c < channels; ++c) mean[c] = sums[static_cast<std::size_t>(c)] / count;
+  std::copy(total.begin(), total.end(), sums.data());
+}
+
+/// @brief The second step: mean[c] = sums[c] / count, then squares[c] = the sum of
+/// (x[..., c] - mean[c])^2 (two passes: no cancellation for a large mean). `count` is the number of
+/// rows `sums` covers (this tensor's, or every rank's).
+template <FloatingElement T, FloatingElement Acc>
+void batch_norm_squared_deviations(const Tensor<T, Host>& x, const Tensor<Acc, Host>& sums,
+                                   std::int64_t count, Tensor<Acc, Host>& mean, Tensor<Acc, Host>& squares) {
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm("mpx::cpu::batch_norm_squared_deviations", x.shape(), {},
+                      {{"sums", sums.shape()}, {"mean", mean.shape()}, {"squares", squares.shape()}});
+  const Acc n = static_cast<Acc>(count);
+  for (std::int64_t c = 0; c < channels; ++c) mean[c] = sums[c] / n;
   const Acc* mu = mean.data();
-  const std::vector<Acc> squares = detail::channel_sums<Acc>(
+  const T* in = x.data();
+  const std::vector<Acc> total = detail::channel_sums<Acc>(
       rows, channels, channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
         const Acc* block = detail::widened_block<0, Acc>(in + begin * channels, (end - begin) * channels);
         for (std::int64_t r = 0; r < end - begin; ++r) {
@@ -135,13 +203,34 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
           }
         }
       });
+  std::copy(total.begin(), total.end(), squares.data());
+}
+
+/// @brief The last step: var = squares / count (biased), rstd = 1 / sqrt(var + epsilon) and
+/// y = (x - mean) rstd gamma + beta, rounded once.
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_normalize(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                          const Tensor<Weight, Host>& beta, const Tensor<Acc, Host>& mean,
+                          const Tensor<Acc, Host>& squares, std::int64_t count, float epsilon,
+                          Tensor<T, Host>& y, Tensor<Acc, Host>& var, Tensor<Acc, Host>& rstd) {
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm("mpx::cpu::batch_norm_normalize", x.shape(), {{"y", y.shape()}},
+                      {{"gamma", gamma.shape()},
+                       {"beta", beta.shape()},
+                       {"mean", mean.shape()},
+                       {"squares", squares.shape()},
+                       {"var", var.shape()},
+                       {"rstd", rstd.shape()}});
+  const Acc n = static_cast<Acc>(count);
   std::vector<Acc> scale(static_cast<std::size_t>(channels)), shift(static_cast<std::size_t>(channels));
   for (std::int64_t c = 0; c < channels; ++c) {
-    var[c] = squares[static_cast<std::size_t>(c)] / count;
+    var[c] = squares[c] / n;
     rstd[c] = Acc(1) / std::sqrt(var[c] + static_cast<Acc>(epsilon));
     scale[static_cast<std::size_t>(c)] = rstd[c] * static_cast<Acc>(gamma[c]);
     shift[static_cast<std::size_t>(c)] = static_cast<Acc>(beta[c]);
   }
+  const Acc* mu = mean.data();
+  const T* in = x.data();
   T* out = y.data();
   parallel_for_chunks(
       rows, detail::batch_norm_block_rows(channels), [&](std::int64_t begin, std::int64_t end) {
@@ -152,6 +241,33 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
             out + begin * channels, end - begin, channels,
             [&](std::int64_t r, std::int64_t c) { return (block[r * channels + c] - mu[c]) * k[c] + b[c]; });
       });
+}
+
+/// @brief Training-mode forward: per channel c, the mean and biased variance of x[..., c] over
+/// every other dimension (two passes: no cancellation for a large mean), then
+/// y = (x - mean) rstd gamma + beta with rstd = 1 / sqrt(var + epsilon), rounded once: the three
+/// steps above on this tensor's rows alone.
+/// @param x [..., C] in the compute type; @param gamma, beta [C] (the master weights);
+/// @param epsilon added to the variance;
+/// @param y like x, written; @param mean, var, rstd [C] in the accumulate type, written (var is the
+///        biased variance, which normalises; the running variance takes the unbiased one).
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                                 const Tensor<Weight, Host>& beta, float epsilon, Tensor<T, Host>& y,
+                                 Tensor<Acc, Host>& mean, Tensor<Acc, Host>& var, Tensor<Acc, Host>& rstd) {
+  constexpr const char* where = "mpx::cpu::batch_norm_forward_training";
+  const std::int64_t rows = x.shape().rows();
+  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
+                      {{"gamma", gamma.shape()},
+                       {"beta", beta.shape()},
+                       {"mean", mean.shape()},
+                       {"var", var.shape()},
+                       {"rstd", rstd.shape()}});
+  if (rows == 0) throw shape_error(mpx::detail::concat(where, ": the input ", x.shape(), " is empty"));
+  // var holds the sums, then the squared deviations, until the last step writes the variance.
+  batch_norm_channel_sums(x, var);
+  batch_norm_squared_deviations(x, var, rows, mean, var);
+  batch_norm_normalize(x, gamma, beta, mean, var, rows, epsilon, y, var, rstd);
 }
 
 /// @brief Evaluation-mode forward: y = (x - running_mean) / sqrt(running_var + epsilon) gamma + beta.
@@ -204,72 +320,59 @@ void batch_norm_update_running_stats(const Tensor<Acc, Host>& mean, const Tensor
   }
 }
 
+/// @brief The first step of the training-mode backward: sums = [sum g, sum g xhat] per channel
+/// ([2 C], xhat = (x - mean) rstd, g = dy) over this tensor's rows, and from them dbeta += sum g,
+/// dgamma += sum g xhat (written instead of added when their `overwrite` is set: the first
+/// micro-batch after zero_grad). Synchronised statistics sum `sums` over the ranks before the second
+/// step; the parameter gradients stay this rank's, for the gradient sync to average.
+template <FloatingElement T, FloatingElement Acc>
+void batch_norm_backward_sums(const Tensor<T, Host>& x, const Tensor<Acc, Host>& mean,
+                              const Tensor<Acc, Host>& rstd, const Tensor<T, Host>& dy,
+                              Tensor<Acc, Host>& sums, Tensor<Acc, Host>& dgamma, bool overwrite_dgamma,
+                              Tensor<Acc, Host>& dbeta, bool overwrite_dbeta) {
+  constexpr const char* where = "mpx::cpu::batch_norm_backward_sums";
+  const std::int64_t channels = x.shape().cols();
+  validate_batch_norm(
+      where, x.shape(), {{"dy", dy.shape()}},
+      {{"mean", mean.shape()}, {"rstd", rstd.shape()}, {"dgamma", dgamma.shape()}, {"dbeta", dbeta.shape()}});
+  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  detail::batch_norm_backward_sums(x, mean, rstd, dy, sums.data(), dgamma, overwrite_dgamma, dbeta,
+                                   overwrite_dbeta);
+}
+
+/// @brief The second step: dx = gamma rstd (g - sum g / count - xhat sum g xhat / count), rounded
+/// once, from the first step's `sums` over `count` rows (this tensor's, or every rank's).
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_backward_input(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
+                               const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& rstd,
+                               const Tensor<T, Host>& dy, const Tensor<Acc, Host>& sums, std::int64_t count,
+                               Tensor<T, Host>& dx) {
+  constexpr const char* where = "mpx::cpu::batch_norm_backward_input";
+  const std::int64_t channels = x.shape().cols();
+  validate_batch_norm(where, x.shape(), {{"dy", dy.shape()}, {"dx", dx.shape()}},
+                      {{"gamma", gamma.shape()}, {"mean", mean.shape()}, {"rstd", rstd.shape()}});
+  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  detail::batch_norm_backward_input(x, gamma, mean, rstd, dy, sums.data(), count, dx);
+}
+
 /// @brief Training-mode backward: with xhat = (x - mean) rstd and g = dy,
 /// dbeta += sum g, dgamma += sum g xhat (per channel, over every other dimension), and
-/// dx = gamma rstd (g - mean(g) - xhat mean(g xhat)), rounded once. The gradients are written
-/// instead of added when their `overwrite` is set (the first micro-batch after zero_grad).
+/// dx = gamma rstd (g - mean(g) - xhat mean(g xhat)), rounded once: the two steps above on this
+/// tensor's rows alone. The gradients are written instead of added when their `overwrite` is set
+/// (the first micro-batch after zero_grad).
 template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
 void batch_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& gamma,
                          const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& rstd,
                          const Tensor<T, Host>& dy, Tensor<T, Host>* dx, Tensor<Acc, Host>& dgamma,
                          bool overwrite_dgamma, Tensor<Acc, Host>& dbeta, bool overwrite_dbeta) {
-  constexpr const char* where = "mpx::cpu::batch_norm_backward";
-  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm(where, x.shape(), {{"dy", dy.shape()}, {"dx", dx != nullptr ? dx->shape() : x.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"mean", mean.shape()},
-                       {"rstd", rstd.shape()},
-                       {"dgamma", dgamma.shape()},
-                       {"dbeta", dbeta.shape()}});
-  const Acc* mu = mean.data();
-  const Acc* inv = rstd.data();
-  // One pass for both sums: [sum g, sum g xhat] per channel.
-  const std::vector<Acc> sums = detail::channel_sums<Acc>(
-      rows, channels, 2 * channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
-        const std::int64_t elements = (end - begin) * channels;
-        const Acc* xb = detail::widened_block<0, Acc>(x.data() + begin * channels, elements);
-        const Acc* gb = detail::widened_block<1, Acc>(dy.data() + begin * channels, elements);
-        for (std::int64_t r = 0; r < end - begin; ++r) {
-          const Acc* xr = xb + r * channels;
-          const Acc* gr = gb + r * channels;
-          MPX_DETAIL_OMP_SIMD
-          for (std::int64_t c = 0; c < channels; ++c) {
-            const Acc g = gr[c];
-            out[c] += g;
-            out[channels + c] += g * ((xr[c] - mu[c]) * inv[c]);
-          }
-        }
-      });
-  for (std::int64_t c = 0; c < channels; ++c) {
-    const Acc db = sums[static_cast<std::size_t>(c)], dg = sums[static_cast<std::size_t>(channels + c)];
-    dbeta[c] = overwrite_dbeta ? db : dbeta[c] + db;
-    dgamma[c] = overwrite_dgamma ? dg : dgamma[c] + dg;
-  }
-  if (dx == nullptr) return;
-  const Acc count = static_cast<Acc>(rows);
-  std::vector<Acc> scale(static_cast<std::size_t>(channels)), mean_g(scale.size()), mean_gx(scale.size());
-  for (std::int64_t c = 0; c < channels; ++c) {
-    const auto k = static_cast<std::size_t>(c);
-    scale[k] = static_cast<Acc>(gamma[c]) * inv[c];
-    mean_g[k] = sums[k] / count;
-    mean_gx[k] = sums[static_cast<std::size_t>(channels + c)] / count;
-  }
-  T* out = dx->data();
-  parallel_for_chunks(rows, detail::batch_norm_block_rows(channels),
-                      [&](std::int64_t begin, std::int64_t end) {
-                        const Acc* k = scale.data();
-                        const Acc* mg = mean_g.data();
-                        const Acc* mgx = mean_gx.data();
-                        const std::int64_t elements = (end - begin) * channels;
-                        const Acc* xb = detail::widened_block<0, Acc>(x.data() + begin * channels, elements);
-                        const Acc* gb = detail::widened_block<1, Acc>(dy.data() + begin * channels, elements);
-                        detail::write_block<Acc>(out + begin * channels, end - begin, channels,
-                                                 [&](std::int64_t r, std::int64_t c) {
-                                                   const std::int64_t i = r * channels + c;
-                                                   const Acc xhat = (xb[i] - mu[c]) * inv[c];
-                                                   return k[c] * (gb[i] - mg[c] - xhat * mgx[c]);
-                                                 });
-                      });
+  validate_batch_norm("mpx::cpu::batch_norm_backward", x.shape(),
+                      {{"dy", dy.shape()}, {"dx", dx != nullptr ? dx->shape() : x.shape()}},
+                      {{"gamma", gamma.shape()}});
+  std::vector<Acc> sums(static_cast<std::size_t>(2 * x.shape().cols()));
+  detail::batch_norm_backward_sums(x, mean, rstd, dy, sums.data(), dgamma, overwrite_dgamma, dbeta,
+                                   overwrite_dbeta);
+  if (dx != nullptr)
+    detail::batch_norm_backward_input(x, gamma, mean, rstd, dy, sums.data(), x.shape().rows(), *dx);
 }
 
 }  // namespace mpx::cpu

@@ -163,6 +163,11 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_forward_inference);
   MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_update_running_stats);
   MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_channel_sums);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_squared_deviations);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_normalize);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_backward_sums);
+  MPX_DETAIL_FORWARD_TO_CUDA(batch_norm_backward_input);
   MPX_DETAIL_FORWARD_TO_CUDA(group_norm_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(group_norm_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(upsample_nearest_forward);

@@ -207,30 +207,78 @@ struct GradientTerm {
   }
 };
 
-/// dbeta = sum dy, dgamma = sum dy xhat (written or added); and dx's per-channel coefficients
-/// [gamma rstd, mean(dy), mean(dy xhat)] into coefficients[3 C] when that is not null.
+/// dx's per-channel coefficients [gamma rstd, mean(dy), mean(dy xhat)] into coefficients[3 C], from
+/// the totals [sum dy, sum dy xhat] over `count` rows.
 template <class Weight, class Acc>
-struct GradientFinish {
-  Acc* dgamma;
-  bool overwrite_dgamma;
-  Acc* dbeta;
-  bool overwrite_dbeta;
+struct DxCoefficientsFinish {
   const Weight* gamma;
   const Acc* rstd;
   Acc count;
   Acc* coefficients;
   std::int64_t channels;
   MPX_HOST_DEVICE void operator()(std::int64_t c, const Acc* totals) const {
+    coefficients[c] = static_cast<Acc>(gamma[c]) * rstd[c];
+    coefficients[channels + c] = totals[0] / count;
+    coefficients[2 * channels + c] = totals[1] / count;
+  }
+};
+
+/// dbeta = sum dy, dgamma = sum dy xhat (written or added); and dx's coefficients
+/// (DxCoefficientsFinish) when `dx.coefficients` is not null.
+template <class Weight, class Acc>
+struct GradientFinish {
+  Acc* dgamma;
+  bool overwrite_dgamma;
+  Acc* dbeta;
+  bool overwrite_dbeta;
+  DxCoefficientsFinish<Weight, Acc> dx;
+  MPX_HOST_DEVICE void operator()(std::int64_t c, const Acc* totals) const {
     const Acc db = totals[0], dg = totals[1];
     dbeta[c] = overwrite_dbeta ? db : dbeta[c] + db;
     dgamma[c] = overwrite_dgamma ? dg : dgamma[c] + dg;
-    if (coefficients != nullptr) {
-      coefficients[c] = static_cast<Acc>(gamma[c]) * rstd[c];
-      coefficients[channels + c] = db / count;
-      coefficients[2 * channels + c] = dg / count;
-    }
+    if (dx.coefficients != nullptr) dx(c, totals);
   }
 };
+
+/// Stores the K totals of channel c at out[j C + c], then hands them to `then` (synchronised
+/// statistics keep the sums, to add them over the ranks).
+template <int K, class Acc, class Then>
+struct StoreFinish {
+  Acc* out;
+  std::int64_t channels;
+  Then then;
+  MPX_HOST_DEVICE void operator()(std::int64_t c, const Acc* totals) const {
+    for (int j = 0; j < K; ++j) out[j * channels + c] = totals[j];
+    then(c, totals);
+  }
+};
+
+/// A finishing step that does nothing more.
+struct NoFinish {
+  template <class Acc>
+  MPX_HOST_DEVICE void operator()(std::int64_t, const Acc*) const {}
+};
+
+// finish(c, [values[j C + c] for j < K]) for every channel: a finishing step run on totals that
+// came from elsewhere (summed over the ranks).
+template <int K, class Acc, class Finish>
+__global__ void finish_channels_kernel(const Acc* values, std::int64_t channels, Finish finish) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += stride) {
+    Acc totals[K];
+    for (int j = 0; j < K; ++j) totals[j] = values[j * channels + c];
+    finish(c, totals);
+  }
+}
+
+/// Launches finish_channels_kernel.
+template <int K, class Acc, class Finish>
+void finish_channels(const Acc* values, std::int64_t channels, const Finish& finish) {
+  finish_channels_kernel<K, Acc>
+      <<<elementwise_blocks(channels), elementwise_threads, 0, stream()>>>(values, channels, finish);
+  MPX_CUDA_CHECK_LAUNCH("finish_channels_kernel");
+}
 
 // y = (x - mean) (rstd gamma) + beta per element, rounded once; `count` = rows * channels.
 template <class T, class Weight, class Acc>
@@ -291,6 +339,64 @@ __global__ void batch_norm_backward_dx_kernel(const T* x, const T* dy, const Acc
 }
 
 }  // namespace detail
+
+/// @brief sums[c] = the sum of x[..., c] over every other dimension: the first step of the
+/// training-mode statistics, which BatchNorm2d takes one at a time when it sums them over the ranks
+/// (synchronised statistics). The steps compute what `batch_norm_forward_training` does.
+template <FloatingElement T, FloatingElement Acc>
+void batch_norm_channel_sums(const Tensor<T, Cuda>& x, Tensor<Acc, Cuda>& sums) {
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm("mpx::cuda::batch_norm_channel_sums", x.shape(), {}, {{"sums", sums.shape()}});
+  if (channels == 0) return;
+  Acc* partial = detail::scratch<Acc>(sums.data(), detail::channel_sums_scratch(1, rows, channels));
+  detail::channel_sums<1, Acc>(rows, channels, detail::ValueTerm<T, Acc>{x.data(), channels},
+                               detail::StoreFinish<1, Acc, detail::NoFinish>{sums.data(), channels, {}},
+                               partial);
+}
+
+/// @brief The second step: mean[c] = sums[c] / count, then squares[c] = the sum of
+/// (x[..., c] - mean[c])^2; `count` is the number of rows `sums` covers (every rank's).
+template <FloatingElement T, FloatingElement Acc>
+void batch_norm_squared_deviations(const Tensor<T, Cuda>& x, const Tensor<Acc, Cuda>& sums,
+                                   std::int64_t count, Tensor<Acc, Cuda>& mean, Tensor<Acc, Cuda>& squares) {
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm("mpx::cuda::batch_norm_squared_deviations", x.shape(), {},
+                      {{"sums", sums.shape()}, {"mean", mean.shape()}, {"squares", squares.shape()}});
+  if (channels == 0) return;
+  detail::finish_channels<1>(sums.data(), channels,
+                             detail::MeanFinish<Acc>{mean.data(), static_cast<Acc>(count)});
+  Acc* partial = detail::scratch<Acc>(squares.data(), detail::channel_sums_scratch(1, rows, channels));
+  detail::channel_sums<1, Acc>(
+      rows, channels, detail::SquaredDeviationTerm<T, Acc>{x.data(), mean.data(), channels},
+      detail::StoreFinish<1, Acc, detail::NoFinish>{squares.data(), channels, {}}, partial);
+}
+
+/// @brief The last step: var = squares / count (biased), rstd = 1 / sqrt(var + epsilon) and
+/// y = (x - mean) rstd gamma + beta, rounded once.
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_normalize(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& gamma,
+                          const Tensor<Weight, Cuda>& beta, const Tensor<Acc, Cuda>& mean,
+                          const Tensor<Acc, Cuda>& squares, std::int64_t count, float epsilon,
+                          Tensor<T, Cuda>& y, Tensor<Acc, Cuda>& var, Tensor<Acc, Cuda>& rstd) {
+  const std::int64_t channels = x.shape().cols();
+  validate_batch_norm("mpx::cuda::batch_norm_normalize", x.shape(), {{"y", y.shape()}},
+                      {{"gamma", gamma.shape()},
+                       {"beta", beta.shape()},
+                       {"mean", mean.shape()},
+                       {"squares", squares.shape()},
+                       {"var", var.shape()},
+                       {"rstd", rstd.shape()}});
+  if (channels == 0) return;
+  detail::finish_channels<1>(squares.data(), channels,
+                             detail::VarianceFinish<Acc>{var.data(), rstd.data(), static_cast<Acc>(count),
+                                                         static_cast<Acc>(epsilon)});
+  const std::int64_t elements = x.numel();
+  if (elements == 0) return;
+  detail::batch_norm_normalize_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads, 0,
+                                        detail::stream()>>>(x.data(), gamma.data(), beta.data(), mean.data(),
+                                                            rstd.data(), elements, channels, y.data());
+  MPX_CUDA_CHECK_LAUNCH("batch_norm_normalize_kernel");
+}
 
 /// @brief Training-mode forward: per channel c, the mean and biased variance of x[..., c] over
 /// every other dimension (two passes: no cancellation for a large mean), then
@@ -395,15 +501,70 @@ void batch_norm_backward(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& g
   Acc* coefficients = dx != nullptr ? partial + partials : nullptr;
   detail::channel_sums<2, Acc>(
       rows, channels, detail::GradientTerm<T, Acc>{x.data(), dy.data(), mean.data(), rstd.data(), channels},
-      detail::GradientFinish<Weight, Acc>{dgamma.data(), overwrite_dgamma, dbeta.data(), overwrite_dbeta,
-                                          gamma.data(), rstd.data(), static_cast<Acc>(rows), coefficients,
-                                          channels},
+      detail::GradientFinish<Weight, Acc>{
+          dgamma.data(), overwrite_dgamma, dbeta.data(), overwrite_dbeta,
+          detail::DxCoefficientsFinish<Weight, Acc>{gamma.data(), rstd.data(), static_cast<Acc>(rows),
+                                                    coefficients, channels}},
       partial);
   const std::int64_t elements = x.numel();
   if (dx == nullptr || elements == 0) return;
   detail::batch_norm_backward_dx_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads,
                                           0, detail::stream()>>>(
       x.data(), dy.data(), mean.data(), rstd.data(), coefficients, elements, channels, dx->data());
+  MPX_CUDA_CHECK_LAUNCH("batch_norm_backward_dx_kernel");
+}
+
+/// @brief The first step of the training-mode backward, taken alone for synchronised statistics:
+/// sums = [sum dy, sum dy xhat] per channel ([2 C]) over this tensor's rows, and from them
+/// dbeta += sum dy, dgamma += sum dy xhat (written when their `overwrite` is set). The parameter
+/// gradients stay this rank's, for the gradient sync to average.
+template <FloatingElement T, FloatingElement Acc>
+void batch_norm_backward_sums(const Tensor<T, Cuda>& x, const Tensor<Acc, Cuda>& mean,
+                              const Tensor<Acc, Cuda>& rstd, const Tensor<T, Cuda>& dy,
+                              Tensor<Acc, Cuda>& sums, Tensor<Acc, Cuda>& dgamma, bool overwrite_dgamma,
+                              Tensor<Acc, Cuda>& dbeta, bool overwrite_dbeta) {
+  constexpr const char* where = "mpx::cuda::batch_norm_backward_sums";
+  const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
+  validate_batch_norm(
+      where, x.shape(), {{"dy", dy.shape()}},
+      {{"mean", mean.shape()}, {"rstd", rstd.shape()}, {"dgamma", dgamma.shape()}, {"dbeta", dbeta.shape()}});
+  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  if (channels == 0) return;
+  using Finish = detail::GradientFinish<float, Acc>;  // no dx coefficients: gamma's type is unused
+  Acc* partial = detail::scratch<Acc>(sums.data(), detail::channel_sums_scratch(2, rows, channels));
+  detail::channel_sums<2, Acc>(
+      rows, channels, detail::GradientTerm<T, Acc>{x.data(), dy.data(), mean.data(), rstd.data(), channels},
+      detail::StoreFinish<2, Acc, Finish>{sums.data(), channels,
+                                          Finish{dgamma.data(),
+                                                 overwrite_dgamma,
+                                                 dbeta.data(),
+                                                 overwrite_dbeta,
+                                                 {nullptr, nullptr, Acc(1), nullptr, channels}}},
+      partial);
+}
+
+/// @brief The second step: dx = gamma rstd (dy - sum dy / count - xhat sum dy xhat / count), rounded
+/// once, from the first step's `sums` over `count` rows (every rank's).
+template <FloatingElement T, FloatingElement Weight, FloatingElement Acc>
+void batch_norm_backward_input(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& gamma,
+                               const Tensor<Acc, Cuda>& mean, const Tensor<Acc, Cuda>& rstd,
+                               const Tensor<T, Cuda>& dy, const Tensor<Acc, Cuda>& sums, std::int64_t count,
+                               Tensor<T, Cuda>& dx) {
+  constexpr const char* where = "mpx::cuda::batch_norm_backward_input";
+  const std::int64_t channels = x.shape().cols();
+  validate_batch_norm(where, x.shape(), {{"dy", dy.shape()}, {"dx", dx.shape()}},
+                      {{"gamma", gamma.shape()}, {"mean", mean.shape()}, {"rstd", rstd.shape()}});
+  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  if (channels == 0) return;
+  Acc* coefficients = detail::scratch<Acc>(dx.data(), 3 * channels);
+  detail::finish_channels<2>(sums.data(), channels,
+                             detail::DxCoefficientsFinish<Weight, Acc>{
+                                 gamma.data(), rstd.data(), static_cast<Acc>(count), coefficients, channels});
+  const std::int64_t elements = x.numel();
+  if (elements == 0) return;
+  detail::batch_norm_backward_dx_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads,
+                                          0, detail::stream()>>>(
+      x.data(), dy.data(), mean.data(), rstd.data(), coefficients, elements, channels, dx.data());
   MPX_CUDA_CHECK_LAUNCH("batch_norm_backward_dx_kernel");
 }
 
