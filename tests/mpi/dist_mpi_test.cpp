@@ -504,6 +504,15 @@ TEST_CASE("With sync_batch_norm, N ranks normalise as one process does the whole
     CHECK(same_on_every_rank(comm, synchronised.buffers[s]));
   }
   CHECK(same_on_every_rank(comm, synchronised.weights));
+  {  // A layer that outlives the sync that synchronised it refuses to train, before any collective.
+    auto model = make_batch_norm_model();
+    { mpx::dist::MpiGradientSync sync(comm, model, {.sync_batch_norm = true}); }
+    const mpx::Tensor<float> x(mpx::Shape{4, features});
+    REQUIRE_THROWS_WITH(model.forward(x),
+                        Contains("mpx::dist::MpiGradientSync: a BatchNorm2d whose statistics "
+                                 "this gradient sync synchronised") &&
+                            Contains("trained after the sync was destroyed"));
+  }
   if (comm.rank() != 0) return;
   // One process on the same global batches: the sums differ in order only (fp32 rounding, grown by
   // four SGD steps), so 1e-4 relative; each rank's own statistics miss by far more (the control).

@@ -81,4 +81,25 @@ struct Pool2dGeometry {
   }
 };
 
+/// @brief What a global average pooling sums over: N images of H x W pixels and C channels.
+struct GlobalPool2dShape {
+  std::int64_t images;    ///< N
+  std::int64_t pixels;    ///< H x W
+  std::int64_t channels;  ///< C
+};
+
+/// @brief The shape of a global average pooling over `image` [N, H, W, C] (the forward's input or the
+/// backward's dx) with per-channel means `means` [N, C] (y, or the upstream gradient dy). Throws
+/// `mpx::shape_error` naming `where` and `image_name` unless image has rank 4 and means is [N, C].
+inline GlobalPool2dShape validate_global_avg_pool2d(const char* where, const char* image_name,
+                                                    const Shape& image, const char* means_name,
+                                                    const Shape& means) {
+  if (image.rank() != 4) {
+    throw shape_error(detail::concat(where, ": expected ", image_name, " [N, H, W, C], received ", image));
+  }
+  const GlobalPool2dShape shape{image[0], image[1] * image[2], image[3]};
+  require_shape(where, means_name, means, Shape{shape.images, shape.channels});
+  return shape;
+}
+
 }  // namespace mpx

@@ -124,12 +124,7 @@ class MpiStatisticsReducer final : public nn::StatisticsReducer<Acc, Host> {
   ~MpiStatisticsReducer() override { detach(); }
 
   std::int64_t sum_over_ranks(Tensor<Acc, Host>& values, std::int64_t count) override {
-    if (comm_ == nullptr) {
-      throw error(
-          "mpx::dist::MpiGradientSync: a BatchNorm2d whose statistics a gradient sync synchronised "
-          "(SyncOptions::sync_batch_norm) trained after that sync was destroyed; build a new sync for the "
-          "model, or set_statistics_reducer(nullptr)");
-    }
+    if (comm_ == nullptr) this->throw_without_sync("mpx::dist::MpiGradientSync");
     const auto n = static_cast<std::size_t>(values.numel());
     const std::size_t bytes = sizeof(std::int64_t) + n * sizeof(Acc);
     const int world = comm_->size();

@@ -92,12 +92,7 @@ class NcclStatisticsReducer final : public nn::StatisticsReducer<Acc, Cuda> {
   }
 
   std::int64_t sum_over_ranks(Tensor<Acc, Cuda>& values, std::int64_t count) override {
-    if (comm_ == nullptr) {
-      throw error(
-          "mpx::dist::NcclGradientSync: a BatchNorm2d whose statistics a gradient sync synchronised "
-          "(SyncOptions::sync_batch_norm) trained after that sync was destroyed; build a new sync for the "
-          "model, or set_statistics_reducer(nullptr)");
-    }
+    if (comm_ == nullptr) this->throw_without_sync("mpx::dist::NcclGradientSync");
     const cudaStream_t training = cuda::detail::stream();
     MPX_CUDA_CHECK(cudaEventRecord(ready_, training));
     MPX_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));

@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <type_traits>
 
+#include "mpx/error.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/tensor/tensor.hpp"
 
@@ -29,6 +31,16 @@ class StatisticsReducer {
   /// rank) and returns the sum over the ranks of `count`, the rows this rank's values summed.
   /// @throws what the communication throws; `mpx::error` when the sync that made this reducer is gone.
   virtual std::int64_t sum_over_ranks(Tensor<Acc, Device>& values, std::int64_t count) = 0;
+
+ protected:
+  /// @brief Throws `mpx::error` for a layer that trains after `sync`, which made this reducer, was
+  /// destroyed.
+  [[noreturn]] static void throw_without_sync(std::string_view sync) {
+    throw error(mpx::detail::concat(sync,
+                                    ": a BatchNorm2d whose statistics this gradient sync synchronised "
+                                    "(SyncOptions::sync_batch_norm) trained after the sync was destroyed; "
+                                    "build a new sync for the model, or set_statistics_reducer(nullptr)"));
+  }
 };
 
 /// @brief Hands `reducer` to every `BatchNorm2d` of `model` (every layer with a `Reducer` type and

@@ -164,7 +164,7 @@ void batch_norm_backward_input(const Tensor<T, Host>& x, const Tensor<Weight, Ho
 template <FloatingElement T, FloatingElement Acc>
 void batch_norm_channel_sums(const Tensor<T, Host>& x, Tensor<Acc, Host>& sums) {
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm("mpx::cpu::batch_norm_channel_sums", x.shape(), {}, {{"sums", sums.shape()}});
+  validate_batch_norm_channel_sums("mpx::cpu::batch_norm_channel_sums", x, sums);
   const T* in = x.data();
   const std::vector<Acc> total = detail::channel_sums<Acc>(
       rows, channels, channels, [&](std::int64_t begin, std::int64_t end, Acc* out) {
@@ -185,8 +185,7 @@ template <FloatingElement T, FloatingElement Acc>
 void batch_norm_squared_deviations(const Tensor<T, Host>& x, const Tensor<Acc, Host>& sums,
                                    std::int64_t count, Tensor<Acc, Host>& mean, Tensor<Acc, Host>& squares) {
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm("mpx::cpu::batch_norm_squared_deviations", x.shape(), {},
-                      {{"sums", sums.shape()}, {"mean", mean.shape()}, {"squares", squares.shape()}});
+  validate_batch_norm_squared_deviations("mpx::cpu::batch_norm_squared_deviations", x, sums, mean, squares);
   const Acc n = static_cast<Acc>(count);
   for (std::int64_t c = 0; c < channels; ++c) mean[c] = sums[c] / n;
   const Acc* mu = mean.data();
@@ -214,13 +213,8 @@ void batch_norm_normalize(const Tensor<T, Host>& x, const Tensor<Weight, Host>& 
                           const Tensor<Acc, Host>& squares, std::int64_t count, float epsilon,
                           Tensor<T, Host>& y, Tensor<Acc, Host>& var, Tensor<Acc, Host>& rstd) {
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm("mpx::cpu::batch_norm_normalize", x.shape(), {{"y", y.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"beta", beta.shape()},
-                       {"mean", mean.shape()},
-                       {"squares", squares.shape()},
-                       {"var", var.shape()},
-                       {"rstd", rstd.shape()}});
+  validate_batch_norm_normalize("mpx::cpu::batch_norm_normalize", x, gamma, beta, mean, squares, y, var,
+                                rstd);
   const Acc n = static_cast<Acc>(count);
   std::vector<Acc> scale(static_cast<std::size_t>(channels)), shift(static_cast<std::size_t>(channels));
   for (std::int64_t c = 0; c < channels; ++c) {
@@ -257,12 +251,7 @@ void batch_norm_forward_training(const Tensor<T, Host>& x, const Tensor<Weight, 
                                  Tensor<Acc, Host>& mean, Tensor<Acc, Host>& var, Tensor<Acc, Host>& rstd) {
   constexpr const char* where = "mpx::cpu::batch_norm_forward_training";
   const std::int64_t rows = x.shape().rows();
-  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"beta", beta.shape()},
-                       {"mean", mean.shape()},
-                       {"var", var.shape()},
-                       {"rstd", rstd.shape()}});
+  validate_batch_norm_forward_training(where, x, gamma, beta, y, mean, var, rstd);
   if (rows == 0) throw shape_error(mpx::detail::concat(where, ": the input ", x.shape(), " is empty"));
   // var holds the sums, then the squared deviations, until the last step writes the variance.
   batch_norm_channel_sums(x, var);
@@ -277,11 +266,7 @@ void batch_norm_forward_inference(const Tensor<T, Host>& x, const Tensor<Weight,
                                   const Tensor<Acc, Host>& running_var, float epsilon, Tensor<T, Host>& y) {
   constexpr const char* where = "mpx::cpu::batch_norm_forward_inference";
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"beta", beta.shape()},
-                       {"running_mean", running_mean.shape()},
-                       {"running_var", running_var.shape()}});
+  validate_batch_norm_forward_inference(where, x, gamma, beta, running_mean, running_var, y);
   std::vector<Acc> scale(static_cast<std::size_t>(channels)), shift(static_cast<std::size_t>(channels));
   for (std::int64_t c = 0; c < channels; ++c) {
     const Acc inv_std = Acc(1) / std::sqrt(running_var[c] + static_cast<Acc>(epsilon));
@@ -309,9 +294,7 @@ void batch_norm_update_running_stats(const Tensor<Acc, Host>& mean, const Tensor
                                      std::int64_t count, double momentum, Tensor<Acc, Host>& running_mean,
                                      Tensor<Acc, Host>& running_var) {
   constexpr const char* where = "mpx::cpu::batch_norm_update_running_stats";
-  require_shape(where, "var", var.shape(), mean.shape());
-  require_shape(where, "running_mean", running_mean.shape(), mean.shape());
-  require_shape(where, "running_var", running_var.shape(), mean.shape());
+  validate_batch_norm_running_stats(where, mean, var, running_mean, running_var);
   const Acc m = static_cast<Acc>(momentum);
   const Acc correction = count > 1 ? static_cast<Acc>(count) / static_cast<Acc>(count - 1) : Acc(1);
   for (std::int64_t c = 0; c < mean.numel(); ++c) {
@@ -331,11 +314,7 @@ void batch_norm_backward_sums(const Tensor<T, Host>& x, const Tensor<Acc, Host>&
                               Tensor<Acc, Host>& sums, Tensor<Acc, Host>& dgamma, bool overwrite_dgamma,
                               Tensor<Acc, Host>& dbeta, bool overwrite_dbeta) {
   constexpr const char* where = "mpx::cpu::batch_norm_backward_sums";
-  const std::int64_t channels = x.shape().cols();
-  validate_batch_norm(
-      where, x.shape(), {{"dy", dy.shape()}},
-      {{"mean", mean.shape()}, {"rstd", rstd.shape()}, {"dgamma", dgamma.shape()}, {"dbeta", dbeta.shape()}});
-  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  validate_batch_norm_backward_sums(where, x, mean, rstd, dy, sums, dgamma, dbeta);
   detail::batch_norm_backward_sums(x, mean, rstd, dy, sums.data(), dgamma, overwrite_dgamma, dbeta,
                                    overwrite_dbeta);
 }
@@ -348,10 +327,7 @@ void batch_norm_backward_input(const Tensor<T, Host>& x, const Tensor<Weight, Ho
                                const Tensor<T, Host>& dy, const Tensor<Acc, Host>& sums, std::int64_t count,
                                Tensor<T, Host>& dx) {
   constexpr const char* where = "mpx::cpu::batch_norm_backward_input";
-  const std::int64_t channels = x.shape().cols();
-  validate_batch_norm(where, x.shape(), {{"dy", dy.shape()}, {"dx", dx.shape()}},
-                      {{"gamma", gamma.shape()}, {"mean", mean.shape()}, {"rstd", rstd.shape()}});
-  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  validate_batch_norm_backward_input(where, x, gamma, mean, rstd, dy, sums, dx);
   detail::batch_norm_backward_input(x, gamma, mean, rstd, dy, sums.data(), count, dx);
 }
 
@@ -365,9 +341,8 @@ void batch_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
                          const Tensor<Acc, Host>& mean, const Tensor<Acc, Host>& rstd,
                          const Tensor<T, Host>& dy, Tensor<T, Host>* dx, Tensor<Acc, Host>& dgamma,
                          bool overwrite_dgamma, Tensor<Acc, Host>& dbeta, bool overwrite_dbeta) {
-  validate_batch_norm("mpx::cpu::batch_norm_backward", x.shape(),
-                      {{"dy", dy.shape()}, {"dx", dx != nullptr ? dx->shape() : x.shape()}},
-                      {{"gamma", gamma.shape()}});
+  constexpr const char* where = "mpx::cpu::batch_norm_backward";
+  validate_batch_norm_backward(where, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
   std::vector<Acc> sums(static_cast<std::size_t>(2 * x.shape().cols()));
   detail::batch_norm_backward_sums(x, mean, rstd, dy, sums.data(), dgamma, overwrite_dgamma, dbeta,
                                    overwrite_dbeta);

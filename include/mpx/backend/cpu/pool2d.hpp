@@ -204,11 +204,8 @@ void avg_pool2d_backward(const Tensor<T, Host>& dy, Tensor<T, Host>& dx, const P
 /// @param x [N, H, W, C]; @param y [N, C], written.
 template <FloatingElement T>
 void global_avg_pool2d_forward(const Tensor<T, Host>& x, Tensor<T, Host>& y) {
-  constexpr const char* where = "mpx::cpu::global_avg_pool2d_forward";
-  if (x.rank() != 4)
-    throw shape_error(mpx::detail::concat(where, ": expected an input [N, H, W, C], received ", x.shape()));
-  const std::int64_t n = x.shape()[0], pixels = x.shape()[1] * x.shape()[2], c = x.shape()[3];
-  require_shape(where, "output", y.shape(), Shape{n, c});
+  const auto [n, pixels, c] = validate_global_avg_pool2d("mpx::cpu::global_avg_pool2d_forward", "an input",
+                                                         x.shape(), "output", y.shape());
   using Acc = accumulate_t<T>;
   const Acc count = static_cast<Acc>(pixels);
   parallel_for_chunks(n, 1, [&](std::int64_t begin, std::int64_t end) {
@@ -229,11 +226,8 @@ void global_avg_pool2d_forward(const Tensor<T, Host>& x, Tensor<T, Host>& y) {
 /// @param dy [N, C]; @param dx [N, H, W, C], written.
 template <FloatingElement T>
 void global_avg_pool2d_backward(const Tensor<T, Host>& dy, Tensor<T, Host>& dx) {
-  constexpr const char* where = "mpx::cpu::global_avg_pool2d_backward";
-  if (dx.rank() != 4)
-    throw shape_error(mpx::detail::concat(where, ": expected dx [N, H, W, C], received ", dx.shape()));
-  const std::int64_t n = dx.shape()[0], pixels = dx.shape()[1] * dx.shape()[2], c = dx.shape()[3];
-  require_shape(where, "upstream gradient", dy.shape(), Shape{n, c});
+  const auto [n, pixels, c] = validate_global_avg_pool2d("mpx::cpu::global_avg_pool2d_backward", "dx",
+                                                         dx.shape(), "upstream gradient", dy.shape());
   using Acc = accumulate_t<T>;
   const Acc count = static_cast<Acc>(pixels);
   parallel_for_chunks(n * pixels, rows_per_chunk(c), [&](std::int64_t begin, std::int64_t end) {

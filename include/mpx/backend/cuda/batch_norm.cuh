@@ -338,6 +338,29 @@ __global__ void batch_norm_backward_dx_kernel(const T* x, const T* dy, const Acc
   }
 }
 
+// Launches batch_norm_normalize_kernel over x [rows, channels] (nothing for an empty x).
+template <class T, class Weight, class Acc>
+void normalize(const Tensor<T, Cuda>& x, const Weight* gamma, const Weight* beta, const Acc* mean,
+               const Acc* rstd, T* y) {
+  const std::int64_t elements = x.numel();
+  if (elements == 0) return;
+  batch_norm_normalize_kernel<<<elementwise_blocks(elements), elementwise_threads, 0, stream()>>>(
+      x.data(), gamma, beta, mean, rstd, elements, x.shape().cols(), y);
+  MPX_CUDA_CHECK_LAUNCH("batch_norm_normalize_kernel");
+}
+
+// Launches batch_norm_backward_dx_kernel with DxCoefficientsFinish's coefficients (nothing for an
+// empty x).
+template <class T, class Acc>
+void backward_dx(const Tensor<T, Cuda>& x, const T* dy, const Acc* mean, const Acc* rstd,
+                 const Acc* coefficients, T* dx) {
+  const std::int64_t elements = x.numel();
+  if (elements == 0) return;
+  batch_norm_backward_dx_kernel<<<elementwise_blocks(elements), elementwise_threads, 0, stream()>>>(
+      x.data(), dy, mean, rstd, coefficients, elements, x.shape().cols(), dx);
+  MPX_CUDA_CHECK_LAUNCH("batch_norm_backward_dx_kernel");
+}
+
 }  // namespace detail
 
 /// @brief sums[c] = the sum of x[..., c] over every other dimension: the first step of the
@@ -346,7 +369,7 @@ __global__ void batch_norm_backward_dx_kernel(const T* x, const T* dy, const Acc
 template <FloatingElement T, FloatingElement Acc>
 void batch_norm_channel_sums(const Tensor<T, Cuda>& x, Tensor<Acc, Cuda>& sums) {
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm("mpx::cuda::batch_norm_channel_sums", x.shape(), {}, {{"sums", sums.shape()}});
+  validate_batch_norm_channel_sums("mpx::cuda::batch_norm_channel_sums", x, sums);
   if (channels == 0) return;
   Acc* partial = detail::scratch<Acc>(sums.data(), detail::channel_sums_scratch(1, rows, channels));
   detail::channel_sums<1, Acc>(rows, channels, detail::ValueTerm<T, Acc>{x.data(), channels},
@@ -360,8 +383,7 @@ template <FloatingElement T, FloatingElement Acc>
 void batch_norm_squared_deviations(const Tensor<T, Cuda>& x, const Tensor<Acc, Cuda>& sums,
                                    std::int64_t count, Tensor<Acc, Cuda>& mean, Tensor<Acc, Cuda>& squares) {
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm("mpx::cuda::batch_norm_squared_deviations", x.shape(), {},
-                      {{"sums", sums.shape()}, {"mean", mean.shape()}, {"squares", squares.shape()}});
+  validate_batch_norm_squared_deviations("mpx::cuda::batch_norm_squared_deviations", x, sums, mean, squares);
   if (channels == 0) return;
   detail::finish_channels<1>(sums.data(), channels,
                              detail::MeanFinish<Acc>{mean.data(), static_cast<Acc>(count)});
@@ -379,23 +401,13 @@ void batch_norm_normalize(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& 
                           const Tensor<Acc, Cuda>& squares, std::int64_t count, float epsilon,
                           Tensor<T, Cuda>& y, Tensor<Acc, Cuda>& var, Tensor<Acc, Cuda>& rstd) {
   const std::int64_t channels = x.shape().cols();
-  validate_batch_norm("mpx::cuda::batch_norm_normalize", x.shape(), {{"y", y.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"beta", beta.shape()},
-                       {"mean", mean.shape()},
-                       {"squares", squares.shape()},
-                       {"var", var.shape()},
-                       {"rstd", rstd.shape()}});
+  validate_batch_norm_normalize("mpx::cuda::batch_norm_normalize", x, gamma, beta, mean, squares, y, var,
+                                rstd);
   if (channels == 0) return;
   detail::finish_channels<1>(squares.data(), channels,
                              detail::VarianceFinish<Acc>{var.data(), rstd.data(), static_cast<Acc>(count),
                                                          static_cast<Acc>(epsilon)});
-  const std::int64_t elements = x.numel();
-  if (elements == 0) return;
-  detail::batch_norm_normalize_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads, 0,
-                                        detail::stream()>>>(x.data(), gamma.data(), beta.data(), mean.data(),
-                                                            rstd.data(), elements, channels, y.data());
-  MPX_CUDA_CHECK_LAUNCH("batch_norm_normalize_kernel");
+  detail::normalize(x, gamma.data(), beta.data(), mean.data(), rstd.data(), y.data());
 }
 
 /// @brief Training-mode forward: per channel c, the mean and biased variance of x[..., c] over
@@ -413,12 +425,7 @@ void batch_norm_forward_training(const Tensor<T, Cuda>& x, const Tensor<Weight, 
                                  Tensor<Acc, Cuda>& mean, Tensor<Acc, Cuda>& var, Tensor<Acc, Cuda>& rstd) {
   constexpr const char* where = "mpx::cuda::batch_norm_forward_training";
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"beta", beta.shape()},
-                       {"mean", mean.shape()},
-                       {"var", var.shape()},
-                       {"rstd", rstd.shape()}});
+  validate_batch_norm_forward_training(where, x, gamma, beta, y, mean, var, rstd);
   if (rows == 0) throw shape_error(mpx::detail::concat(where, ": the input ", x.shape(), " is empty"));
   if (channels == 0) return;
   const Acc count = static_cast<Acc>(rows);
@@ -428,11 +435,7 @@ void batch_norm_forward_training(const Tensor<T, Cuda>& x, const Tensor<Weight, 
   detail::channel_sums<1, Acc>(
       rows, channels, detail::SquaredDeviationTerm<T, Acc>{x.data(), mean.data(), channels},
       detail::VarianceFinish<Acc>{var.data(), rstd.data(), count, static_cast<Acc>(epsilon)}, partial);
-  const std::int64_t elements = x.numel();
-  detail::batch_norm_normalize_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads, 0,
-                                        detail::stream()>>>(x.data(), gamma.data(), beta.data(), mean.data(),
-                                                            rstd.data(), elements, channels, y.data());
-  MPX_CUDA_CHECK_LAUNCH("batch_norm_normalize_kernel");
+  detail::normalize(x, gamma.data(), beta.data(), mean.data(), rstd.data(), y.data());
 }
 
 /// @brief Evaluation-mode forward: y = (x - running_mean) / sqrt(running_var + epsilon) gamma + beta.
@@ -441,11 +444,7 @@ void batch_norm_forward_inference(const Tensor<T, Cuda>& x, const Tensor<Weight,
                                   const Tensor<Weight, Cuda>& beta, const Tensor<Acc, Cuda>& running_mean,
                                   const Tensor<Acc, Cuda>& running_var, float epsilon, Tensor<T, Cuda>& y) {
   constexpr const char* where = "mpx::cuda::batch_norm_forward_inference";
-  validate_batch_norm(where, x.shape(), {{"y", y.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"beta", beta.shape()},
-                       {"running_mean", running_mean.shape()},
-                       {"running_var", running_var.shape()}});
+  validate_batch_norm_forward_inference(where, x, gamma, beta, running_mean, running_var, y);
   const std::int64_t elements = x.numel();
   if (elements == 0) return;
   detail::batch_norm_inference_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads, 0,
@@ -463,9 +462,7 @@ void batch_norm_update_running_stats(const Tensor<Acc, Cuda>& mean, const Tensor
                                      std::int64_t count, double momentum, Tensor<Acc, Cuda>& running_mean,
                                      Tensor<Acc, Cuda>& running_var) {
   constexpr const char* where = "mpx::cuda::batch_norm_update_running_stats";
-  require_shape(where, "var", var.shape(), mean.shape());
-  require_shape(where, "running_mean", running_mean.shape(), mean.shape());
-  require_shape(where, "running_var", running_var.shape(), mean.shape());
+  validate_batch_norm_running_stats(where, mean, var, running_mean, running_var);
   const std::int64_t channels = mean.numel();
   if (channels == 0) return;
   // The same host arithmetic as the CPU's: the factors reach the device already rounded.
@@ -489,12 +486,7 @@ void batch_norm_backward(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& g
                          bool overwrite_dgamma, Tensor<Acc, Cuda>& dbeta, bool overwrite_dbeta) {
   constexpr const char* where = "mpx::cuda::batch_norm_backward";
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm(where, x.shape(), {{"dy", dy.shape()}, {"dx", dx != nullptr ? dx->shape() : x.shape()}},
-                      {{"gamma", gamma.shape()},
-                       {"mean", mean.shape()},
-                       {"rstd", rstd.shape()},
-                       {"dgamma", dgamma.shape()},
-                       {"dbeta", dbeta.shape()}});
+  validate_batch_norm_backward(where, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
   if (channels == 0) return;
   const std::int64_t partials = detail::channel_sums_scratch(2, rows, channels);
   Acc* partial = detail::scratch<Acc>(dgamma.data(), partials + 3 * channels);
@@ -506,12 +498,7 @@ void batch_norm_backward(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& g
           detail::DxCoefficientsFinish<Weight, Acc>{gamma.data(), rstd.data(), static_cast<Acc>(rows),
                                                     coefficients, channels}},
       partial);
-  const std::int64_t elements = x.numel();
-  if (dx == nullptr || elements == 0) return;
-  detail::batch_norm_backward_dx_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads,
-                                          0, detail::stream()>>>(
-      x.data(), dy.data(), mean.data(), rstd.data(), coefficients, elements, channels, dx->data());
-  MPX_CUDA_CHECK_LAUNCH("batch_norm_backward_dx_kernel");
+  if (dx != nullptr) detail::backward_dx(x, dy.data(), mean.data(), rstd.data(), coefficients, dx->data());
 }
 
 /// @brief The first step of the training-mode backward, taken alone for synchronised statistics:
@@ -525,10 +512,7 @@ void batch_norm_backward_sums(const Tensor<T, Cuda>& x, const Tensor<Acc, Cuda>&
                               Tensor<Acc, Cuda>& dbeta, bool overwrite_dbeta) {
   constexpr const char* where = "mpx::cuda::batch_norm_backward_sums";
   const std::int64_t rows = x.shape().rows(), channels = x.shape().cols();
-  validate_batch_norm(
-      where, x.shape(), {{"dy", dy.shape()}},
-      {{"mean", mean.shape()}, {"rstd", rstd.shape()}, {"dgamma", dgamma.shape()}, {"dbeta", dbeta.shape()}});
-  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  validate_batch_norm_backward_sums(where, x, mean, rstd, dy, sums, dgamma, dbeta);
   if (channels == 0) return;
   using Finish = detail::GradientFinish<float, Acc>;  // no dx coefficients: gamma's type is unused
   Acc* partial = detail::scratch<Acc>(sums.data(), detail::channel_sums_scratch(2, rows, channels));
@@ -552,20 +536,13 @@ void batch_norm_backward_input(const Tensor<T, Cuda>& x, const Tensor<Weight, Cu
                                Tensor<T, Cuda>& dx) {
   constexpr const char* where = "mpx::cuda::batch_norm_backward_input";
   const std::int64_t channels = x.shape().cols();
-  validate_batch_norm(where, x.shape(), {{"dy", dy.shape()}, {"dx", dx.shape()}},
-                      {{"gamma", gamma.shape()}, {"mean", mean.shape()}, {"rstd", rstd.shape()}});
-  require_shape(where, "sums", sums.shape(), Shape{2 * channels});
+  validate_batch_norm_backward_input(where, x, gamma, mean, rstd, dy, sums, dx);
   if (channels == 0) return;
   Acc* coefficients = detail::scratch<Acc>(dx.data(), 3 * channels);
   detail::finish_channels<2>(sums.data(), channels,
                              detail::DxCoefficientsFinish<Weight, Acc>{
                                  gamma.data(), rstd.data(), static_cast<Acc>(count), coefficients, channels});
-  const std::int64_t elements = x.numel();
-  if (elements == 0) return;
-  detail::batch_norm_backward_dx_kernel<<<detail::elementwise_blocks(elements), detail::elementwise_threads,
-                                          0, detail::stream()>>>(
-      x.data(), dy.data(), mean.data(), rstd.data(), coefficients, elements, channels, dx.data());
-  MPX_CUDA_CHECK_LAUNCH("batch_norm_backward_dx_kernel");
+  detail::backward_dx(x, dy.data(), mean.data(), rstd.data(), coefficients, dx.data());
 }
 
 }  // namespace mpx::cuda

@@ -305,15 +305,13 @@ void avg_pool2d_backward(const Tensor<T, Cuda>& dy, Tensor<T, Cuda>& dx, const P
 /// @param x [N, H, W, C]; @param y [N, C], written.
 template <FloatingElement T>
 void global_avg_pool2d_forward(const Tensor<T, Cuda>& x, Tensor<T, Cuda>& y) {
-  constexpr const char* where = "mpx::cuda::global_avg_pool2d_forward";
-  if (x.rank() != 4)
-    throw shape_error(mpx::detail::concat(where, ": expected an input [N, H, W, C], received ", x.shape()));
-  const std::int64_t n = x.shape()[0], pixels = x.shape()[1] * x.shape()[2], c = x.shape()[3];
-  require_shape(where, "output", y.shape(), Shape{n, c});
+  const GlobalPool2dShape shape = validate_global_avg_pool2d("mpx::cuda::global_avg_pool2d_forward",
+                                                             "an input", x.shape(), "output", y.shape());
   const std::int64_t count = y.numel();
   if (count == 0) return;
   detail::global_avg_pool2d_forward_kernel<<<detail::elementwise_blocks(count), detail::elementwise_threads,
-                                             0, detail::stream()>>>(x.data(), y.data(), count, pixels, c);
+                                             0, detail::stream()>>>(x.data(), y.data(), count, shape.pixels,
+                                                                    shape.channels);
   MPX_CUDA_CHECK_LAUNCH("global_avg_pool2d_forward_kernel");
 }
 
@@ -321,15 +319,13 @@ void global_avg_pool2d_forward(const Tensor<T, Cuda>& x, Tensor<T, Cuda>& y) {
 /// @param dy [N, C]; @param dx [N, H, W, C], written.
 template <FloatingElement T>
 void global_avg_pool2d_backward(const Tensor<T, Cuda>& dy, Tensor<T, Cuda>& dx) {
-  constexpr const char* where = "mpx::cuda::global_avg_pool2d_backward";
-  if (dx.rank() != 4)
-    throw shape_error(mpx::detail::concat(where, ": expected dx [N, H, W, C], received ", dx.shape()));
-  const std::int64_t n = dx.shape()[0], pixels = dx.shape()[1] * dx.shape()[2], c = dx.shape()[3];
-  require_shape(where, "upstream gradient", dy.shape(), Shape{n, c});
+  const GlobalPool2dShape shape = validate_global_avg_pool2d("mpx::cuda::global_avg_pool2d_backward", "dx",
+                                                             dx.shape(), "upstream gradient", dy.shape());
   const std::int64_t count = dx.numel();
   if (count == 0) return;
   detail::global_avg_pool2d_backward_kernel<<<detail::elementwise_blocks(count), detail::elementwise_threads,
-                                              0, detail::stream()>>>(dy.data(), dx.data(), count, pixels, c);
+                                              0, detail::stream()>>>(dy.data(), dx.data(), count,
+                                                                     shape.pixels, shape.channels);
   MPX_CUDA_CHECK_LAUNCH("global_avg_pool2d_backward_kernel");
 }
 
