@@ -33,6 +33,11 @@
 #include "comparisons.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -235,3 +240,6 @@ TEMPLATE_TEST_CASE("cuda CausalSelfAttention forward and backward follow the cpu
   });
   CHECK(index == 4);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

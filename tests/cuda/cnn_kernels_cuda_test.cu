@@ -41,6 +41,11 @@
 #include "comparisons.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::accumulate_of;
@@ -907,3 +912,6 @@ TEST_CASE("cuda cnn kernels are captured in a CUDA graph and replay bit for bit"
   require_same_bits(gdgamma, eager_gdgamma, "group_norm dgamma replayed");
   require_same_bits(pool_dx, eager_pool_dx, "max_pool2d dx replayed");
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

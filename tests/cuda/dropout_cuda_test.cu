@@ -19,6 +19,11 @@
 #include "../support/mismatch_log.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::random_host;
@@ -211,3 +216,6 @@ TEST_CASE("a replayed CUDA graph of a step with dropout draws each step's masks,
   (void)same.trainer.step(x, y);
   CHECK(other.trainer.step(x, y).loss != same.trainer.step(x, y).loss);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -24,6 +24,11 @@
 #include "comparisons.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::random_host;
@@ -206,3 +211,6 @@ TEMPLATE_TEST_CASE("an embedding model on the GPU follows the CPU bit for bit th
   require_same_bits(mpx::to_host(gpu.template layer<0>().weight().master()),
                     cpu.template layer<0>().weight().master(), "token table");
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

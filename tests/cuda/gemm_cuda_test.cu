@@ -21,6 +21,11 @@
 #include "../support/tolerances.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::random_host;
@@ -484,3 +489,6 @@ TEST_CASE("ReluAuxBias's mask on the GPU has the CPU's bit layout, and DRelu and
     check_relu_mask_layout<mpx::Float>();
   }
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -19,6 +19,11 @@
 #include "../support/tolerances.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Cuda;
@@ -417,3 +422,6 @@ TEST_CASE("which rounding the GPU's TF32 Tensor Cores apply to fp32 operands (re
               rounding, result);
   CHECK((result == nearest || result == truncated || result == unrounded));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -36,6 +36,11 @@
 #include "comparisons.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::accumulate_of;
@@ -898,3 +903,6 @@ TEMPLATE_TEST_CASE("cuda mse_loss device path: device seed, accumulated sum, NaN
   CHECK(std::isnan(mpx::cuda::mse_loss(mpx::to_device(prediction), target_gpu, 1.0f, &d_nan)));
   require_same_bits(mpx::to_host(d_nan), d_nan_cpu, "mse gradient with a NaN");
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

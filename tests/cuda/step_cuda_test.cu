@@ -30,6 +30,11 @@
 
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Cuda;
@@ -944,3 +949,6 @@ TEST_CASE(
     for (std::size_t t = 0; t < grads.size(); t += 37) require_same(grads[t], device_grads[t]);
   }
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -45,6 +45,11 @@
 
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 constexpr std::int64_t batch = 128;
@@ -153,3 +158,6 @@ TEST_CASE("The Fashion-MNIST MLP's captured training step runs the kernels its c
     check_step_kernels<mpx::fp16_mixed>("fp16_mixed");
   }
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

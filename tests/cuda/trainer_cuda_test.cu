@@ -26,6 +26,11 @@
 #include "../support/capturing_sync.hpp"
 #include "support.hpp"
 
+// This file's own namespace: several test files compile as one translation unit
+// (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 constexpr std::int64_t batch_size = 128;
@@ -702,3 +707,6 @@ TEST_CASE("on the GPU, micro-batch m of one process computes what rank m compute
     }
   }
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

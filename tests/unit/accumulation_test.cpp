@@ -15,6 +15,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Fast = mpx::HopperFp8FastAccumulation;
@@ -168,3 +173,6 @@ TEST_CASE("dot refuses operands of different lengths, naming both", "[accumulati
                     Catch::Contains("a has 3 values, b 4") && Catch::Contains("mpx::dot<fp32>"));
   CHECK(mpx::dot<mpx::Fp32Accumulation>(a, a, 0.5f) == 3.5f);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

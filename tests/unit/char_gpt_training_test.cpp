@@ -17,6 +17,11 @@
 #include "mpx/optim/adamw.hpp"
 #include "mpx/train/trainer.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 // The validation loss of `model` over the first `rows` windows of the validation text.
@@ -69,3 +74,6 @@ TEST_CASE("A small char-GPT trained 300 steps on the fortunes text beats a conte
   // characters before each one.
   CHECK(trained < 2.75);  // measured: 2.53 on x86-64 with 2 threads
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -24,6 +24,11 @@
 
 #include "../support/model_state.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -474,3 +479,6 @@ TEST_CASE("Text windows resume from checkpoint metadata at the same batch; anoth
   missing.erase("data.position");
   CHECK_THROWS_WITH(mpx::io::restore_text_windows(resumed, missing), Catch::Contains("data.position"));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

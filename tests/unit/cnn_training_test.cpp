@@ -14,6 +14,11 @@
 #include "../support/temp_dir.hpp"
 #include "mpx/mpx.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 // Images [batch, 8, 8, 1]: class 0 has a bright horizontal bar, class 1 a vertical one, at a place
@@ -123,3 +128,6 @@ TEST_CASE("Resuming a CNN from a checkpoint is bit-identical, running statistics
   // The running statistics moved away from their initial 0 and 1, so the comparison covered them.
   CHECK(model.layer<1>().running_var()[0] != 1.0f);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -38,6 +38,11 @@
 
 #include "../support/temp_dir.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -1211,3 +1216,6 @@ TEST_CASE("Augmented image batches for a convolutional network, as docs/data.md 
   CHECK(steps == 2);
   CHECK(images.shape() == mpx::Shape{128, 28, 28, 1});
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -17,6 +17,11 @@
 #include <mpx/dist/model_signature.hpp>
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -310,3 +315,6 @@ TEST_CASE("Trainer calls its GradientSync around the last micro-batch's backward
   twin.for_each_parameter([&](std::string_view, auto& p) { w_twin.push_back(p.master()[0]); });
   CHECK(w == w_twin);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

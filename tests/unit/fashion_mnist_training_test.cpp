@@ -11,6 +11,11 @@
 #include <mpx/experiment/models.hpp>
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 // One epoch over the first 20,000 training images with the example's recipe; returns the test
@@ -51,3 +56,6 @@ TEST_CASE("the Fashion-MNIST MLP reaches 80% test accuracy in one epoch on 20,00
   CHECK(std::abs(train_one_epoch<mpx::fp16_mixed>(data) - fp32) <= 0.01);
   CHECK(std::abs(train_one_epoch<mpx::bf16_mixed>(data) - fp32) <= 0.01);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -16,6 +16,11 @@
 #include <mpx/io/dtype.hpp>
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using E4M3 = mpx::Float8E4M3;
@@ -146,3 +151,6 @@ TEST_CASE("FP8 tensors in files: F8_E4M3 and F8_E5M2 decode into any floating te
   CHECK(mpx::io::detail::is_floating(mpx::io::Dtype::F8_E4M3));
   CHECK(mpx::io::detail::floating_dtypes() == "F64, F32, F16, BF16, F8_E4M3 or F8_E5M2");
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

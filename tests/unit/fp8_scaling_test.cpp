@@ -17,6 +17,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 constexpr float inf = std::numeric_limits<float>::infinity();
@@ -157,3 +162,6 @@ TEST_CASE("Current scaling: TE's compute_scale_from_amax, case by case", "[fp8][
   STATIC_REQUIRE(!mpx::CurrentScaling<>::power_of_two_scales && mpx::CurrentScaling<>::amax_epsilon == 0.0f);
   STATIC_REQUIRE(mpx::CurrentScaling<true, 1e-12f>::amax_epsilon == 1e-12f);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

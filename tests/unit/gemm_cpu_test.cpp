@@ -31,6 +31,11 @@
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/tensor/tensor.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Epilogue;
@@ -991,3 +996,6 @@ TEST_CASE("gemm refuses a D that shares memory with an operand, and accepts C ==
   mpx::cpu::gemm<mpx::Float>(a, identity, d, {.beta = 1.0f}, {.c = &d});
   for (std::int64_t i = 0; i < 16; ++i) CHECK(d[i] == a[i] + 1.0f);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -14,6 +14,11 @@
 #include <mpx/experiment/records.hpp>
 #include <mpx/io/atomic_file.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 std::filesystem::path fresh_directory(const std::string& name) {
@@ -75,3 +80,6 @@ TEST_CASE("to_csv writes member names as the header and quotes text that needs i
         "fp32,1,0.5,true\n"
         "\"a \"\"b\"\", c\",2,0.10000000000000001,false\n");
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -20,6 +20,11 @@
 
 #include <mpx/train/loss_scaler.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -685,3 +690,6 @@ TEST_CASE("LossScaler constructors validate their options and name the bad field
              Contains("mpx::StaticLossScaling::Options: scale = -1"));
   CHECK_NOTHROW(None(mpx::NoLossScaling::Options{}));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -45,6 +45,11 @@
 
 #include "../support/gradient_check.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -552,3 +557,6 @@ TEST_CASE("CausalSelfAttention: names, description, factory and argument checks"
   auto fresh = L::causal_self_attention(8, 2);
   CHECK_THROWS_WITH(fresh.backward(Tensor<T>(Shape{1, 1, 8})), Contains("backward called before forward"));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -30,6 +30,11 @@
 #include "mpx/nn/training_mode.hpp"
 #include "mpx/policy/precision.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -374,3 +379,6 @@ TEST_CASE("synchronise_batch_statistics reaches every BatchNorm2d inside a model
             model, std::shared_ptr<mpx::nn::StatisticsReducer<float, mpx::Host>>{}) == 2);
   CHECK_FALSE(model.layer<1>().synchronised());
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -28,6 +28,11 @@
 
 #include "../support/gradient_check.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -191,3 +196,6 @@ TEST_CASE("A Trainer fits a residual model on [batch, sequence, features] data",
   for (int i = 0; i < 300; ++i) last = trainer.step(x, target).loss;
   CHECK(last < 0.05 * first);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

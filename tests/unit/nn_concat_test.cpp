@@ -20,6 +20,11 @@
 #include "../support/temp_dir.hpp"
 #include "mpx/mpx.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -279,3 +284,6 @@ TEST_CASE("A small UNet trains through the Trainer, saves and loads, and resumes
   CHECK_FALSE(loaded.layer<2>().block().layer<2>().training());  // the mode reached the block
   CHECK(same_bits(straight_model.forward(b.images), loaded.forward(b.images)));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -28,6 +28,11 @@
 #include "mpx/nn/conv2d.hpp"
 #include "mpx/policy/precision.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Conv2dGeometry;
@@ -352,3 +357,6 @@ TEST_CASE("Conv2d describes itself under torch.nn.Conv2d's names", "[nn][conv2d]
   CHECK(std::get<std::int64_t>(value("groups")) == 2);
   CHECK(std::get<bool>(value("bias")));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -27,6 +27,11 @@
 
 #include "../support/gradient_check.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -420,3 +425,6 @@ TEST_CASE("Dropout checks p, the order of calls, the micro-batch and describes i
   mask.step = nullptr;
   CHECK_THROWS_WITH(mpx::cpu::dropout(x, dy, mask), Catch::Contains("mpx::cpu::dropout: no step count"));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -31,6 +31,11 @@
 
 #include "../support/gradient_check.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -459,3 +464,6 @@ TEST_CASE("The factory names the embeddings of a GPU model without the CUDA back
       std::is_same_v<decltype(nn::layers<mpx::bf16_mixed>::embedding(5, 3)), nn::Embedding<mpx::bf16_mixed>>);
   SUCCEED();
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

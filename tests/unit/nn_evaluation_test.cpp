@@ -22,6 +22,11 @@
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/tensor/tensor.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -157,3 +162,6 @@ TEST_CASE("A char-GPT evaluates with less memory than it trains with and gives t
                                   << " B; evaluation keeps " << evaluation.kept << " B, peaks at "
                                   << evaluation.peak << " B");
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -41,6 +41,11 @@
 
 #include "../support/gradient_check.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -516,4 +521,7 @@ TEST_CASE("bf16 Linear: fp32 weight, bias and input gradients lie within bf16-ep
   check_bf16_gradients_near_fp64<Activation::GELU>(33, 17, 9, 1312);
 }
 
+}  // namespace
+
+}  // namespace MPX_UNITY_ID
 }  // namespace

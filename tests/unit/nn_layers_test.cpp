@@ -10,6 +10,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -58,3 +63,6 @@ TEST_CASE("nn::layers<P, Device> makes the layers and losses of P on Device", "[
   for (int step = 0; step < 20; ++step) last = trainer.step(x, y).loss;
   CHECK(last < first);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -21,6 +21,11 @@
 #include "mpx/nn/pooling.hpp"
 #include "mpx/policy/precision.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -228,3 +233,6 @@ TEST_CASE("Pooling rejects bad settings and inputs, naming the layer and the val
   CHECK_THROWS_MATCHES(global.backward(Tensor<float>(Shape{4, 10})), mpx::error,
                        MessageContains({"GlobalAvgPool2d: backward called before forward"}));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

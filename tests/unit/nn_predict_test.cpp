@@ -16,6 +16,11 @@
 
 #include "../support/labels.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -134,3 +139,6 @@ TEST_CASE("evaluate without a loss gives the accuracy evaluate with one gives, a
   Tensor<float> dy(Shape{3, 2});
   CHECK_THROWS_AS(model.backward(dy), mpx::error);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -30,6 +30,11 @@
 #include "mpx/tensor/convert.hpp"
 #include "mpx/tensor/tensor.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -236,4 +241,7 @@ TEST_CASE("A fused ReLU backward after an evaluation-mode forward throws and nam
                        mpx::test::MessageContains({"evaluation-mode forward"}));
 }
 
+}  // namespace
+
+}  // namespace MPX_UNITY_ID
 }  // namespace

@@ -18,6 +18,11 @@
 #include "mpx/nn/residual.hpp"
 #include "mpx/nn/sequential.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 template <class P>
@@ -72,3 +77,6 @@ TEST_CASE("A projected Residual names, describes and checks both paths", "[nn][r
       mpx::test::MessageContains({"layers.2 (Residual): the block maps [1, 6, 6, 4] to [1, 3, 3, 4], "
                                   "the shortcut to [1, 6, 6, 4]"}));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -24,6 +24,11 @@
 
 #include "../support/gradient_check.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -267,3 +272,6 @@ TEST_CASE("SoftmaxCrossEntropy names bad labels, label counts and ranks", "[nn][
   const Tensor<std::int32_t> one(Shape{1});
   CHECK_THROWS_AS(loss.forward(flat, one), mpx::shape_error);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

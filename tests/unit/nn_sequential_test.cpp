@@ -32,6 +32,11 @@
 #include "mpx/tensor/tensor.hpp"
 #include "mpx/train/trainer.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace nn = mpx::nn;
@@ -457,4 +462,7 @@ TEST_CASE("Sequential: a smaller batch after a larger one gives what a fresh mod
   for (std::size_t p = 0; p < a.size(); ++p) CHECK(identical(a[p], b[p]));
 }
 
+}  // namespace
+
+}  // namespace MPX_UNITY_ID
 }  // namespace

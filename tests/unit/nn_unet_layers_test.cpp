@@ -19,6 +19,11 @@
 #include "mpx/nn/upsample.hpp"
 #include "mpx/policy/precision.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -171,3 +176,6 @@ TEST_CASE("GroupNorm and Upsample reject bad settings and inputs", "[nn][group_n
       up.forward(Tensor<float>(Shape{3, 4})), mpx::shape_error,
       MessageContains({"Upsample: expected input of shape [batch, height, width, channels]"}));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

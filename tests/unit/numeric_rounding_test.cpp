@@ -38,6 +38,11 @@
 #include "../support/mismatch_log.hpp"
 #include "../support/reference_rounding.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::BinaryFormat;
@@ -514,3 +519,6 @@ TEST_CASE("round_tf32 agrees with the reference at every TF32 rounding boundary 
 TEST_CASE("round_tf32 agrees with the reference on 2e6 random floats", "[numeric][rounding][tf32]") {
   check_tf32(random_bit_patterns(2'000'000, 0x7f32));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

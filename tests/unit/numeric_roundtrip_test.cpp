@@ -22,6 +22,11 @@
 #include "../support/mismatch_log.hpp"
 #include "../support/reference_rounding.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::BinaryFormat;
@@ -116,3 +121,6 @@ TEST_CASE("every fp32 value with 13 zero low bits is a TF32 value and round_tf32
   INFO(fixed_point.summary());
   CHECK(fixed_point.failures() == 0);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

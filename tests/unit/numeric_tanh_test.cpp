@@ -12,6 +12,11 @@
 
 #include "mpx/numeric/tanh.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 // |approx - exact| in units of the float spacing at |exact| (the ulp of the correctly rounded result).
@@ -62,3 +67,6 @@ TEST_CASE("rational_tanh: odd, saturating, NaN through; activation_tanh<double> 
   CHECK(mpx::activation_tanh(0.5f) == mpx::rational_tanh(0.5f));
   CHECK(mpx::activation_tanh(0.5) == std::tanh(0.5));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -12,6 +12,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 TEST_CASE("integer_power is exact where the power is representable", "[optim][optimizer_math]") {
   CHECK(mpx::integer_power(0.9, 0) == 1.0);
   CHECK(mpx::integer_power(0.0, 0) == 1.0);  // as std::pow(0, 0)
@@ -109,3 +114,6 @@ TEST_CASE("RoundStochasticPerUpdate draws update u's bits from the optimizer's s
   CHECK(third.seed == 42);
   CHECK(third.stream == documented(3, 3));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -18,6 +18,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -402,3 +407,6 @@ TEST_CASE("Invalid optimizer hyper-parameters throw mpx::invalid_argument naming
   CHECK_THAT(thrown_message([&] { adam.set_lr(0.0f); }), Contains("lr = 0"));
   CHECK(adam.options().lr == 1e-3);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -15,6 +15,11 @@
 
 #include <mpx/policy/loss_scaling.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Dynamic = mpx::DynamicLossScaling::Options;
@@ -155,3 +160,6 @@ TEST_CASE("NoLossScaling and the fp16 opt-in have nothing to validate", "[policy
   CHECK_NOTHROW(mpx::NoLossScaling::Options{}.validate());
   CHECK_NOTHROW(mpx::AllowFp16Underflow<mpx::NoLossScaling>::Options{}.validate());
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

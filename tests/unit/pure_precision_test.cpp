@@ -17,6 +17,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::BFloat16;
@@ -337,3 +342,6 @@ TEST_CASE("Under bf16_pure every parameter, LayerNorm's included, is bf16 with n
     static_assert(std::is_same_v<typename Param::precision::update_rounding, mpx::RoundNearest>);
   });
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -21,6 +21,11 @@
 
 #include "../support/error_matchers.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace ex = mpx::experiment;
@@ -396,3 +401,6 @@ TEST_CASE("read_file of a directory throws io_error naming the path", "[io]") {
   check_io_error([&] { return mpx::io::read_file(directory); }, {"mpx::io::read_file", directory.string()});
   std::filesystem::remove_all(directory);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

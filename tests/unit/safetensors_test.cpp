@@ -23,6 +23,11 @@
 
 #include <mpx/io/safetensors.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -361,3 +366,6 @@ TEST_CASE("A save that hits a full disk throws and leaves the previous file unto
   CHECK(entries == 1);  // the temporary file was removed
   std::filesystem::remove_all(directory);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -17,6 +17,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 // A scaler pattern that grows, backs off and skips.
@@ -193,3 +198,6 @@ TEST_CASE("The CPU backend's fused step forms run their functor before or after 
   CHECK(s.update.clip_coefficient == mpx::clip_coefficient(1.0, std::sqrt(5.0)));
   CHECK(s.updates == 1);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -29,6 +29,11 @@
 #include "../support/mismatch_log.hpp"
 #include "../support/reference_rounding.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx_test::BinaryFormat;
@@ -520,3 +525,6 @@ TEST_CASE("round_into with RoundStochastic rejects a destination of another shap
   CHECK_THROWS_AS(mpx::round_into<mpx::Half>(source, destination, mpx::RoundStochastic{1, 2}),
                   mpx::shape_error);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

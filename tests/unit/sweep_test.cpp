@@ -19,6 +19,11 @@
 #include <mpx/experiment/sweep.hpp>
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace ex = mpx::experiment;
@@ -241,3 +246,6 @@ TEST_CASE("A diverging run is recorded with the step whose loss was not finite, 
     CHECK(run.weights_finite);
   }
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -26,6 +26,11 @@
 #include <mpx/tensor/tensor.hpp>
 #include <mpx/tensor/transfer.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using mpx::Shape;
@@ -763,3 +768,6 @@ TEST_CASE("copy copies between tensors of one shape and rejects another, naming 
   Tensor<std::int32_t> empty_destination;
   mpx::copy(empty_destination, empty_source);  // nothing to copy, nothing to check
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -29,6 +29,11 @@
 
 #include "../support/temp_dir.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -460,3 +465,6 @@ TEST_CASE("TextCorpus reads the real fortunes corpus: over 1 MB of text, fewer t
   CHECK(scored == validation.scored_tokens());
   CHECK(scored > held_out - 128);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -17,6 +17,11 @@
 #include "../support/capturing_sync.hpp"
 #include "../support/model_state.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 constexpr std::int64_t rows = 8;  // per micro-batch
@@ -193,3 +198,6 @@ TEST_CASE("Trainer::step with MicroBatches refuses a count that does not divide 
   CHECK(mpx::test::state_bytes(model) == before);  // nothing ran
   CHECK(trainer.steps() == 0);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

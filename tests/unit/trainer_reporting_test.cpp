@@ -15,6 +15,11 @@
 
 #include "../support/labels.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -165,3 +170,6 @@ TEST_CASE("set_log_sink returns the previous sink and an empty sink restores std
   CHECK(first == std::vector<std::string>{"one", "two"});
   mpx::set_log_sink(std::move(original));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

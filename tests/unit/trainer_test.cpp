@@ -18,6 +18,11 @@
 
 #include <mpx/mpx.hpp>
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -703,3 +708,6 @@ TEST_CASE("An optimizer over a ParameterList updates those parameters only", "[t
   CHECK_FALSE(model.layer<0>().weight().has_state(0));  // no momentum buffer outside the list
   CHECK(head.weight().has_state(0));
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace

@@ -32,6 +32,11 @@
 
 #include "../support/model_state.hpp"
 
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -765,3 +770,6 @@ TEST_CASE("A weights file or checkpoint carries the input normalisation it is gi
   }
   std::filesystem::remove(path);
 }
+
+}  // namespace MPX_UNITY_ID
+}  // namespace
