@@ -19,6 +19,7 @@
 #include "mpx/backend/window2d_spec.hpp"
 #include "mpx/error.hpp"
 #include "mpx/tensor/shape.hpp"
+#include "mpx/tensor/tensor.hpp"
 
 namespace mpx {
 
