@@ -35,4 +35,31 @@ inline void validate_group_norm(const char* where, const Shape& x, const Shape& 
   require_shape(where, "gamma", per_channel, Shape{x.cols()});
 }
 
+/// @brief group_norm_forward's checks, the same on every backend: validate_group_norm, then beta
+/// like gamma and mean, rstd [N, groups].
+template <class Values, class Weights, class Statistics>
+void validate_group_norm_forward(const char* where, const Values& x, const Weights& gamma,
+                                 const Weights& beta, std::int64_t groups, const Values& y,
+                                 const Statistics& mean, const Statistics& rstd) {
+  validate_group_norm(where, x.shape(), y.shape(), gamma.shape(), groups);
+  require_shape(where, "beta", beta.shape(), gamma.shape());
+  require_shape(where, "mean", mean.shape(), Shape{x.shape()[0], groups});
+  require_shape(where, "rstd", rstd.shape(), Shape{x.shape()[0], groups});
+}
+
+/// @brief group_norm_backward's checks, the same on every backend: validate_group_norm with dy as
+/// the output, dx (unless null) like x, dgamma and dbeta like gamma, mean and rstd [N, groups].
+template <class Values, class Weights, class Statistics>
+void validate_group_norm_backward(const char* where, const Values& x, const Weights& gamma,
+                                  std::int64_t groups, const Statistics& mean, const Statistics& rstd,
+                                  const Values& dy, const Values* dx, const Statistics& dgamma,
+                                  const Statistics& dbeta) {
+  validate_group_norm(where, x.shape(), dy.shape(), gamma.shape(), groups);
+  if (dx != nullptr) require_shape(where, "dx", dx->shape(), x.shape());
+  require_shape(where, "dgamma", dgamma.shape(), gamma.shape());
+  require_shape(where, "dbeta", dbeta.shape(), gamma.shape());
+  require_shape(where, "mean", mean.shape(), Shape{x.shape()[0], groups});
+  require_shape(where, "rstd", rstd.shape(), Shape{x.shape()[0], groups});
+}
+
 }  // namespace mpx

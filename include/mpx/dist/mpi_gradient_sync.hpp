@@ -138,18 +138,18 @@ class MpiStatisticsReducer final : public nn::StatisticsReducer<Acc, Host> {
                                 static_cast<int>(bytes), MPI_BYTE, own_, &request),
                  "MPI_Iallgather (BatchNorm2d statistics)");
     wait(request);
+    // values = rank 0's + rank 1's + ..., element by element in rank order: the same bits everywhere.
     std::int64_t total = 0;
-    std::vector<Acc> sums(n, Acc(0));
+    std::vector<Acc> theirs(n);
     for (int r = 0; r < world; ++r) {
       const std::byte* block = receive_.data() + static_cast<std::size_t>(r) * bytes;
       std::int64_t rows = 0;
       std::memcpy(&rows, block, sizeof rows);
       total += rows;
-      std::vector<Acc> theirs(n);
       std::memcpy(theirs.data(), block + sizeof rows, n * sizeof(Acc));
-      for (std::size_t i = 0; i < n; ++i) sums[i] = r == 0 ? theirs[i] : sums[i] + theirs[i];
+      for (std::size_t i = 0; i < n; ++i)
+        values.data()[i] = r == 0 ? theirs[i] : values.data()[i] + theirs[i];
     }
-    std::memcpy(values.data(), sums.data(), n * sizeof(Acc));
     return total;
   }
 

@@ -24,11 +24,8 @@ void group_norm_forward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& ga
                         const Tensor<Weight, Host>& beta, std::int64_t groups, float epsilon,
                         Tensor<T, Host>& y, Tensor<Acc, Host>& mean, Tensor<Acc, Host>& rstd) {
   constexpr const char* where = "mpx::cpu::group_norm_forward";
-  validate_group_norm(where, x.shape(), y.shape(), gamma.shape(), groups);
-  require_shape(where, "beta", beta.shape(), gamma.shape());
+  validate_group_norm_forward(where, x, gamma, beta, groups, y, mean, rstd);
   const std::int64_t n = x.shape()[0], c = x.shape().cols(), pixels = x.numel() / (n * c), cg = c / groups;
-  require_shape(where, "mean", mean.shape(), Shape{n, groups});
-  require_shape(where, "rstd", rstd.shape(), Shape{n, groups});
   const Acc count = static_cast<Acc>(pixels * cg);
   parallel_for_chunks(n, 1, [&](std::int64_t begin, std::int64_t end) {
     std::vector<Acc> sum(static_cast<std::size_t>(groups)), squares(sum.size());
@@ -71,13 +68,8 @@ void group_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
                          const Tensor<T, Host>& dy, Tensor<T, Host>* dx, Tensor<Acc, Host>& dgamma,
                          bool overwrite_dgamma, Tensor<Acc, Host>& dbeta, bool overwrite_dbeta) {
   constexpr const char* where = "mpx::cpu::group_norm_backward";
-  validate_group_norm(where, x.shape(), dy.shape(), gamma.shape(), groups);
-  if (dx != nullptr) require_shape(where, "dx", dx->shape(), x.shape());
-  require_shape(where, "dgamma", dgamma.shape(), gamma.shape());
-  require_shape(where, "dbeta", dbeta.shape(), gamma.shape());
+  validate_group_norm_backward(where, x, gamma, groups, mean, rstd, dy, dx, dgamma, dbeta);
   const std::int64_t n = x.shape()[0], c = x.shape().cols(), pixels = x.numel() / (n * c), cg = c / groups;
-  require_shape(where, "mean", mean.shape(), Shape{n, groups});
-  require_shape(where, "rstd", rstd.shape(), Shape{n, groups});
   const Acc count = static_cast<Acc>(pixels * cg);
   // Per image: [dgamma partial | dbeta partial], added over the images in order afterwards.
   std::vector<Acc> partial(static_cast<std::size_t>(n * 2 * c), Acc(0));

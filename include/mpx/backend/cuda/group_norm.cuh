@@ -266,11 +266,8 @@ void group_norm_forward(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& ga
                         const Tensor<Weight, Cuda>& beta, std::int64_t groups, float epsilon,
                         Tensor<T, Cuda>& y, Tensor<Acc, Cuda>& mean, Tensor<Acc, Cuda>& rstd) {
   constexpr const char* where = "mpx::cuda::group_norm_forward";
-  validate_group_norm(where, x.shape(), y.shape(), gamma.shape(), groups);
-  require_shape(where, "beta", beta.shape(), gamma.shape());
+  validate_group_norm_forward(where, x, gamma, beta, groups, y, mean, rstd);
   const std::int64_t n = x.shape()[0], c = x.shape().cols();
-  require_shape(where, "mean", mean.shape(), Shape{n, groups});
-  require_shape(where, "rstd", rstd.shape(), Shape{n, groups});
   if (n == 0 || c == 0) return;
   const detail::GroupLayout layout{groups, x.numel() / (n * c), c, c / groups};
   const std::int64_t segments = n * groups, elements = layout.pixels * layout.cg;
@@ -297,13 +294,8 @@ void group_norm_backward(const Tensor<T, Cuda>& x, const Tensor<Weight, Cuda>& g
                          const Tensor<T, Cuda>& dy, Tensor<T, Cuda>* dx, Tensor<Acc, Cuda>& dgamma,
                          bool overwrite_dgamma, Tensor<Acc, Cuda>& dbeta, bool overwrite_dbeta) {
   constexpr const char* where = "mpx::cuda::group_norm_backward";
-  validate_group_norm(where, x.shape(), dy.shape(), gamma.shape(), groups);
-  if (dx != nullptr) require_shape(where, "dx", dx->shape(), x.shape());
-  require_shape(where, "dgamma", dgamma.shape(), gamma.shape());
-  require_shape(where, "dbeta", dbeta.shape(), gamma.shape());
+  validate_group_norm_backward(where, x, gamma, groups, mean, rstd, dy, dx, dgamma, dbeta);
   const std::int64_t n = x.shape()[0], c = x.shape().cols();
-  require_shape(where, "mean", mean.shape(), Shape{n, groups});
-  require_shape(where, "rstd", rstd.shape(), Shape{n, groups});
   if (c == 0) return;
   if (n == 0) {  // no image: the sums are zero
     detail::channel_sums<2, Acc>(
