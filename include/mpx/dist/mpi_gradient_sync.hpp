@@ -132,7 +132,8 @@ class MpiStatisticsReducer final : public nn::StatisticsReducer<Acc, Host> {
     std::memcpy(send_.data(), &count, sizeof count);
     std::memcpy(send_.data() + sizeof count, values.data(), n * sizeof(Acc));
     receive_.resize(bytes * static_cast<std::size_t>(world));
-    std::unique_lock lock(*mpi_mutex_or(&unused_mutex_));
+    std::unique_lock<std::mutex> lock;  // with a progress thread, one thread at a time in MPI
+    if (mpi_mutex_ != nullptr) lock = std::unique_lock(*mpi_mutex_);
     MPI_Request request = MPI_REQUEST_NULL;
     comm_->check(MPI_Iallgather(send_.data(), static_cast<int>(bytes), MPI_BYTE, receive_.data(),
                                 static_cast<int>(bytes), MPI_BYTE, own_, &request),
@@ -162,10 +163,6 @@ class MpiStatisticsReducer final : public nn::StatisticsReducer<Acc, Host> {
   }
 
  private:
-  std::mutex* mpi_mutex_or(std::mutex* fallback) const {
-    return mpi_mutex_ != nullptr ? mpi_mutex_ : fallback;
-  }
-
   // Polls `request` until it completes; past the timeout, leaves the buffers to MPI (never freed) and
   // throws `timeout_error`.
   void wait(MPI_Request& request) {
@@ -192,7 +189,6 @@ class MpiStatisticsReducer final : public nn::StatisticsReducer<Acc, Host> {
   const Communicator* comm_;
   MPI_Comm own_;
   std::mutex* mpi_mutex_;
-  std::mutex unused_mutex_;  // locked when no progress thread shares MPI: nobody else takes it
   std::chrono::milliseconds timeout_;
   std::vector<std::byte> send_, receive_;
 };
