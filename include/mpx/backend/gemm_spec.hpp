@@ -266,7 +266,7 @@ GemmShape validate_gemm(const char* where, const Shape& a, const Shape& b, const
 /// @brief GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as cuBLASLt's epilogue;
 /// tanh is `activation_tanh` (numeric/tanh.hpp: a rational approximation in float).
 template <class T>
-MPX_HOST_DEVICE inline T gelu_tanh(T x) {
+MPX_HOST_DEVICE MPX_ALWAYS_INLINE T gelu_tanh(T x) {
   constexpr T k_sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
   constexpr T k_cubic = static_cast<T>(0.044715);
   return static_cast<T>(0.5) * x *
@@ -275,7 +275,7 @@ MPX_HOST_DEVICE inline T gelu_tanh(T x) {
 
 /// @brief d gelu_tanh(x) / dx.
 template <class T>
-MPX_HOST_DEVICE inline T gelu_tanh_derivative(T x) {
+MPX_HOST_DEVICE MPX_ALWAYS_INLINE T gelu_tanh_derivative(T x) {
   constexpr T k_sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
   constexpr T k_cubic = static_cast<T>(0.044715);
   const T inner = k_sqrt_2_over_pi * (x + k_cubic * x * x * x);

@@ -25,7 +25,7 @@ namespace mpx {
 /// +-7.9053111, where the approximation reaches 1 (and the result is exactly +-1 from there on),
 /// and tanh(x) = x for |x| < 4e-4. NaN stays NaN, +-inf gives +-1. At most 7 ulp from the exact value (see
 /// the file comment).
-MPX_HOST_DEVICE inline float rational_tanh(float x) {
+MPX_HOST_DEVICE MPX_ALWAYS_INLINE float rational_tanh(float x) {
   constexpr float clamp = 7.90531110763549805f;
   const float c = x < -clamp ? -clamp : (x > clamp ? clamp : x);  // NaN compares false: stays NaN
   const float c2 = c * c;
@@ -51,7 +51,7 @@ MPX_HOST_DEVICE inline float rational_tanh(float x) {
 /// @brief The tanh the activations use: `rational_tanh` for float (and so for every 16-bit compute
 /// type, whose math is float), `std::tanh` for double.
 template <class T>
-MPX_HOST_DEVICE inline T activation_tanh(T x) {
+MPX_HOST_DEVICE MPX_ALWAYS_INLINE T activation_tanh(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return rational_tanh(x);
   } else {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <Eigen/Core>
-#if defined(EIGEN_HAS_FP16_C)
+#if defined(EIGEN_HAS_FP16_C) || (defined(__F16C__) && defined(__AVX2__))
 #include <immintrin.h>
 #endif
 
@@ -28,11 +28,14 @@ namespace mpx::cpu::detail {
 // Elementwise conversions between storage and accumulate types. They produce exactly the bits of the
 // scalar conversions (static_cast fp16/bf16 <-> fp32, round_tf32, round_to<Tag>), but are written to
 // vectorise and run on all OpenMP threads for large arrays: done one element at a time, at 1024^3
-// they cost fp16 about 40% of the fp32 GEMM's time. For fp16 they follow whichever path Eigen's
-// scalar conversion takes: the F16C instructions where Eigen defines EIGEN_HAS_FP16_C, otherwise
-// Eigen's software algorithm without branches. (Eigen 3.4.0 leaves EIGEN_HAS_FP16_C undefined under
-// GCC: its test `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380` fails because it defines
-// EIGEN_COMP_CLANG as 0.)
+// they cost fp16 about 40% of the fp32 GEMM's time. For fp16 they take the F16C instructions where
+// the compiler may use them (-mf16c -mavx2, or -march=native on such a CPU), otherwise Eigen's
+// software algorithm without branches. Eigen's scalar conversion is the F16C instruction itself
+// only where Eigen defines EIGEN_HAS_FP16_C, which Eigen 3.4.0 leaves undefined under GCC (its test
+// `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380` fails because it defines EIGEN_COMP_CLANG
+// as 0); its software algorithm differs from the instructions on NaNs alone, so the F16C path
+// mends those lanes to keep the scalar bits (the instructions' other results are the same: both
+// round to nearest even and keep subnormals).
 
 // round_mantissa_ties_away (TF32's rule) without branches, bit for bit: finite values get half of the
 // dropped bits' weight added (ties away), NaN is made quiet, infinities stay, and then the dropped
@@ -47,6 +50,9 @@ inline float round_mantissa_ties_away_branchless(float x) {
   return Eigen::numext::bit_cast<float>((special ? quieted : bits + (std::uint32_t{1} << (dropped - 1))) &
                                         keep);
 }
+
+// Elements a loop converts at a time into a buffer on the stack, to work on them in the wider type.
+inline constexpr std::int64_t conversion_block = 256;
 
 // The value of every code of a format of at most 8 bits kept as bit patterns: widening is one load.
 template <NumericTag Tag>
@@ -65,7 +71,50 @@ inline std::uint16_t bfloat16_bits_of(float x) {
   return static_cast<std::uint16_t>(nan ? ((bits >> 16) & 0x8000u) | 0x7fc0u : rounded);
 }
 
-#if !defined(EIGEN_HAS_FP16_C) && !defined(EIGEN_HAS_ARM64_FP16_SCALAR_ARITHMETIC)
+#if defined(EIGEN_HAS_FP16_C)
+#define MPX_DETAIL_F16C 1  // Eigen's scalar conversions are these instructions
+#elif defined(__F16C__) && defined(__AVX2__) && !defined(EIGEN_HAS_ARM64_FP16_SCALAR_ARITHMETIC)
+#define MPX_DETAIL_F16C 1
+#define MPX_DETAIL_F16C_MEND_NANS 1  // Eigen's are its software algorithm (below)
+#endif
+
+#if defined(MPX_DETAIL_F16C)
+// Eight fp16 values widened to fp32 with vcvtph2ps.
+inline void widen_8_halves(const Eigen::half* in, float* out) {
+  const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  __m256 values = _mm256_cvtph_ps(halves);
+#if defined(MPX_DETAIL_F16C_MEND_NANS)
+  // The instruction quiets a signalling NaN (sets the fp32 quiet bit, 1 << 22); Eigen's software
+  // conversion keeps the payload as it is. Clear that bit where the fp16 NaN's quiet bit (1 << 9)
+  // was clear.
+  const __m128i magnitude = _mm_and_si128(halves, _mm_set1_epi16(0x7fff));
+  const __m128i nan = _mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7c00));
+  const __m128i signalling = _mm_andnot_si128(
+      _mm_cmpeq_epi16(_mm_and_si128(halves, _mm_set1_epi16(0x0200)), _mm_set1_epi16(0x0200)), nan);
+  const __m256i quiet_bit =
+      _mm256_and_si256(_mm256_cvtepi16_epi32(signalling), _mm256_set1_epi32(0x00400000));
+  values = _mm256_andnot_ps(_mm256_castsi256_ps(quiet_bit), values);
+#endif
+  _mm256_storeu_ps(out, values);
+}
+
+// Eight fp32 values rounded to fp16 (nearest even) with vcvtps2ph.
+inline void round_8_to_halves(const float* in, Eigen::half* out) {
+  __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#if defined(MPX_DETAIL_F16C_MEND_NANS)
+  // The instruction keeps the top of a NaN's payload; Eigen's software conversion gives 0x7e00 with
+  // the sign. A NaN gives a NaN and nothing else does, so the fp16 result tells the lanes apart.
+  const __m128i magnitude = _mm_and_si128(halves, _mm_set1_epi16(0x7fff));
+  const __m128i nan = _mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7c00));
+  const __m128i canonical =
+      _mm_or_si128(_mm_andnot_si128(_mm_set1_epi16(0x7fff), halves), _mm_set1_epi16(0x7e00));
+  halves = _mm_blendv_epi8(halves, canonical, nan);
+#endif
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), halves);
+}
+#endif
+
+#if !defined(MPX_DETAIL_F16C) && !defined(EIGEN_HAS_ARM64_FP16_SCALAR_ARITHMETIC)
 #define MPX_DETAIL_SOFTWARE_FP16 1
 // Eigen's software half_to_float (Half.h) without branches, bit for bit.
 inline float half_bits_to_float(std::uint16_t h) {
@@ -126,10 +175,8 @@ void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
     }
     i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<S, Eigen::half> && std::is_same_v<Acc, float>) {
-#if defined(EIGEN_HAS_FP16_C)
-    for (; i + 8 <= end; i += 8) {
-      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-    }
+#if defined(MPX_DETAIL_F16C)
+    for (; i + 8 <= end; i += 8) widen_8_halves(in + i, out + i);
 #elif defined(MPX_DETAIL_SOFTWARE_FP16)
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j)
@@ -150,13 +197,8 @@ void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
       out[j] = Eigen::numext::bit_cast<Eigen::bfloat16>(bfloat16_bits_of(in[j]));
     i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<TD, Eigen::half> && std::is_same_v<Acc, float>) {
-#if defined(EIGEN_HAS_FP16_C)
-    // Eigen's scalar float_to_half_rtne is then _cvtss_sh(x, 0): the same instruction, nearest even.
-    for (; i + 8 <= end; i += 8) {
-      _mm_storeu_si128(
-          reinterpret_cast<__m128i*>(out + i),
-          _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
+#if defined(MPX_DETAIL_F16C)
+    for (; i + 8 <= end; i += 8) round_8_to_halves(in + i, out + i);
 #elif defined(MPX_DETAIL_SOFTWARE_FP16)
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j)
@@ -168,6 +210,8 @@ void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
 }
 
 #undef MPX_DETAIL_SOFTWARE_FP16
+#undef MPX_DETAIL_F16C
+#undef MPX_DETAIL_F16C_MEND_NANS
 
 // The elements of `tensor` converted to Acc (short vectors: a layer's gamma and beta).
 template <class Acc, class T>

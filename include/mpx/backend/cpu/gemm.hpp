@@ -20,6 +20,7 @@
 #include <new>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -53,10 +54,9 @@ void widen_operand(const S* in, Acc* out, std::int64_t count) {
 template <NumericTag Tag, class S, class Acc>
 void add_scaled(const S* c, Acc beta, Acc* t, std::int64_t count) {
   parallel_for_chunks(count, parallel_grain, [c, beta, t](std::int64_t begin, std::int64_t end) {
-    constexpr std::int64_t block = 256;
-    Acc widened[block];
-    for (std::int64_t first = begin; first < end; first += block) {
-      const std::int64_t length = std::min(block, end - first);
+    Acc widened[conversion_block];
+    for (std::int64_t first = begin; first < end; first += conversion_block) {
+      const std::int64_t length = std::min(conversion_block, end - first);
       widen_range<Tag>(c + first, widened, 0, length);
       MPX_DETAIL_OMP_SIMD
       for (std::int64_t i = 0; i < length; ++i) t[first + i] = t[first + i] + beta * widened[i];
@@ -244,20 +244,17 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   // product goes to scratch first and C is added to the finished product, once, as cuBLASLt adds it
   // (a kernel accumulating into C would add it to the first k-block's partial sum). That is also
   // what makes a gradient accumulated over micro-batches equal the sum of the micro-batches' own,
-  // bit for bit.
+  // bit for bit. The kernel writes every element of its target, so neither is cleared first.
   constexpr bool d_is_acc = std::is_same_v<TD, Acc>;
   std::optional<detail::ScratchBuffer<Acc>> scratch_buffer;
   Eigen::Map<RowMajorMatrix<Acc>> scratch(nullptr, 0, 0);
   Eigen::Map<RowMajorMatrix<Acc>> t(nullptr, d_rows, g.n);
   if constexpr (d_is_acc) new (&t) decltype(t)(d.data(), d_rows, g.n);
-  if (d_is_acc && beta == Acc(0)) {
-    t.setZero();
-  } else {
+  if (!d_is_acc || beta != Acc(0)) {
     scratch_buffer.emplace(2, d_rows * g.n);
     new (&scratch) decltype(scratch)(scratch_buffer->data(), d_rows, g.n);
-    scratch.setZero();
   }
-  // target += alpha op(A) op(B) for every matrix of the batch, tile by tile on the library's threads
+  // target = alpha op(A) op(B) for every matrix of the batch, tile by tile on the library's threads
   // (gemm_kernel.hpp): the same bits on any number of threads, and matrix i of a batch as one call.
   auto multiply = [&](auto&& target) {
     const auto products = [&](const auto* a_data, const auto* b_data) {
@@ -283,91 +280,102 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     products(a_acc->matrix().data(), b_acc->matrix().data());
   };
 
-  // The epilogue over one row of t, in place. The switch sits outside the loops so that each loop
-  // vectorises (GELU's tanh is plain arithmetic in float: numeric/tanh.hpp).
-  const TD* bias = operands.bias != nullptr ? operands.bias->data() : nullptr;
+  // The epilogue over columns [begin, end) of one row of t, in place, then that stretch rounded into
+  // D (nothing to round when D holds Acc): one pass over t. The switch sits outside the loops so that
+  // each loop vectorises (GELU's tanh is plain arithmetic in float: numeric/tanh.hpp); the bias is
+  // widened once and aux a block at a time, with the vector conversions, so that no conversion call
+  // sits inside a loop.
+  const std::vector<Acc> bias =
+      reads_bias(epilogue) ? detail::widened<Acc>(*operands.bias) : std::vector<Acc>{};
   TD* aux = operands.aux != nullptr ? operands.aux->data() : nullptr;
   std::int32_t* relu_mask = operands.relu_mask != nullptr ? operands.relu_mask->data() : nullptr;
   const std::int64_t mask_words = relu_mask_words(g.n);
-  auto apply_row = [&](Acc* v, std::int64_t row) {
-    const std::int64_t n = g.n;
-    TD* row_aux = aux != nullptr ? aux + row * n : nullptr;
+  auto finish_columns = [&](Acc* values, std::int64_t row, std::int64_t begin, std::int64_t end) {
+    Acc* v = values + row * g.n;
+    TD* row_aux = aux != nullptr ? aux + row * g.n : nullptr;
     std::int32_t* row_mask = relu_mask != nullptr ? relu_mask + row * mask_words : nullptr;
     switch (epilogue) {
       case Epilogue::Bias:
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) v[col] = v[col] + static_cast<Acc>(bias[col]);
+        for (std::int64_t col = begin; col < end; ++col) v[col] = v[col] + bias[col];
         break;
       case Epilogue::ReluBias:
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) v[col] = relu(v[col] + static_cast<Acc>(bias[col]));
+        for (std::int64_t col = begin; col < end; ++col) v[col] = relu(v[col] + bias[col]);
         break;
-      case Epilogue::ReluAuxBias:
+      case Epilogue::ReluAuxBias:  // rows are finished whole here (begin = 0, end = n)
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) v[col] = v[col] + static_cast<Acc>(bias[col]);
+        for (std::int64_t col = begin; col < end; ++col) v[col] = v[col] + bias[col];
         for (std::int64_t word = 0; word < mask_words; ++word) {  // padding bits written as 0
           std::uint32_t bits = 0;
-          for (std::int64_t col = word * 32; col < std::min(n, word * 32 + 32); ++col) {
+          for (std::int64_t col = word * 32; col < std::min(end, word * 32 + 32); ++col) {
             bits |= static_cast<std::uint32_t>(v[col] > Acc(0)) << (col % 32);
           }
           row_mask[word] = static_cast<std::int32_t>(bits);
         }
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) v[col] = relu(v[col]);
+        for (std::int64_t col = begin; col < end; ++col) v[col] = relu(v[col]);
         break;
       case Epilogue::GeluBias:
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) v[col] = gelu_tanh(v[col] + static_cast<Acc>(bias[col]));
+        for (std::int64_t col = begin; col < end; ++col) v[col] = gelu_tanh(v[col] + bias[col]);
         break;
       case Epilogue::GeluAuxBias:
-        for (std::int64_t col = 0; col < n; ++col) {
-          v[col] = v[col] + static_cast<Acc>(bias[col]);
-          row_aux[col] = round_to<tag_of_t<TD>>(v[col]);
-        }
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) v[col] = gelu_tanh(v[col]);
+        for (std::int64_t col = begin; col < end; ++col) v[col] = v[col] + bias[col];
+        detail::round_range(v, row_aux, begin, end);
+        MPX_DETAIL_OMP_SIMD
+        for (std::int64_t col = begin; col < end; ++col) v[col] = gelu_tanh(v[col]);
         break;
       case Epilogue::DRelu:
       case Epilogue::DReluBGrad:
         MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) {
+        for (std::int64_t col = begin; col < end; ++col) {
           v[col] = v[col] * (relu_mask_bit(row_mask, col) ? Acc(1) : Acc(0));
         }
         break;
       case Epilogue::DGelu:
       case Epilogue::DGeluBGrad:
-        MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < n; ++col) {
-          v[col] = v[col] * gelu_tanh_derivative(static_cast<Acc>(row_aux[col]));
+        for (std::int64_t first = begin; first < end; first += detail::conversion_block) {
+          const std::int64_t length = std::min(detail::conversion_block, end - first);
+          Acc pre_activation[detail::conversion_block];
+          detail::widen_range<tag_of_t<TD>>(row_aux + first, pre_activation, 0, length);
+          MPX_DETAIL_OMP_SIMD
+          for (std::int64_t i = 0; i < length; ++i) {
+            v[first + i] = v[first + i] * gelu_tanh_derivative(pre_activation[i]);
+          }
         }
         break;
       default: break;
     }
+    if constexpr (!d_is_acc) detail::round_range(values, d.data(), row * g.n + begin, row * g.n + end);
   };
 
   Acc* bias_grad = operands.bias_grad != nullptr ? operands.bias_grad->data() : nullptr;
   const bool column_bias_grad = epilogue == Epilogue::DReluBGrad || epilogue == Epilogue::DGeluBGrad;
-  if (column_bias_grad) {
-    for (std::int64_t col = 0; col < g.n; ++col) bias_grad[col] = Acc(0);
-  }
-  // The epilogue runs in place on t, then t is rounded into D (nothing to round when D holds Acc).
-  // Rows run in parallel except where bias_grad sums down the columns, whose order stays row by row.
   const bool elementwise =
       epilogue != Epilogue::Default && epilogue != Epilogue::BGradA && epilogue != Epilogue::BGradB;
   auto finish = [&](Acc* values) {
     if (column_bias_grad) {
-      for (std::int64_t row = 0; row < g.m; ++row) {
-        Acc* v = values + row * g.n;
-        apply_row(v, row);
-        MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = 0; col < g.n; ++col) bias_grad[col] += v[col];
-      }
-    } else if (elementwise) {
-      parallel_for_chunks(g.m, rows_per_chunk(g.n), [&](std::int64_t first_row, std::int64_t end_row) {
-        for (std::int64_t row = first_row; row < end_row; ++row) apply_row(values + row * g.n, row);
+      // Each column's bias gradient sums its rows in order, row by row, whatever the thread count:
+      // the threads take blocks of columns.
+      constexpr std::int64_t columns_per_chunk = 64;
+      parallel_for_chunks(g.n, columns_per_chunk, [&](std::int64_t begin, std::int64_t end) {
+        std::fill(bias_grad + begin, bias_grad + end, Acc(0));
+        for (std::int64_t row = 0; row < g.m; ++row) {
+          finish_columns(values, row, begin, end);
+          const Acc* v = values + row * g.n;
+          MPX_DETAIL_OMP_SIMD
+          for (std::int64_t col = begin; col < end; ++col) bias_grad[col] += v[col];
+        }
       });
+    } else if (elementwise) {
+      parallel_for_chunks(d_rows, rows_per_chunk(g.n), [&](std::int64_t first_row, std::int64_t end_row) {
+        for (std::int64_t row = first_row; row < end_row; ++row) finish_columns(values, row, 0, g.n);
+      });
+    } else if constexpr (!d_is_acc) {
+      detail::round_output(values, d.data(), d_rows * g.n);
     }
-    if constexpr (!d_is_acc) detail::round_output(values, d.data(), d_rows * g.n);
   };
   if constexpr (d_is_acc) {
     if (beta == Acc(0)) {

@@ -4,7 +4,8 @@
 /// @file
 /// @brief The matrix product under `mpx::cpu::gemm`, and how one product is spread over the threads.
 ///
-/// The kernel, `C += alpha op(A) op(B)` on the calling thread, is, where mpx is built with oneDNN
+/// The kernel, `C = alpha op(A) op(B)` on the calling thread (C is written, never read), is, where mpx is
+/// built with oneDNN
 /// (`MPX_HAS_ONEDNN`, what linking `mpx::onednn` sets; docs/cpu_gemm.md says why oneDNN):
 /// oneDNN's `dnnl_sgemm` for fp32 operands, and its bf16 matmul for bf16 operands
 /// (onednn_bf16_matmul.hpp); otherwise, and for fp64, Eigen's blocked kernel.
@@ -52,7 +53,7 @@ inline constexpr bool built_with_onednn =
     false;
 #endif
 
-/// One product in row-major storage: C[m, n] += alpha op(A) op(B), op(A) m x k and op(B) k x n read
+/// One product in row-major storage: C[m, n] = alpha op(A) op(B), op(A) m x k and op(B) k x n read
 /// from row-major A (lda) and B (ldb), transposed where asked; A and B hold `In`, C holds `Out`.
 template <class In, class Out = In>
 struct ProductView {
@@ -81,12 +82,14 @@ struct ProductView {
   }
 };
 
-/// C += alpha op(A) op(B) with Eigen's blocked kernel on the calling thread, as Eigen's product runs
+/// C = alpha op(A) op(B) with Eigen's blocked kernel on the calling thread, as Eigen's product runs
 /// when it does not start threads of its own (Eigen::internal's entry point, as Eigen 3.4, which
 /// CMakeLists.txt requires, declares it; the GEMM tests compare every path with an fp64 reference).
+/// The kernel accumulates into C, so C is cleared first.
 template <class Scalar>
 void eigen_product_on_this_thread(const ProductView<Scalar>& p) {
   using Eigen::Index;
+  for (Index row = 0; row < p.m; ++row) std::fill_n(p.c + row * p.ldc, p.n, Scalar(0));
   Eigen::internal::gemm_blocking_space<Eigen::RowMajor, Scalar, Scalar, Eigen::Dynamic, Eigen::Dynamic,
                                        Eigen::Dynamic>
       blocking(p.m, p.n, p.k, 1, true);
@@ -104,12 +107,16 @@ void eigen_product_on_this_thread(const ProductView<Scalar>& p) {
   if (p.transpose_a && p.transpose_b) run.template operator()<col, col>();
 }
 
-/// C += alpha op(A) op(B) on the calling thread (inside a parallel region oneDNN runs on the
+/// C = alpha op(A) op(B) on the calling thread (inside a parallel region oneDNN runs on the
 /// calling thread alone, as OpenMP does not nest). 16-bit `In` only where `native_bf16_products`
 /// said yes.
 template <class In, class Out>
 void product_on_this_thread(const ProductView<In, Out>& p) {
-  if (p.m == 0 || p.n == 0 || p.k == 0) return;
+  if (p.m == 0 || p.n == 0) return;
+  if (p.k == 0) {  // an empty sum
+    for (std::int64_t row = 0; row < p.m; ++row) std::fill_n(p.c + row * p.ldc, p.n, Out(0));
+    return;
+  }
 #if defined(MPX_HAS_ONEDNN) && MPX_HAS_ONEDNN
   if constexpr (std::is_same_v<In, Eigen::bfloat16>) {
     // Key's members in order (nvcc's host pass rejects designators in an argument here).
@@ -117,9 +124,9 @@ void product_on_this_thread(const ProductView<In, Out>& p) {
                                       p.ldc, p.transpose_a, p.transpose_b, p.alpha};
     onednn::bf16_matmul(key, p.a, p.b, p.c);
   } else if constexpr (std::is_same_v<In, float>) {
-    // dnnl_sgemm is row-major, as mpx's tensors; beta = 1 adds the product to C.
+    // dnnl_sgemm is row-major, as mpx's tensors; with beta = 0 it does not read C.
     onednn::check(dnnl_sgemm(p.transpose_a ? 'T' : 'N', p.transpose_b ? 'T' : 'N', p.m, p.n, p.k, p.alpha,
-                             p.a, p.lda, p.b, p.ldb, 1.0f, p.c, p.ldc),
+                             p.a, p.lda, p.b, p.ldb, 0.0f, p.c, p.ldc),
                   "dnnl_sgemm");
   } else {
     eigen_product_on_this_thread(p);
@@ -192,7 +199,7 @@ inline ProductTiles product_tiles(std::int64_t m, std::int64_t n, std::int64_t k
   return tiles;
 }
 
-/// C += alpha op(A) op(B) for `batch` products at once (`product(i)` is the i-th), every tile of every
+/// C = alpha op(A) op(B) for `batch` products at once (`product(i)` is the i-th), every tile of every
 /// product on one thread, the tiles in parallel.
 template <class ProductOf>
 void run_products(std::int64_t batch, const ProductOf& product) {

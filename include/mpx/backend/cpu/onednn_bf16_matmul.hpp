@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief C += alpha op(A) op(B) for bf16 A and B and an fp32 C on oneDNN's matmul primitive, whose
+/// @brief C = alpha op(A) op(B) for bf16 A and B and an fp32 C on oneDNN's matmul primitive, whose
 /// bf16 dot products (AVX512_BF16, AMX) multiply exactly and add in fp32, on the calling thread.
 /// Only with `MPX_HAS_ONEDNN` (onednn_runtime.hpp); gemm_kernel.hpp decides when it may be used
 /// (bf16_exactness.hpp).
@@ -15,7 +15,7 @@
 
 namespace mpx::cpu::detail::onednn {
 
-/// One tile's matmul: dst (fp32, row stride ldc) += alpha src (bf16) x weights (bf16), created once
+/// One tile's matmul: dst (fp32, row stride ldc) = alpha src (bf16) x weights (bf16), created once
 /// per shape, strides, transposes and alpha on each thread. The scratchpad is the caller's (user
 /// mode), so primitives the library's cache shares between threads never share one.
 class Bf16Matmul {
@@ -79,7 +79,6 @@ class Bf16Matmul {
     check(dnnl_matmul_desc_init(&op, &a_desc, &b_desc, nullptr, &c_desc), "dnnl_matmul_desc_init");
 
     dnnl_primitive_attr_t attr = nullptr;
-    dnnl_post_ops_t post_ops = nullptr;
     check(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
     const std::unique_ptr<dnnl_primitive_attr, decltype(&dnnl_primitive_attr_destroy)> attr_owner(
         attr, &dnnl_primitive_attr_destroy);
@@ -89,11 +88,6 @@ class Bf16Matmul {
       check(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &key.alpha),
             "dnnl_primitive_attr_set_output_scales");
     }
-    check(dnnl_post_ops_create(&post_ops), "dnnl_post_ops_create");
-    const std::unique_ptr<dnnl_post_ops, decltype(&dnnl_post_ops_destroy)> post_ops_owner(
-        post_ops, &dnnl_post_ops_destroy);
-    check(dnnl_post_ops_append_sum(post_ops, 1.0f), "dnnl_post_ops_append_sum");  // dst += result
-    check(dnnl_primitive_attr_set_post_ops(attr, post_ops), "dnnl_primitive_attr_set_post_ops");
 
     dnnl_primitive_desc_t descriptor = nullptr;
     check(dnnl_primitive_desc_create(&descriptor, &op, attr, context.engine(), nullptr),
@@ -130,7 +124,7 @@ class Bf16Matmul {
 /// A thread's bf16 matmul primitives: one per tile shape, strides, transposes and alpha.
 using ThreadMatmuls = ThreadPrimitives<Bf16Matmul::Key, Bf16Matmul>;
 
-/// C += alpha op(A) op(B) on the calling thread (row-major, as `ProductView`).
+/// C = alpha op(A) op(B) on the calling thread (row-major, as `ProductView`).
 inline void bf16_matmul(const Bf16Matmul::Key& key, const void* a, const void* b, float* c) {
   auto [matmul, context] = ThreadMatmuls::of_this_thread(key);
   matmul->run(*context, a, b, c);
