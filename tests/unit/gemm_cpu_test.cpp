@@ -579,6 +579,54 @@ TEST_CASE("cpu::gemm gives the same bits on one thread and on several", "[gemm][
 #endif
 }
 
+TEST_CASE("cpu::gemm multiplies fp16 and TF32 operands as the fp32 GEMM multiplies them widened, bit for bit",
+          "[gemm][cpu][conversion]") {
+  // Converted operands are widened tile by tile on the thread that multiplies the tile where its
+  // blocks fit the cache, else whole before the product (gemm.hpp). Either way each tile is the
+  // fp32 kernel's call on the same values, so D must equal the fp32 GEMM of the widened operands.
+  struct Case {
+    std::int64_t m, n, k, batch;
+    Transpose ta, tb;
+  };
+  const Case cases[] = {{1024, 384, 128, 1, Transpose::No, Transpose::Yes},
+                        {384, 128, 1024, 1, Transpose::Yes, Transpose::No},
+                        {300, 200, 3000, 1, Transpose::Yes, Transpose::Yes},  // widened whole
+                        {129, 7, 1, 1, Transpose::No, Transpose::No},
+                        {64, 64, 32, 12, Transpose::No, Transpose::Yes}};
+  std::mt19937_64 rng(37);
+  int per_tile = 0, whole = 0;
+  const auto check = [&]<class Compute>(Compute, const Case& c) {
+    using S = mpx::storage_t<Compute>;
+    CAPTURE(mpx::numeric_traits<Compute>::name, c.m, c.n, c.k, c.batch, c.ta == Transpose::Yes,
+            c.tb == Transpose::Yes);
+    const Shape a_shape = c.ta == Transpose::Yes ? Shape{c.batch * c.k, c.m} : Shape{c.batch * c.m, c.k};
+    const Shape b_shape = c.tb == Transpose::Yes ? Shape{c.batch * c.n, c.k} : Shape{c.batch * c.k, c.n};
+    const auto a = random_tensor<S>(a_shape, rng);
+    const auto b = random_tensor<S>(b_shape, rng);
+    const auto widen = [](const Tensor<S>& x) {
+      Tensor<float> wide(x.shape());
+      for (std::int64_t i = 0; i < x.numel(); ++i) {
+        wide[i] = std::is_same_v<Compute, mpx::TF32> ? mpx::round_to<mpx::TF32>(static_cast<float>(x[i]))
+                                                     : static_cast<float>(x[i]);
+      }
+      return wide;
+    };
+    const GemmConfig config{.transpose_a = c.ta, .transpose_b = c.tb, .batch_count = c.batch};
+    Tensor<float> d(Shape{c.batch * c.m, c.n}), expected(Shape{c.batch * c.m, c.n});
+    mpx::cpu::gemm<Compute>(a, b, d, config);
+    mpx::cpu::gemm<mpx::Float>(widen(a), widen(b), expected, config);
+    REQUIRE(std::memcmp(d.data(), expected.data(), d.size_bytes()) == 0);
+    const bool tiles = mpx::cpu::detail::widens_per_tile<Compute, float>({c.m, c.n, c.k, c.batch});
+    (tiles ? per_tile : whole) += 1;
+  };
+  for (const Case& c : cases) {
+    check(mpx::Half{}, c);
+    check(mpx::TF32{}, c);
+  }
+  CHECK(per_tile > 0);  // both ways were taken
+  CHECK(whole > 0);
+}
+
 TEMPLATE_TEST_CASE("cpu::gemm applies every epilogue (D, aux, bias_grad) like the reference",
                    "[gemm][cpu][epilogue]", Fp32, Tf32, Fp64, Fp16, Fp16IntoFp32, Bf16, Bf16IntoFp32) {
   const Epilogue epilogue = GENERATE(from_range(std::begin(k_all_epilogues), std::end(k_all_epilogues)));

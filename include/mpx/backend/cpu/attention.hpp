@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mpx/backend/attention_spec.hpp"
+#include "mpx/backend/cpu/convert.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
@@ -99,13 +100,15 @@ void causal_softmax_forward(const Tensor<Acc, Host>& scores, Tensor<T, Host>& pr
       Acc max = -std::numeric_limits<Acc>::infinity();
       for (std::int64_t j = 0; j < allowed; ++j) max = std::fmax(max, s[j]);
       Acc sum = 0;
+      Acc* e = exps.data();
       for (std::int64_t j = 0; j < allowed; ++j) {
-        exps[static_cast<std::size_t>(j)] = std::exp(s[j] - max);
-        sum += exps[static_cast<std::size_t>(j)];
+        e[j] = std::exp(s[j] - max);
+        sum += e[j];
       }
-      for (std::int64_t j = 0; j < allowed; ++j)
-        p[j] = round_to<tag_of_t<T>>(exps[static_cast<std::size_t>(j)] / sum);
-      for (std::int64_t j = allowed; j < sequence; ++j) p[j] = T(0);
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t j = 0; j < allowed; ++j) e[j] = e[j] / sum;
+      detail::round_range(e, p, 0, allowed);  // round_to, vectorised
+      std::fill(p + allowed, p + sequence, T(0));
     }
   });
 }
@@ -128,17 +131,21 @@ void causal_softmax_backward(const Tensor<T, Host>& probs, const Tensor<Acc, Hos
   const std::int64_t sequence = probs.shape().cols();
   if (sequence == 0) return;
   parallel_for_chunks(rows, rows_per_chunk(sequence), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<Acc> widened(static_cast<std::size_t>(sequence));  // a row of P, then of dS
+    Acc* w = widened.data();
     for (std::int64_t row = begin; row < end; ++row) {
       const T* p = probs.data() + row * sequence;
       const Acc* dp = dprobs.data() + row * sequence;
       T* ds = dscores.data() + row * sequence;
       const std::int64_t allowed =
           attention_allowed_keys(row, sequence, key_counts != nullptr ? (*key_counts)[row] : sequence);
+      detail::widen_range<tag_of_t<T>>(p, w, 0, allowed);  // static_cast, vectorised
       Acc dot = 0;
-      for (std::int64_t j = 0; j < allowed; ++j) dot += static_cast<Acc>(p[j]) * dp[j];
-      for (std::int64_t j = 0; j < allowed; ++j)
-        ds[j] = round_to<tag_of_t<T>>(static_cast<Acc>(p[j]) * (dp[j] - dot));
-      for (std::int64_t j = allowed; j < sequence; ++j) ds[j] = T(0);
+      for (std::int64_t j = 0; j < allowed; ++j) dot += w[j] * dp[j];
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t j = 0; j < allowed; ++j) w[j] = w[j] * (dp[j] - dot);
+      detail::round_range(w, ds, 0, allowed);
+      std::fill(ds + allowed, ds + sequence, T(0));
     }
   });
 }

@@ -34,8 +34,8 @@ namespace mpx::cpu::detail {
 // only where Eigen defines EIGEN_HAS_FP16_C, which Eigen 3.4.0 leaves undefined under GCC (its test
 // `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380` fails because it defines EIGEN_COMP_CLANG
 // as 0); its software algorithm differs from the instructions on NaNs alone, so the F16C path
-// mends those lanes to keep the scalar bits (the instructions' other results are the same: both
-// round to nearest even and keep subnormals).
+// converts a vector that holds a NaN again with it (the instructions' other results are the same:
+// both round to nearest even and keep subnormals).
 
 // round_mantissa_ties_away (TF32's rule) without branches, bit for bit: finite values get half of the
 // dropped bits' weight added (ties away), NaN is made quiet, infinities stay, and then the dropped
@@ -75,43 +75,66 @@ inline std::uint16_t bfloat16_bits_of(float x) {
 #define MPX_DETAIL_F16C 1  // Eigen's scalar conversions are these instructions
 #elif defined(__F16C__) && defined(__AVX2__) && !defined(EIGEN_HAS_ARM64_FP16_SCALAR_ARITHMETIC)
 #define MPX_DETAIL_F16C 1
-#define MPX_DETAIL_F16C_MEND_NANS 1  // Eigen's are its software algorithm (below)
+#define MPX_DETAIL_F16C_MEND_NANS 1  // Eigen's scalar conversions are its software algorithm
 #endif
 
 #if defined(MPX_DETAIL_F16C)
-// Eight fp16 values widened to fp32 with vcvtph2ps.
-inline void widen_8_halves(const Eigen::half* in, float* out) {
-  const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
-  __m256 values = _mm256_cvtph_ps(halves);
-#if defined(MPX_DETAIL_F16C_MEND_NANS)
-  // The instruction quiets a signalling NaN (sets the fp32 quiet bit, 1 << 22); Eigen's software
-  // conversion keeps the payload as it is. Clear that bit where the fp16 NaN's quiet bit (1 << 9)
-  // was clear.
+// Whether any of the fp16 values in a vector is a NaN.
+inline bool any_half_nan(__m128i halves) {
   const __m128i magnitude = _mm_and_si128(halves, _mm_set1_epi16(0x7fff));
-  const __m128i nan = _mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7c00));
-  const __m128i signalling = _mm_andnot_si128(
-      _mm_cmpeq_epi16(_mm_and_si128(halves, _mm_set1_epi16(0x0200)), _mm_set1_epi16(0x0200)), nan);
-  const __m256i quiet_bit =
-      _mm256_and_si256(_mm256_cvtepi16_epi32(signalling), _mm256_set1_epi32(0x00400000));
-  values = _mm256_andnot_ps(_mm256_castsi256_ps(quiet_bit), values);
-#endif
-  _mm256_storeu_ps(out, values);
+  return _mm_movemask_epi8(_mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7c00))) != 0;
+}
+inline bool any_half_nan(__m256i halves) {
+  const __m256i magnitude = _mm256_and_si256(halves, _mm256_set1_epi16(0x7fff));
+  return _mm256_movemask_epi8(_mm256_cmpgt_epi16(magnitude, _mm256_set1_epi16(0x7c00))) != 0;
 }
 
-// Eight fp32 values rounded to fp16 (nearest even) with vcvtps2ph.
-inline void round_8_to_halves(const float* in, Eigen::half* out) {
-  __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+// The instructions quiet a signalling NaN and keep the top of a NaN's payload; Eigen's software
+// conversions keep a NaN's payload as it is (fp16 -> fp32) and give 0x7e00 with the sign (fp32 ->
+// fp16). A vector holding a NaN, in or out, is converted again by Eigen's scalar conversion.
 #if defined(MPX_DETAIL_F16C_MEND_NANS)
-  // The instruction keeps the top of a NaN's payload; Eigen's software conversion gives 0x7e00 with
-  // the sign. A NaN gives a NaN and nothing else does, so the fp16 result tells the lanes apart.
-  const __m128i magnitude = _mm_and_si128(halves, _mm_set1_epi16(0x7fff));
-  const __m128i nan = _mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7c00));
-  const __m128i canonical =
-      _mm_or_si128(_mm_andnot_si128(_mm_set1_epi16(0x7fff), halves), _mm_set1_epi16(0x7e00));
-  halves = _mm_blendv_epi8(halves, canonical, nan);
+inline constexpr bool mend_half_nans = true;
+#else
+inline constexpr bool mend_half_nans = false;
 #endif
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), halves);
+
+#if defined(__AVX512F__)
+inline constexpr std::int64_t halves_per_vector = 16;
+
+inline void widen_halves(const Eigen::half* in, float* out) {
+  const __m256i halves = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+  _mm512_storeu_ps(out, _mm512_cvtph_ps(halves));
+  if (mend_half_nans && any_half_nan(halves)) {
+    for (std::int64_t j = 0; j < halves_per_vector; ++j) out[j] = static_cast<float>(in[j]);
+  }
 }
+
+inline void round_to_halves(const float* in, Eigen::half* out) {
+  const __m256i halves = _mm512_cvtps_ph(_mm512_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), halves);
+  if (mend_half_nans && any_half_nan(halves)) {
+    for (std::int64_t j = 0; j < halves_per_vector; ++j) out[j] = static_cast<Eigen::half>(in[j]);
+  }
+}
+#else
+inline constexpr std::int64_t halves_per_vector = 8;
+
+inline void widen_halves(const Eigen::half* in, float* out) {
+  const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  _mm256_storeu_ps(out, _mm256_cvtph_ps(halves));
+  if (mend_half_nans && any_half_nan(halves)) {
+    for (std::int64_t j = 0; j < halves_per_vector; ++j) out[j] = static_cast<float>(in[j]);
+  }
+}
+
+inline void round_to_halves(const float* in, Eigen::half* out) {
+  const __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), halves);
+  if (mend_half_nans && any_half_nan(halves)) {
+    for (std::int64_t j = 0; j < halves_per_vector; ++j) out[j] = static_cast<Eigen::half>(in[j]);
+  }
+}
+#endif
 #endif
 
 #if !defined(MPX_DETAIL_F16C) && !defined(EIGEN_HAS_ARM64_FP16_SCALAR_ARITHMETIC)
@@ -176,7 +199,7 @@ void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
     i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<S, Eigen::half> && std::is_same_v<Acc, float>) {
 #if defined(MPX_DETAIL_F16C)
-    for (; i + 8 <= end; i += 8) widen_8_halves(in + i, out + i);
+    for (; i + halves_per_vector <= end; i += halves_per_vector) widen_halves(in + i, out + i);
 #elif defined(MPX_DETAIL_SOFTWARE_FP16)
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j)
@@ -198,7 +221,7 @@ void round_range(const Acc* in, TD* out, std::int64_t begin, std::int64_t end) {
     i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<TD, Eigen::half> && std::is_same_v<Acc, float>) {
 #if defined(MPX_DETAIL_F16C)
-    for (; i + 8 <= end; i += 8) round_8_to_halves(in + i, out + i);
+    for (; i + halves_per_vector <= end; i += halves_per_vector) round_to_halves(in + i, out + i);
 #elif defined(MPX_DETAIL_SOFTWARE_FP16)
     MPX_DETAIL_OMP_SIMD
     for (std::int64_t j = begin; j < end; ++j)

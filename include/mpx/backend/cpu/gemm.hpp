@@ -159,6 +159,97 @@ class Operand {
   Map map_;
 };
 
+// Whether gemm<Compute> converts its operands before the kernel (16-bit and 8-bit storage, TF32's
+// rounding) rather than handing the kernel the tensors' own elements.
+template <NumericTag Compute, class Acc>
+inline constexpr bool converts_operands =
+    !(std::is_same_v<storage_t<Compute>, Acc> && owns_storage_v<Compute>);
+
+// Whether the operands of a product of shape g are widened tile by tile (widen_and_multiply): where
+// a tile's blocks of op(A) and op(B) take at most 1 MiB in Acc, so that the kernel finds them in the
+// cache they were just written to. Widened whole first, every operand element is read narrow,
+// written wide and read wide again from memory; tile by tile, the blocks a tile shares with others
+// are widened once per tile instead (op(A)'s rows once per column of tiles), which costs less than
+// the memory traffic for such tiles and more for larger ones.
+template <NumericTag Compute, class Acc>
+bool widens_per_tile(const GemmShape& g) {
+  if constexpr (!converts_operands<Compute, Acc>) {
+    return false;
+  } else {
+    constexpr std::int64_t budget_bytes = std::int64_t{1} << 20;
+    const ProductTiles tiles = product_tiles(g.m, g.n, g.k);
+    return (tiles.rows + tiles.cols) * g.k * static_cast<std::int64_t>(sizeof(Acc)) <= budget_bytes;
+  }
+}
+
+// rows x cols elements of a row-major matrix with leading dimension ld, widened into dense out.
+template <NumericTag Compute, class S, class Acc>
+void widen_block(const S* in, std::int64_t rows, std::int64_t cols, std::int64_t ld, Acc* out) {
+  for (std::int64_t row = 0; row < rows; ++row)
+    widen_range<Compute>(in + row * ld, out + row * cols, 0, cols);
+}
+
+// One tile of a product of storage_t<Compute> operands: its op(A) rows and op(B) columns widened
+// into this thread's scratch (slots 0 and 1), then the fp32 kernel on them.
+template <NumericTag Compute, class Acc>
+void widen_and_multiply(const ProductView<storage_t<Compute>, Acc>& tile) {
+  // As stored: op(A) is m x k, or k x m when transposed; op(B) is k x n, or n x k when transposed.
+  const std::int64_t a_rows = tile.transpose_a ? tile.k : tile.m, a_cols = tile.transpose_a ? tile.m : tile.k;
+  const std::int64_t b_rows = tile.transpose_b ? tile.n : tile.k, b_cols = tile.transpose_b ? tile.k : tile.n;
+  ScratchBuffer<Acc> a_block(0, a_rows * a_cols), b_block(1, b_rows * b_cols);
+  widen_block<Compute>(tile.a, a_rows, a_cols, tile.lda, a_block.data());
+  widen_block<Compute>(tile.b, b_rows, b_cols, tile.ldb, b_block.data());
+  product_on_this_thread(ProductView<Acc, Acc>{.transpose_a = tile.transpose_a,
+                                               .transpose_b = tile.transpose_b,
+                                               .m = tile.m,
+                                               .n = tile.n,
+                                               .k = tile.k,
+                                               .a = a_block.data(),
+                                               .lda = a_cols,
+                                               .b = b_block.data(),
+                                               .ldb = b_cols,
+                                               .c = tile.c,
+                                               .ldc = tile.ldc,
+                                               .alpha = tile.alpha});
+}
+
+// sums[j] = the sum of column j of a rows x cols row-major matrix of storage_t<Compute>, in the
+// compute type widened to Acc, added row by row from the first: the threads take blocks of columns,
+// each row's stretch of a block is added as one vector.
+template <NumericTag Compute, class S, class Acc>
+void column_sums(const S* data, std::int64_t rows, std::int64_t cols, Acc* sums) {
+  constexpr std::int64_t columns_per_chunk = 64;
+  static_assert(columns_per_chunk <= conversion_block);
+  parallel_for_chunks(cols, columns_per_chunk, [&](std::int64_t begin, std::int64_t end) {
+    const std::int64_t length = end - begin;
+    Acc widened[columns_per_chunk];
+    std::fill(sums + begin, sums + end, Acc(0));
+    for (std::int64_t row = 0; row < rows; ++row) {
+      widen_range<Compute>(data + row * cols + begin, widened, 0, length);
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t j = 0; j < length; ++j) sums[begin + j] += widened[j];
+    }
+  });
+}
+
+// sums[i] = the sum of row i of a rows x cols row-major matrix of storage_t<Compute>, in the compute
+// type widened to Acc, added column by column from the first; rows on all threads.
+template <NumericTag Compute, class S, class Acc>
+void row_sums(const S* data, std::int64_t rows, std::int64_t cols, Acc* sums) {
+  parallel_for_chunks(rows, rows_per_chunk(cols), [&](std::int64_t begin, std::int64_t end) {
+    Acc widened[conversion_block];
+    for (std::int64_t row = begin; row < end; ++row) {
+      Acc total = 0;
+      for (std::int64_t first = 0; first < cols; first += conversion_block) {
+        const std::int64_t length = std::min(conversion_block, cols - first);
+        widen_range<Compute>(data + row * cols + first, widened, 0, length);
+        for (std::int64_t j = 0; j < length; ++j) total += widened[j];
+      }
+      sums[row] = total;
+    }
+  });
+}
+
 }  // namespace detail
 
 /// @brief Frees the scratch memory `gemm` keeps per calling thread between calls (up to the largest
@@ -232,13 +323,17 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   }
 
   // bf16 operands go to oneDNN's bf16 matmul as they are where its products are exact
-  // (gemm_kernel.hpp); otherwise both are widened (rounded first where needed) into fp32 scratch.
-  // BGradA / BGradB sum a widened operand either way.
+  // (gemm_kernel.hpp). Otherwise the operands are widened (rounded first where needed) to fp32: tile
+  // by tile, each tile's rows of op(A) and columns of op(B) on the thread that multiplies them, where
+  // those fit its cache (detail::widens_per_tile); whole, into scratch, before the product where not.
   const bool native = detail::native_bf16_products<Compute>(a.data(), a.numel(), b.data(), b.numel(),
                                                             static_cast<float>(alpha));
+  const bool per_tile = !native && detail::widens_per_tile<Compute, Acc>(g);
   std::optional<detail::Operand<Compute, Acc>> a_acc, b_acc;
-  if (!native || epilogue == Epilogue::BGradA) a_acc.emplace(a, 0);
-  if (!native || epilogue == Epilogue::BGradB) b_acc.emplace(b, 1);
+  if (!native && !per_tile) {
+    a_acc.emplace(a, 0);
+    b_acc.emplace(b, 1);
+  }
 
   // t = alpha * op(A) op(B) + beta * C. When D holds Acc and beta = 0, t is D itself. Otherwise the
   // product goes to scratch first and C is added to the finished product, once, as cuBLASLt adds it
@@ -254,32 +349,6 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     scratch_buffer.emplace(2, d_rows * g.n);
     new (&scratch) decltype(scratch)(scratch_buffer->data(), d_rows, g.n);
   }
-  // target = alpha op(A) op(B) for every matrix of the batch, tile by tile on the library's threads
-  // (gemm_kernel.hpp): the same bits on any number of threads, and matrix i of a batch as one call.
-  auto multiply = [&](auto&& target) {
-    const auto products = [&](const auto* a_data, const auto* b_data) {
-      using In = std::remove_cvref_t<decltype(*a_data)>;
-      detail::run_products(g.batch, [&](std::int64_t matrix) {
-        return detail::ProductView<In, Acc>{.transpose_a = config.transpose_a == Transpose::Yes,
-                                            .transpose_b = config.transpose_b == Transpose::Yes,
-                                            .m = g.m,
-                                            .n = g.n,
-                                            .k = g.k,
-                                            .a = a_data + matrix * (a.numel() / g.batch),
-                                            .lda = a.shape().cols(),
-                                            .b = b_data + matrix * (b.numel() / g.batch),
-                                            .ldb = b.shape().cols(),
-                                            .c = target.data() + matrix * g.m * g.n,
-                                            .ldc = g.n,
-                                            .alpha = alpha};
-      });
-    };
-    if constexpr (std::is_same_v<Compute, BFloat16> && detail::built_with_onednn) {
-      if (native) return products(a.data(), b.data());
-    }
-    products(a_acc->matrix().data(), b_acc->matrix().data());
-  };
-
   // The epilogue over columns [begin, end) of one row of t, in place, then that stretch rounded into
   // D (nothing to round when D holds Acc): one pass over t. The switch sits outside the loops so that
   // each loop vectorises (GELU's tanh is plain arithmetic in float: numeric/tanh.hpp); the bias is
@@ -355,7 +424,58 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   const bool column_bias_grad = epilogue == Epilogue::DReluBGrad || epilogue == Epilogue::DGeluBGrad;
   const bool elementwise =
       epilogue != Epilogue::Default && epilogue != Epilogue::BGradA && epilogue != Epilogue::BGradB;
+  // target = alpha op(A) op(B) for every matrix of the batch, tile by tile on the library's threads
+  // (gemm_kernel.hpp): the same bits on any number of threads, and matrix i of a batch as one call.
+  // Where each element's finish needs only its own value (not the bias gradient's column sums, not
+  // ReLU's mask words, which span tiles) and no C is added, the thread that multiplied a tile
+  // finishes it while it is still in that thread's cache, instead of in a pass of its own.
+  const bool finish_in_tiles =
+      beta == Acc(0) && !column_bias_grad && epilogue != Epilogue::ReluAuxBias && (elementwise || !d_is_acc);
+  auto multiply = [&](auto&& target) {
+    Acc* values = target.data();
+    const auto and_finish = [&](const auto& run) {
+      return [&, run](const auto& tile) {
+        run(tile);
+        if (!finish_in_tiles) return;
+        const std::int64_t offset = tile.c - values;
+        const std::int64_t first_row = offset / g.n, first_col = offset % g.n;
+        for (std::int64_t row = first_row; row < first_row + tile.m; ++row) {
+          finish_columns(values, row, first_col, first_col + tile.n);
+        }
+      };
+    };
+    const auto products = [&](const auto* a_data, const auto* b_data, const auto& run_tile) {
+      using In = std::remove_cvref_t<decltype(*a_data)>;
+      detail::run_products(
+          g.batch,
+          [&](std::int64_t matrix) {
+            return detail::ProductView<In, Acc>{.transpose_a = config.transpose_a == Transpose::Yes,
+                                                .transpose_b = config.transpose_b == Transpose::Yes,
+                                                .m = g.m,
+                                                .n = g.n,
+                                                .k = g.k,
+                                                .a = a_data + matrix * (a.numel() / g.batch),
+                                                .lda = a.shape().cols(),
+                                                .b = b_data + matrix * (b.numel() / g.batch),
+                                                .ldb = b.shape().cols(),
+                                                .c = values + matrix * g.m * g.n,
+                                                .ldc = g.n,
+                                                .alpha = alpha};
+          },
+          and_finish(run_tile));
+    };
+    const auto as_they_are = [](const auto& tile) { detail::product_on_this_thread(tile); };
+    if constexpr (std::is_same_v<Compute, BFloat16> && detail::built_with_onednn) {
+      if (native) return products(a.data(), b.data(), as_they_are);
+    }
+    if constexpr (detail::converts_operands<Compute, Acc>) {
+      if (per_tile) return products(a.data(), b.data(), detail::widen_and_multiply<Compute, Acc>);
+    }
+    products(a_acc->matrix().data(), b_acc->matrix().data(), as_they_are);
+  };
+
   auto finish = [&](Acc* values) {
+    if (finish_in_tiles) return;  // done
     if (column_bias_grad) {
       // Each column's bias gradient sums its rows in order, row by row, whatever the thread count:
       // the threads take blocks of columns.
@@ -401,17 +521,19 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   }
 
   // Bias gradients of the operands, from the same compute-type values the product used.
-  if (epilogue == Epilogue::BGradA) {
-    const bool ta = config.transpose_a == Transpose::Yes;
-    const auto& am = a_acc->matrix();
-    for (std::int64_t row = 0; row < g.m; ++row) {
-      bias_grad[row] = ta ? am.col(row).sum() : am.row(row).sum();
+  if (epilogue == Epilogue::BGradA) {  // bias_grad[i] = sum_l op(A)[i][l]
+    const std::int64_t rows = a.shape().rows(), cols = a.shape().cols();
+    if (config.transpose_a == Transpose::Yes) {
+      detail::column_sums<Compute>(a.data(), rows, cols, bias_grad);
+    } else {
+      detail::row_sums<Compute>(a.data(), rows, cols, bias_grad);
     }
-  } else if (epilogue == Epilogue::BGradB) {
-    const bool tb = config.transpose_b == Transpose::Yes;
-    const auto& bm = b_acc->matrix();
-    for (std::int64_t col = 0; col < g.n; ++col) {
-      bias_grad[col] = tb ? bm.row(col).sum() : bm.col(col).sum();
+  } else if (epilogue == Epilogue::BGradB) {  // bias_grad[j] = sum_l op(B)[l][j]
+    const std::int64_t rows = b.shape().rows(), cols = b.shape().cols();
+    if (config.transpose_b == Transpose::Yes) {
+      detail::row_sums<Compute>(b.data(), rows, cols, bias_grad);
+    } else {
+      detail::column_sums<Compute>(b.data(), rows, cols, bias_grad);
     }
   }
 }

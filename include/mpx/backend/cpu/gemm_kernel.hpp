@@ -200,9 +200,9 @@ inline ProductTiles product_tiles(std::int64_t m, std::int64_t n, std::int64_t k
 }
 
 /// C = alpha op(A) op(B) for `batch` products at once (`product(i)` is the i-th), every tile of every
-/// product on one thread, the tiles in parallel.
-template <class ProductOf>
-void run_products(std::int64_t batch, const ProductOf& product) {
+/// product on one thread by `run_tile(tile)`, the tiles in parallel.
+template <class ProductOf, class RunTile>
+void run_products(std::int64_t batch, const ProductOf& product, const RunTile& run_tile) {
   if (batch == 0) return;
   const auto first = product(0);
   const ProductTiles tiles = product_tiles(first.m, first.n, first.k);
@@ -213,9 +213,8 @@ void run_products(std::int64_t batch, const ProductOf& product) {
     const std::int64_t tile = index % per_product;
     const std::int64_t row = tile / col_tiles * tiles.rows;
     const std::int64_t col = tile % col_tiles * tiles.cols;
-    product_on_this_thread(
-        product(index / per_product)
-            .tile(row, std::min(tiles.rows, first.m - row), col, std::min(tiles.cols, first.n - col)));
+    run_tile(product(index / per_product)
+                 .tile(row, std::min(tiles.rows, first.m - row), col, std::min(tiles.cols, first.n - col)));
   });
 }
 
