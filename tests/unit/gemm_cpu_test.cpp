@@ -581,16 +581,16 @@ TEST_CASE("cpu::gemm gives the same bits on one thread and on several", "[gemm][
 
 TEST_CASE("cpu::gemm multiplies fp16 and TF32 operands as the fp32 GEMM multiplies them widened, bit for bit",
           "[gemm][cpu][conversion]") {
-  // Converted operands are widened tile by tile on the thread that multiplies the tile where its
-  // blocks fit the cache, else whole before the product (gemm.hpp). Either way each tile is the
-  // fp32 kernel's call on the same values, so D must equal the fp32 GEMM of the widened operands.
+  // A converted A is widened tile by tile on the thread that multiplies the tile where its blocks
+  // fit a cache, else whole before the product (gemm.hpp). Either way each tile is the fp32 kernel's
+  // call on the same values, so D must equal the fp32 GEMM of the widened operands.
   struct Case {
     std::int64_t m, n, k, batch;
     Transpose ta, tb;
   };
   const Case cases[] = {{1024, 384, 128, 1, Transpose::No, Transpose::Yes},
                         {384, 128, 1024, 1, Transpose::Yes, Transpose::No},
-                        {300, 200, 3000, 1, Transpose::Yes, Transpose::Yes},  // widened whole
+                        {300, 200, 5000, 1, Transpose::Yes, Transpose::Yes},  // A widened whole
                         {129, 7, 1, 1, Transpose::No, Transpose::No},
                         {64, 64, 32, 12, Transpose::No, Transpose::Yes}};
   std::mt19937_64 rng(37);
@@ -616,7 +616,7 @@ TEST_CASE("cpu::gemm multiplies fp16 and TF32 operands as the fp32 GEMM multipli
     mpx::cpu::gemm<Compute>(a, b, d, config);
     mpx::cpu::gemm<mpx::Float>(widen(a), widen(b), expected, config);
     REQUIRE(std::memcmp(d.data(), expected.data(), d.size_bytes()) == 0);
-    const bool tiles = mpx::cpu::detail::widens_per_tile<Compute, float>({c.m, c.n, c.k, c.batch});
+    const bool tiles = mpx::cpu::detail::widens_a_per_tile<Compute, float>({c.m, c.n, c.k, c.batch});
     (tiles ? per_tile : whole) += 1;
   };
   for (const Case& c : cases) {

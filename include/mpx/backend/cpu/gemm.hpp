@@ -165,49 +165,43 @@ template <NumericTag Compute, class Acc>
 inline constexpr bool converts_operands =
     !(std::is_same_v<storage_t<Compute>, Acc> && owns_storage_v<Compute>);
 
-// Whether the operands of a product of shape g are widened tile by tile (widen_and_multiply): where
-// a tile's blocks of op(A) and op(B) take at most 1 MiB in Acc, so that the kernel finds them in the
-// cache they were just written to. Widened whole first, every operand element is read narrow,
-// written wide and read wide again from memory; tile by tile, the blocks a tile shares with others
-// are widened once per tile instead (op(A)'s rows once per column of tiles), which costs less than
-// the memory traffic for such tiles and more for larger ones.
+// Whether op(A) of a product of shape g is widened tile by tile (widen_a_and_multiply): where a
+// tile's rows of op(A) take at most 1 MiB in Acc, so that the kernel finds them in the cache they
+// were just written to. Widened whole first, every element is read narrow, written wide and read
+// wide again from memory; tile by tile, a row of tiles' block is widened once per tile in that row
+// (most of mpx's products have one or two). B is widened whole either way: it is mostly a layer's
+// weight, which every row of tiles reads again (16 times in a char-GPT block's products).
 template <NumericTag Compute, class Acc>
-bool widens_per_tile(const GemmShape& g) {
+bool widens_a_per_tile(const GemmShape& g) {
   if constexpr (!converts_operands<Compute, Acc>) {
     return false;
   } else {
     constexpr std::int64_t budget_bytes = std::int64_t{1} << 20;
-    const ProductTiles tiles = product_tiles(g.m, g.n, g.k);
-    return (tiles.rows + tiles.cols) * g.k * static_cast<std::int64_t>(sizeof(Acc)) <= budget_bytes;
+    return product_tiles(g.m, g.n, g.k).rows * g.k * static_cast<std::int64_t>(sizeof(Acc)) <= budget_bytes;
   }
 }
 
-// rows x cols elements of a row-major matrix with leading dimension ld, widened into dense out.
-template <NumericTag Compute, class S, class Acc>
-void widen_block(const S* in, std::int64_t rows, std::int64_t cols, std::int64_t ld, Acc* out) {
-  for (std::int64_t row = 0; row < rows; ++row)
-    widen_range<Compute>(in + row * ld, out + row * cols, 0, cols);
-}
-
-// One tile of a product of storage_t<Compute> operands: its op(A) rows and op(B) columns widened
-// into this thread's scratch (slots 0 and 1), then the fp32 kernel on them.
+// One tile of a product of a storage_t<Compute> A and an already widened B (b_widened, laid out as
+// B's storage b_storage): the tile's rows of op(A) widened into this thread's scratch (slot 0), then
+// the fp32 kernel on them.
 template <NumericTag Compute, class Acc>
-void widen_and_multiply(const ProductView<storage_t<Compute>, Acc>& tile) {
-  // As stored: op(A) is m x k, or k x m when transposed; op(B) is k x n, or n x k when transposed.
-  const std::int64_t a_rows = tile.transpose_a ? tile.k : tile.m, a_cols = tile.transpose_a ? tile.m : tile.k;
-  const std::int64_t b_rows = tile.transpose_b ? tile.n : tile.k, b_cols = tile.transpose_b ? tile.k : tile.n;
-  ScratchBuffer<Acc> a_block(0, a_rows * a_cols), b_block(1, b_rows * b_cols);
-  widen_block<Compute>(tile.a, a_rows, a_cols, tile.lda, a_block.data());
-  widen_block<Compute>(tile.b, b_rows, b_cols, tile.ldb, b_block.data());
+void widen_a_and_multiply(const ProductView<storage_t<Compute>, Acc>& tile,
+                          const storage_t<Compute>* b_storage, const Acc* b_widened) {
+  // As stored, op(A) is m x k, or k x m when transposed.
+  const std::int64_t rows = tile.transpose_a ? tile.k : tile.m, cols = tile.transpose_a ? tile.m : tile.k;
+  ScratchBuffer<Acc> a_block(0, rows * cols);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    widen_range<Compute>(tile.a + row * tile.lda, a_block.data() + row * cols, 0, cols);
+  }
   product_on_this_thread(ProductView<Acc, Acc>{.transpose_a = tile.transpose_a,
                                                .transpose_b = tile.transpose_b,
                                                .m = tile.m,
                                                .n = tile.n,
                                                .k = tile.k,
                                                .a = a_block.data(),
-                                               .lda = a_cols,
-                                               .b = b_block.data(),
-                                               .ldb = b_cols,
+                                               .lda = cols,
+                                               .b = b_widened + (tile.b - b_storage),
+                                               .ldb = tile.ldb,
                                                .c = tile.c,
                                                .ldc = tile.ldc,
                                                .alpha = tile.alpha});
@@ -323,17 +317,15 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   }
 
   // bf16 operands go to oneDNN's bf16 matmul as they are where its products are exact
-  // (gemm_kernel.hpp). Otherwise the operands are widened (rounded first where needed) to fp32: tile
-  // by tile, each tile's rows of op(A) and columns of op(B) on the thread that multiplies them, where
-  // those fit its cache (detail::widens_per_tile); whole, into scratch, before the product where not.
+  // (gemm_kernel.hpp). Otherwise the operands are widened (rounded first where needed) to fp32: B
+  // whole, into scratch, before the product; A too, or, where they fit a cache, each tile's rows of
+  // op(A) by the thread that multiplies the tile (detail::widens_a_per_tile).
   const bool native = detail::native_bf16_products<Compute>(a.data(), a.numel(), b.data(), b.numel(),
                                                             static_cast<float>(alpha));
-  const bool per_tile = !native && detail::widens_per_tile<Compute, Acc>(g);
+  const bool a_per_tile = !native && detail::widens_a_per_tile<Compute, Acc>(g);
   std::optional<detail::Operand<Compute, Acc>> a_acc, b_acc;
-  if (!native && !per_tile) {
-    a_acc.emplace(a, 0);
-    b_acc.emplace(b, 1);
-  }
+  if (!native) b_acc.emplace(b, 1);
+  if (!native && !a_per_tile) a_acc.emplace(a, 0);
 
   // t = alpha * op(A) op(B) + beta * C. When D holds Acc and beta = 0, t is D itself. Otherwise the
   // product goes to scratch first and C is added to the finished product, once, as cuBLASLt adds it
@@ -469,7 +461,12 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       if (native) return products(a.data(), b.data(), as_they_are);
     }
     if constexpr (detail::converts_operands<Compute, Acc>) {
-      if (per_tile) return products(a.data(), b.data(), detail::widen_and_multiply<Compute, Acc>);
+      if (a_per_tile) {
+        const Acc* b_widened = b_acc->matrix().data();
+        return products(a.data(), b.data(), [&](const auto& tile) {
+          detail::widen_a_and_multiply<Compute, Acc>(tile, b.data(), b_widened);
+        });
+      }
     }
     products(a_acc->matrix().data(), b_acc->matrix().data(), as_they_are);
   };
