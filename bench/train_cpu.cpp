@@ -5,6 +5,9 @@
 // ms per step and samples/s (medians), the share of the step spent in its GEMMs (the same GEMMs
 // timed alone), and the activation memory and peak of a step from the allocator. Before timing, each
 // precision's first-step loss is checked against an fp64 run of the same model on the same batch.
+// With `--torch PYTHON`, bench/peers/torch_mlp_cpu.py times the same MLPs (torch.nn, AdamW, eager
+// fp32 and autocast) in the same invocation with the same threads; the wide MLP's peer runs fp32 and
+// bf16 only (autocast's fp16 took 28 s a step on a 2-core Xeon without AVX512_FP16).
 //
 // The char-GPT workload (mpx/experiment/char_gpt.hpp: 4 blocks, width 128, 4 heads, context 64,
 // batch 16) is timed in fp32, bf16_mixed and fp16_mixed against PyTorch eager fp32 and autocast of the
@@ -18,9 +21,10 @@
 // tf32 on the CPU, so that row has no peer).
 //
 // `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision (with
-// `--workload resnet`, the ResNet step), `--steps` times (200 by default; ResNet 30) after 3 warm-up
-// steps, and prints its median: the process to sample with `perf record -e cpu-clock`
-// (scripts/profile_char_gpt.sh turns both sides of the char-GPT into a table per operation).
+// `--workload resnet`, the ResNet step; with `--workload mlp`, the Fashion-MNIST MLP's), `--steps`
+// times (200 by default; ResNet 30, MLP 500) after 3 warm-up steps, and prints its median: the process to
+// sample with `perf record -e cpu-clock` (scripts/profile_char_gpt.sh turns both sides of the char-GPT into a
+// table per operation).
 //
 // Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|resnet|all] [--torch PYTHON]
 //                  [--profile PRECISION]
@@ -52,11 +56,13 @@ struct Workload {
   std::array<std::int64_t, 4> widths;  // inputs, hidden1, hidden2, classes
   std::int64_t batch;
   int timed_steps;
+  std::string torch_precisions = "fp32,bf16_mixed,fp16_mixed";  // what the PyTorch peer runs
 };
 
 struct Result {
   std::string workload, precision;
   double step_ms = 0, samples_per_second = 0, gemm_ms = 0, gemm_share = 0, ratio_to_fp32 = 0;
+  double torch_ms = 0, ratio_to_torch = 0;  // 0: no peer for this precision
   std::int64_t activation_bytes = 0, peak_bytes = 0;
   double first_loss = 0, reference_loss = 0;
 };
@@ -189,6 +195,37 @@ PeerWorkload char_gpt_workload(int timed_steps) {
               std::to_string(k_gpt.context) + " --width " + std::to_string(k_gpt.width) + " --heads " +
               std::to_string(k_gpt.heads) + " --vocabulary " + std::to_string(k_gpt.vocabulary),
           timed_steps};
+}
+
+// The Fashion-MNIST MLP workload's step in precision P (as `measure` runs it): the process that
+// `--profile P --workload mlp` samples.
+const Workload k_fashion_mlp{"fashion_mnist_mlp", {784, 512, 256, 10}, 128, 60};
+
+template <class P>
+struct FashionMlpRun {
+  decltype(mpx::experiment::mlp3<P>(0, 0, 0, 0)) model = mpx::experiment::mlp3<P>(
+      k_fashion_mlp.widths[0], k_fashion_mlp.widths[1], k_fashion_mlp.widths[2], k_fashion_mlp.widths[3]);
+  mpx::nn::SoftmaxCrossEntropy<P> loss;
+  mpx::optim::AdamW<decltype(model)> optimizer{model, {}};
+  mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{model, loss, optimizer};
+  Batch batch = make_batch(k_fashion_mlp);
+  mpx::Tensor<mpx::compute_t<P>> inputs = mpx::convert<typename P::compute_type>(batch.inputs);
+  FashionMlpRun() { model.initialize(5); }
+  mpx::StepResult step() { return trainer.step(inputs, batch.labels); }
+};
+
+// An MLP workload's PyTorch peer (bench/peers/torch_mlp_cpu.py), for torch_step_ms.
+PeerWorkload mlp_peer(const Workload& w) {
+  std::string widths;
+  for (const std::int64_t width : w.widths) widths += (widths.empty() ? "" : ",") + std::to_string(width);
+  return {w.name,
+          w.name,
+          "sample",
+          "AdamW",
+          w.batch,
+          "torch_mlp_cpu.py --widths " + widths + " --batch " + std::to_string(w.batch) + " --precisions " +
+              w.torch_precisions,
+          w.timed_steps};
 }
 
 // A char-GPT in precision P with its trainer, initialised from seed 5, and its batch: random ids and
@@ -362,17 +399,24 @@ std::string peer_json(const std::vector<PeerResult>& results) {
 std::string to_json(const std::vector<Result>& results, const std::vector<PeerResult>& peer_results) {
   std::string out = "{\n  \"benchmark\": \"train_cpu\",\n  \"machine\": " + mpx::bench::machine_json() +
                     ",\n  \"statistic\": \"median\",\n  \"optimizer\": \"AdamW\",\n  \"results\": [\n";
-  char line[512];
+  char line[768];
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
+    char torch_ms[32] = "null", ratio[32] = "null";  // no peer, or none for this precision
+    if (r.torch_ms > 0) {
+      std::snprintf(torch_ms, sizeof torch_ms, "%.4f", r.torch_ms);
+      std::snprintf(ratio, sizeof ratio, "%.4f", r.ratio_to_torch);
+    }
     std::snprintf(
         line, sizeof line,
         "    {\"workload\": \"%s\", \"precision\": \"%s\", \"step_ms\": %.4f, \"samples_per_second\": %.1f, "
         "\"ratio_to_fp32\": %.4f, \"gemm_ms\": %.4f, \"gemm_share\": %.4f, \"activation_bytes\": %lld, "
-        "\"peak_bytes\": %lld, \"first_loss\": %.6f, \"fp64_first_loss\": %.6f}%s\n",
+        "\"peak_bytes\": %lld, \"first_loss\": %.6f, \"fp64_first_loss\": %.6f, \"torch_step_ms\": %s, "
+        "\"ratio_to_torch\": %s}%s\n",
         r.workload.c_str(), r.precision.c_str(), r.step_ms, r.samples_per_second, r.ratio_to_fp32, r.gemm_ms,
         r.gemm_share, static_cast<long long>(r.activation_bytes), static_cast<long long>(r.peak_bytes),
-        r.first_loss, r.reference_loss, i + 1 < results.size() || !peer_results.empty() ? "," : "");
+        r.first_loss, r.reference_loss, torch_ms, ratio,
+        i + 1 < results.size() || !peer_results.empty() ? "," : "");
     out += line;
   }
   return out + peer_json(peer_results) + "  ]\n}\n";
@@ -423,7 +467,12 @@ int main(int argc, char** argv) {
       return EXIT_FAILURE;
     }
   }
-  if (!profile.empty() && workload == "resnet") {
+  if (!profile.empty() && workload == "mlp") {
+    const int n = steps > 0 ? steps : 500;
+    if (profile == "fp32") return profile_step<FashionMlpRun, mpx::fp32>("fashion_mnist_mlp", n);
+    if (profile == "bf16_mixed") return profile_step<FashionMlpRun, mpx::bf16_mixed>("fashion_mnist_mlp", n);
+    if (profile == "fp16_mixed") return profile_step<FashionMlpRun, mpx::fp16_mixed>("fashion_mnist_mlp", n);
+  } else if (!profile.empty() && workload == "resnet") {
     const int n = steps > 0 ? steps : 30;
     if (profile == "fp32") return profile_step<ResnetRun, mpx::fp32>("resnet", n);
     if (profile == "bf16_mixed") return profile_step<ResnetRun, mpx::bf16_mixed>("resnet", n);
@@ -447,15 +496,19 @@ int main(int argc, char** argv) {
                  workload.c_str());
     return EXIT_FAILURE;
   }
+  Workload fashion_mlp = k_fashion_mlp;
+  if (steps > 0) fashion_mlp.timed_steps = steps;
   const std::vector<Workload> workloads{
-      {"fashion_mnist_mlp", {784, 512, 256, 10}, 128, steps > 0 ? steps : 60},
-      {"wide_mlp", {1024, 4096, 4096, 10}, 256, steps > 0 ? steps : 8}};
+      fashion_mlp, {"wide_mlp", {1024, 4096, 4096, 10}, 256, steps > 0 ? steps : 8, "fp32,bf16_mixed"}};
   std::printf("training step on the CPU: %s\n", mpx::bench::machine_line().c_str());
+  if (run_mlp && torch_python.empty()) std::printf("(no --torch PYTHON: PyTorch peer not run)\n");
   if (run_mlp)
-    std::printf("\n%-18s %-11s %9s %10s %8s %8s %11s %10s %9s\n", "workload", "precision", "ms/step",
-                "samples/s", "vs fp32", "GEMM %", "activations", "peak", "loss");
+    std::printf("\n%-18s %-11s %9s %10s %8s %8s %11s %10s %9s %9s %9s\n", "workload", "precision", "ms/step",
+                "samples/s", "vs fp32", "GEMM %", "activations", "peak", "loss", "torch ms", "vs torch");
   std::vector<Result> results;
   for (const Workload& w : run_mlp ? workloads : std::vector<Workload>{}) {
+    const auto torch_ms = torch_python.empty() ? std::vector<std::pair<std::string, double>>{}
+                                               : torch_step_ms(torch_python, mlp_peer(w));
     const Batch batch = make_batch(w);
     const double reference = first_step_loss<mpx::fp64>(w, batch);
     const std::size_t first = results.size();
@@ -464,10 +517,19 @@ int main(int argc, char** argv) {
           using P = typename decltype(type)::type;
           Result r = measure<P>(w, batch, reference);
           r.ratio_to_fp32 = results.size() > first ? results[first].step_ms / r.step_ms : 1.0;
-          std::printf("%-18s %-11s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f\n",
+          char torch_column[32] = "-", ratio_column[32] = "-";  // PyTorch has no tf32 on the CPU
+          for (const auto& [precision, ms] : torch_ms) {
+            if (precision == r.precision) {
+              r.torch_ms = ms;
+              r.ratio_to_torch = ms / r.step_ms;
+              std::snprintf(torch_column, sizeof torch_column, "%.2f", r.torch_ms);
+              std::snprintf(ratio_column, sizeof ratio_column, "%.2fx", r.ratio_to_torch);
+            }
+          }
+          std::printf("%-18s %-11s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f %9s %9s\n",
                       r.workload.c_str(), r.precision.c_str(), r.step_ms, r.samples_per_second,
                       r.ratio_to_fp32, 100 * r.gemm_share, double(r.activation_bytes) / (1 << 20),
-                      double(r.peak_bytes) / (1 << 20), r.first_loss);
+                      double(r.peak_bytes) / (1 << 20), r.first_loss, torch_column, ratio_column);
           std::fflush(stdout);
           results.push_back(r);
         });

@@ -3,7 +3,9 @@
 """Where a char-GPT training step spends its time, per operation, in mpx and in PyTorch: one Markdown
 table from `perf script` of `train_cpu --profile P` (cpu-clock samples with call stacks; each sample
 goes to the innermost frame that names an operation) and the JSON of `torch_char_gpt.py profile`
-(self CPU time per aten operation). Both are scaled to ms per step by the step's median.
+(self CPU time per aten operation). Both are scaled to ms per step by the step's median. oneDNN's
+kernels are compiled at run time and carry no symbol: a sample whose leaf frame perf cannot name
+("[unknown]") is counted as matmul, since in the char-GPT step oneDNN runs the GEMMs and nothing else.
 
 usage: profile_table.py MPX_PERF_SCRIPT MPX_STEP_MS TORCH_JSON"""
 
@@ -13,7 +15,9 @@ import sys
 
 # (operation, regex of an mpx frame, regex of an aten operation), innermost mpx frame first.
 OPERATIONS = [
-    ("matmul (GEMM, bias and activation epilogues)", r"mpx::cpu::gemm<|Eigen::internal::(gebp|gemm_pack|general_matrix)",
+    ("matmul (GEMM, bias and activation epilogues)",
+     r"mpx::cpu::gemm<|mpx::cpu::detail::widen_a_and_multiply|Eigen::internal::(gebp|gemm_pack|general_matrix)|"
+     r"libdnnl|^\s*[0-9a-f]+ \[unknown\]",
      r"^aten::(mm|addmm|bmm|matmul|linear|sum)$"),
     ("GELU (not in a GEMM epilogue)", r"gelu_(forward|backward)|gelu<", r"^aten::gelu"),
     ("attention softmax and causal mask", r"causal_softmax", r"^aten::(_softmax|_softmax_backward_data|masked_fill_?)$"),

@@ -3,9 +3,12 @@
 // The device-neutral pieces of the optimizers (backend/optimizer_math.hpp) that the optimizer tests
 // do not pin: the correctly rounded power behind AdamW's bias corrections, the clipping coefficient,
 // and the stochastic-rounding stream of an update. The per-element steps are pinned through
-// cpu::sgd_update and cpu::adamw_update by optimizer_test.cpp and pure_precision_test.cpp.
+// cpu::sgd_update and cpu::adamw_update by optimizer_test.cpp and pure_precision_test.cpp; here the
+// CPU's blockwise AdamW loop is pinned to adamw_step element by element.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
 #include <utility>
 
 #include <catch2/catch.hpp>
@@ -16,6 +19,50 @@
 // unit (MPX_UNITY_ID, tests/CMakeLists.txt).
 namespace {
 namespace MPX_UNITY_ID {
+
+TEST_CASE("cpu::adamw_update gives adamw_step's bits for every element, a block of them at a time",
+          "[optim][optimizer_math][adamw]") {
+  // Mixed precision's update (fp32 master, bf16 or fp16 copy) runs a block at a time with the square
+  // roots as one vector instruction: it must be adamw_step and store_weight element by element, for
+  // both of PyTorch's lerp forms (beta1 above and below 0.5), clipped or not, tails included.
+  constexpr std::int64_t n = 70001;  // several parallel chunks and conversion blocks, a ragged tail
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal;
+  const auto filled = [&](float scale, bool positive) {
+    mpx::Tensor<float> t(mpx::Shape{n});
+    for (float& x : t.values()) x = positive ? std::fabs(normal(rng) * scale) : normal(rng) * scale;
+    return t;
+  };
+  const auto check = [&]<class Copy>(Copy, double beta1, const mpx::UpdateControl& control) {
+    CAPTURE(beta1, control.clipped, sizeof(Copy));
+    const mpx::AdamWSettings s{.lr = 1e-2, .beta1 = beta1, .weight_decay = 0.1};
+    auto master = filled(1.0f, false), grad = filled(0.1f, false), m = filled(0.01f, false),
+         v = filled(1e-4f, true);
+    grad[0] = 0.0f;  // a zero gradient and an all-zero second moment: sqrt(0) + eps
+    v[0] = 0.0f;
+    mpx::Tensor<Copy> copy(mpx::Shape{n});
+    auto expected_master = master.clone(), expected_m = m.clone(), expected_v = v.clone();
+    auto expected_copy = copy.clone();
+    const auto c = mpx::adamw_coefficients<float>(s, control);
+    const float clip = mpx::clip_factor<float>(control);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float weight = mpx::adamw_step(expected_master[i], mpx::clipped_gradient(grad[i], control, clip),
+                                           expected_m[i], expected_v[i], c);
+      mpx::detail::store_weight(expected_master.data(), expected_copy.data(), i, weight, mpx::RoundNearest{});
+    }
+    mpx::cpu::adamw_update(master, &copy, grad, m, v, s, mpx::RoundNearest{}, &control);
+    REQUIRE(std::memcmp(master.data(), expected_master.data(), master.size_bytes()) == 0);
+    REQUIRE(std::memcmp(m.data(), expected_m.data(), m.size_bytes()) == 0);
+    REQUIRE(std::memcmp(v.data(), expected_v.data(), v.size_bytes()) == 0);
+    REQUIRE(std::memcmp(copy.data(), expected_copy.data(), copy.size_bytes()) == 0);
+  };
+  const mpx::UpdateControl plain{.lr = 1e-2, .optimizer_step = 3};
+  const mpx::UpdateControl clipped{.lr = 1e-2, .clip_coefficient = 0.37, .optimizer_step = 3, .clipped = 1};
+  for (const double beta1 : {0.9, 0.3}) {
+    check(Eigen::bfloat16{}, beta1, plain);
+    check(Eigen::half{}, beta1, clipped);
+  }
+}
 
 TEST_CASE("integer_power is exact where the power is representable", "[optim][optimizer_math]") {
   CHECK(mpx::integer_power(0.9, 0) == 1.0);

@@ -344,26 +344,45 @@ MPX_HOST_DEVICE inline AdamWCoefficients<Acc> adamw_coefficients(const AdamWSett
   return adamw_coefficients<Acc>(s, control.lr, control.optimizer_step + 1);
 }
 
-/// @brief One element of PyTorch's single-tensor AdamW: w *= 1 - lr * wd; m = lerp(m, g, 1 - beta1)
-/// (PyTorch's lerp: m + w (g - m) for w < 0.5, else g - (g - m)(1 - w)); v = v * beta2 +
-/// (1 - beta2) g^2; returns w + (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps) before rounding into
-/// the master type, and updates `exp_avg` (m) and `exp_avg_sq` (v) in place.
+/// @brief The moments of one element of PyTorch's single-tensor AdamW, updated in place: m =
+/// lerp(m, g, 1 - beta1) (PyTorch's lerp: m + w (g - m) for w < 0.5, else g - (g - m)(1 - w)); v =
+/// v * beta2 + (1 - beta2) g^2. The first half of `adamw_step`.
 template <std::floating_point Acc>
-MPX_HOST_DEVICE inline Acc adamw_step(Acc weight, Acc grad, Acc& exp_avg, Acc& exp_avg_sq,
-                                      const AdamWCoefficients<Acc>& c) {
+MPX_HOST_DEVICE MPX_ALWAYS_INLINE void adamw_moments(Acc grad, Acc& exp_avg, Acc& exp_avg_sq,
+                                                     const AdamWCoefficients<Acc>& c) {
   using detail::add_rn;
-  using detail::div_rn;
   using detail::mul_rn;
   using detail::sub_rn;
-  const Acc decayed = mul_rn(weight, c.decay);
   const Acc m = c.lerp_weight < Acc(0.5)
                     ? add_rn(exp_avg, mul_rn(c.lerp_weight, sub_rn(grad, exp_avg)))
                     : sub_rn(grad, mul_rn(sub_rn(grad, exp_avg), sub_rn(Acc(1), c.lerp_weight)));
   const Acc v = add_rn(mul_rn(exp_avg_sq, c.beta2), mul_rn(mul_rn(c.one_minus_beta2, grad), grad));
   exp_avg = m;
   exp_avg_sq = v;
-  const Acc denominator = add_rn(div_rn(detail::sqrt_rn(v), c.bias_correction2_sqrt), c.epsilon);
-  return add_rn(decayed, div_rn(mul_rn(c.minus_step_size, m), denominator));
+}
+
+/// @brief The second half of `adamw_step`: w (1 - lr * wd) + (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) +
+/// eps) from the updated moments, `root_exp_avg_sq` = sqrt(v) correctly rounded (passed in, so that a
+/// CPU loop can take a row of square roots as one vector instruction).
+template <std::floating_point Acc>
+MPX_HOST_DEVICE MPX_ALWAYS_INLINE Acc adamw_weight(Acc weight, Acc exp_avg, Acc root_exp_avg_sq,
+                                                   const AdamWCoefficients<Acc>& c) {
+  using detail::add_rn;
+  using detail::div_rn;
+  using detail::mul_rn;
+  const Acc decayed = mul_rn(weight, c.decay);
+  const Acc denominator = add_rn(div_rn(root_exp_avg_sq, c.bias_correction2_sqrt), c.epsilon);
+  return add_rn(decayed, div_rn(mul_rn(c.minus_step_size, exp_avg), denominator));
+}
+
+/// @brief One element of PyTorch's single-tensor AdamW: w *= 1 - lr * wd; the moments as
+/// `adamw_moments`; returns w + (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps) before rounding into
+/// the master type, and updates `exp_avg` (m) and `exp_avg_sq` (v) in place.
+template <std::floating_point Acc>
+MPX_HOST_DEVICE inline Acc adamw_step(Acc weight, Acc grad, Acc& exp_avg, Acc& exp_avg_sq,
+                                      const AdamWCoefficients<Acc>& c) {
+  adamw_moments(grad, exp_avg, exp_avg_sq, c);
+  return adamw_weight(weight, exp_avg, detail::sqrt_rn(exp_avg_sq), c);
 }
 
 namespace detail {

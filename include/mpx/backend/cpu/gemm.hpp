@@ -390,9 +390,14 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
         break;
       case Epilogue::DRelu:
       case Epilogue::DReluBGrad:
-        MPX_DETAIL_OMP_SIMD
-        for (std::int64_t col = begin; col < end; ++col) {
-          v[col] = v[col] * (relu_mask_bit(row_mask, col) ? Acc(1) : Acc(0));
+        // A word of the mask at a time, its bits shifted out as a vector (relu_mask_bit's layout).
+        for (std::int64_t word = begin / 32; word * 32 < end; ++word) {
+          const auto bits = static_cast<std::uint32_t>(row_mask[word]);
+          const std::int64_t first = std::max(begin, word * 32), last = std::min(end, word * 32 + 32);
+          MPX_DETAIL_OMP_SIMD
+          for (std::int64_t col = first; col < last; ++col) {
+            v[col] = v[col] * (((bits >> (col - word * 32)) & 1u) != 0 ? Acc(1) : Acc(0));
+          }
         }
         break;
       case Epilogue::DGelu:

@@ -5,11 +5,13 @@
 /// @brief Whole-gradient passes on the CPU: unscale fused with the finite check and the squared
 /// norm, and in-place scaling for clipping.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
 #include <type_traits>
 
+#include "mpx/backend/cpu/convert.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/gradient_spec.hpp"
 #include "mpx/error.hpp"
@@ -20,29 +22,38 @@ namespace mpx::cpu {
 /// @brief Divides every element by `divisor` (when it is not 1: the mean over a step's micro-batches,
 /// rounded once), then multiplies it by `factor` (skipped when `Scale` is false, rounded once more), and
 /// inspects it: finiteness and sum of squares, in one read of the gradient. The sum is combined in a
-/// fixed order, so it is the same on any number of threads.
+/// fixed order, so it is the same on any number of threads: each chunk of `parallel_grain` elements
+/// sums element i into lane i % 8 (a vector of doubles), the lanes are added pairwise in a fixed
+/// tree, and the chunks in order.
 template <bool Scale, Element G>
 GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor, G divisor = G(1)) {
   G* g = grad.data();
   const bool divide = divisor != G(1);
-  return parallel_sum_chunks<GradientStats>(grad.numel(), parallel_grain,
-                                            [&](std::int64_t begin, std::int64_t end) {
-                                              double sum = 0.0;
-                                              bool finite = true;
-                                              for (std::int64_t i = begin; i < end; ++i) {
-                                                if (divide) g[i] /= divisor;
-                                                if constexpr (Scale) g[i] *= factor;
-                                                sum += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-                                                // A float's square cannot overflow a double, so for float
-                                                // gradients an inf or NaN sum is exactly "some value was inf
-                                                // or NaN"; doubles need the per-element check.
-                                                if constexpr (std::is_same_v<G, double>)
-                                                  finite = finite && std::isfinite(g[i]);
-                                              }
-                                              if constexpr (!std::is_same_v<G, double>)
-                                                finite = std::isfinite(sum);
-                                              return GradientStats{sum, finite};
-                                            });
+  return parallel_sum_chunks<GradientStats>(
+      grad.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
+        constexpr int lanes = 8;
+        double lane_sums[lanes] = {};
+        const auto element = [&](std::int64_t i, int lane) {
+          if (divide) g[i] /= divisor;
+          if constexpr (Scale) g[i] *= factor;
+          lane_sums[lane] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+        };
+        std::int64_t i = begin;
+        for (; i + lanes <= end; i += lanes) {
+          MPX_DETAIL_OMP_SIMD
+          for (int lane = 0; lane < lanes; ++lane) element(i + lane, lane);
+        }
+        for (int lane = 0; i < end; ++i, ++lane) element(i, lane);
+        const double sum = ((lane_sums[0] + lane_sums[1]) + (lane_sums[2] + lane_sums[3])) +
+                           ((lane_sums[4] + lane_sums[5]) + (lane_sums[6] + lane_sums[7]));
+        // A float's square cannot overflow a double, so for float gradients an inf or NaN sum is
+        // exactly "some value was inf or NaN"; doubles need the per-element check.
+        bool finite = std::isfinite(sum);
+        if constexpr (std::is_same_v<G, double>) {
+          for (std::int64_t k = begin; k < end; ++k) finite = finite && std::isfinite(g[k]);
+        }
+        return GradientStats{sum, finite};
+      });
 }
 
 /// @brief The CPU needs no scratch memory for `unscale_and_inspect`; the type exists so that a
@@ -81,10 +92,22 @@ void unscale_and_inspect(std::span<Tensor<G, Host>* const> gradients, const floa
 }
 
 /// @brief Sets `*flag` to 1 when `x` holds inf or NaN (leaves it otherwise).
-template <Element T>
+template <FloatingElement T>
 void flag_nonfinite(const Tensor<T, Host>& x, int* flag) {
-  for (const T value : x.values()) {
-    if (!std::isfinite(static_cast<double>(value))) {
+  using Wide = accumulate_t<tag_of_t<T>>;
+  // A block at a time, widened with the vector conversions: v - v is NaN exactly when v is inf or
+  // NaN, and the test has no branch, so the loop vectorises.
+  Wide widened[detail::conversion_block];
+  for (std::int64_t first = 0; first < x.numel(); first += detail::conversion_block) {
+    const std::int64_t length = std::min(detail::conversion_block, x.numel() - first);
+    detail::widen_range<tag_of_t<T>>(x.data() + first, widened, 0, length);
+    bool nonfinite = false;
+    MPX_DETAIL_OMP_SIMD
+    for (std::int64_t i = 0; i < length; ++i) {
+      const Wide difference = widened[i] - widened[i];
+      nonfinite = nonfinite || difference != difference;
+    }
+    if (nonfinite) {
       *flag = 1;
       return;
     }
@@ -93,7 +116,7 @@ void flag_nonfinite(const Tensor<T, Host>& x, int* flag) {
 
 /// @brief Runs `before(args...)`, then sets `*flag` to 1 when `x` holds inf or NaN (as
 /// `cuda::flag_nonfinite` does in one kernel on a GPU).
-template <Element T, class Before, class... Args>
+template <FloatingElement T, class Before, class... Args>
 void flag_nonfinite(const Tensor<T, Host>& x, int* flag, GradientWorkspace& /*workspace*/,
                     const Before& before, Args... args) {
   before(args...);
