@@ -167,17 +167,19 @@ inline constexpr bool converts_operands =
 
 // Whether op(A) of a product of shape g is widened tile by tile (widen_a_and_multiply): where a
 // tile's rows of op(A) take at most 1 MiB in Acc, so that the kernel finds them in the cache they
-// were just written to. Widened whole first, every element is read narrow, written wide and read
-// wide again from memory; tile by tile, a row of tiles' block is widened once per tile in that row
-// (most of mpx's products have one or two). B is widened whole either way: it is mostly a layer's
-// weight, which every row of tiles reads again (16 times in a char-GPT block's products).
+// were just written to, and at most two tiles share those rows (each widens them again). Widened
+// whole first, every element is read narrow, written wide and read wide again from memory. B is
+// widened whole either way: it is mostly a layer's weight, which every row of tiles reads again (16
+// times in a char-GPT block's products).
 template <NumericTag Compute, class Acc>
 bool widens_a_per_tile(const GemmShape& g) {
   if constexpr (!converts_operands<Compute, Acc>) {
     return false;
   } else {
     constexpr std::int64_t budget_bytes = std::int64_t{1} << 20;
-    return product_tiles(g.m, g.n, g.k).rows * g.k * static_cast<std::int64_t>(sizeof(Acc)) <= budget_bytes;
+    const ProductTiles tiles = product_tiles(g.m, g.n, g.k);
+    const std::int64_t tiles_per_row = (g.n + tiles.cols - 1) / tiles.cols;
+    return tiles_per_row <= 2 && tiles.rows * g.k * static_cast<std::int64_t>(sizeof(Acc)) <= budget_bytes;
   }
 }
 
