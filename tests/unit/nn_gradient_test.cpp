@@ -17,6 +17,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <string_view>
@@ -24,8 +25,13 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
+#include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
+#include "mpx/backend/cpu/layer_norm.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/cast.hpp"
@@ -152,6 +158,69 @@ TEST_CASE("LayerNorm: dx, dgamma and dbeta match finite differences in fp64", "[
       check_layer_gradients(layer, x, w);
     }
   }
+}
+
+TEST_CASE("cpu::layer_norm_forward/backward: the same bits on 1 and 3 threads, and fp64's values in fp32",
+          "[nn][layer_norm][threads]") {
+  // Row sums run in 8 lanes (detail::lane_sum) and dgamma / dbeta in blocks of 64 features on the
+  // threads: 200 features give full lanes, a tail, and four feature blocks, the last one partial.
+  constexpr std::int64_t rows = 37, features = 200;
+  std::mt19937_64 rng(7);
+  const Tensor<double> x64 = uniform_tensor(Shape{rows, features}, rng, -1.0, 3.0);
+  const Tensor<double> dy64 = uniform_tensor(Shape{rows, features}, rng, -1.0, 1.0);
+  const Tensor<double> gamma64 = uniform_tensor(Shape{features}, rng, 0.5, 1.5);
+  const Tensor<double> beta64 = uniform_tensor(Shape{features}, rng, -0.5, 0.5);
+  struct Outputs {
+    Tensor<float> y, dx, dgamma, dbeta;
+  };
+  const auto run = [&]<class T>(T, int threads) {
+#ifdef _OPENMP
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    const auto x = mpx::convert<mpx::tag_of_t<T>>(x64), dy = mpx::convert<mpx::tag_of_t<T>>(dy64);
+    const auto gamma = mpx::convert<mpx::Float>(gamma64), beta = mpx::convert<mpx::Float>(beta64);
+    Tensor<T> y(Shape{rows, features}), dx(Shape{rows, features});
+    Tensor<float> mean(Shape{rows}), rstd(Shape{rows}), dgamma(Shape{features}), dbeta(Shape{features});
+    mpx::cpu::layer_norm_forward(x, gamma, beta, 1e-5f, y, mean, rstd);
+    mpx::cpu::layer_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+#ifdef _OPENMP
+    omp_set_num_threads(before);
+#endif
+    return Outputs{mpx::convert<mpx::Float>(y), mpx::convert<mpx::Float>(dx), std::move(dgamma),
+                   std::move(dbeta)};
+  };
+  const auto same_bits = [](const Tensor<float>& a, const Tensor<float>& b) {
+    return std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+  };
+  const Outputs one = run(float{}, 1), three = run(float{}, 3);
+  CHECK(same_bits(one.y, three.y));
+  CHECK(same_bits(one.dx, three.dx));
+  CHECK(same_bits(one.dgamma, three.dgamma));
+  CHECK(same_bits(one.dbeta, three.dbeta));
+  const Outputs half_one = run(Eigen::half{}, 1), half_three = run(Eigen::half{}, 3);
+  CHECK(same_bits(half_one.dx, half_three.dx));
+  CHECK(same_bits(half_one.dgamma, half_three.dgamma));
+
+  // fp32 against the same layer in fp64.
+  Tensor<double> y(Shape{rows, features}), dx(Shape{rows, features}), mean(Shape{rows}), rstd(Shape{rows}),
+      dgamma(Shape{features}), dbeta(Shape{features});
+  mpx::cpu::layer_norm_forward(x64, gamma64, beta64, 1e-5f, y, mean, rstd);
+  mpx::cpu::layer_norm_backward(x64, gamma64, mean, rstd, dy64, dx, dgamma, dbeta);
+  const auto max_error = [](const Tensor<float>& got, const Tensor<double>& expected) {
+    double error = 0, scale = 0;
+    for (std::int64_t i = 0; i < got.numel(); ++i) {
+      error = std::max(error, std::abs(double(got[i]) - expected[i]));
+      scale = std::max(scale, std::abs(expected[i]));
+    }
+    return error / scale;
+  };
+  CHECK(max_error(one.y, y) < 1e-6);
+  CHECK(max_error(one.dx, dx) < 1e-5);
+  CHECK(max_error(one.dgamma, dgamma) < 1e-5);
+  CHECK(max_error(one.dbeta, dbeta) < 1e-5);
 }
 
 /// PyTorch's smoothed cross-entropy, written from its definition: (1 - s) * (-log p[label]) +

@@ -23,29 +23,19 @@ namespace mpx::cpu {
 /// rounded once), then multiplies it by `factor` (skipped when `Scale` is false, rounded once more), and
 /// inspects it: finiteness and sum of squares, in one read of the gradient. The sum is combined in a
 /// fixed order, so it is the same on any number of threads: each chunk of `parallel_grain` elements
-/// sums element i into lane i % 8 (a vector of doubles), the lanes are added pairwise in a fixed
-/// tree, and the chunks in order.
+/// as `detail::lane_sum` (element i into lane i % 8), and the chunks in order.
 template <bool Scale, Element G>
 GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor, G divisor = G(1)) {
   G* g = grad.data();
   const bool divide = divisor != G(1);
   return parallel_sum_chunks<GradientStats>(
       grad.numel(), parallel_grain, [&](std::int64_t begin, std::int64_t end) {
-        constexpr int lanes = 8;
-        double lane_sums[lanes] = {};
-        const auto element = [&](std::int64_t i, int lane) {
+        const double sum = detail::lane_sum(end - begin, [&](std::int64_t offset) {
+          const std::int64_t i = begin + offset;
           if (divide) g[i] /= divisor;
           if constexpr (Scale) g[i] *= factor;
-          lane_sums[lane] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-        };
-        std::int64_t i = begin;
-        for (; i + lanes <= end; i += lanes) {
-          MPX_DETAIL_OMP_SIMD
-          for (int lane = 0; lane < lanes; ++lane) element(i + lane, lane);
-        }
-        for (int lane = 0; i < end; ++i, ++lane) element(i, lane);
-        const double sum = ((lane_sums[0] + lane_sums[1]) + (lane_sums[2] + lane_sums[3])) +
-                           ((lane_sums[4] + lane_sums[5]) + (lane_sums[6] + lane_sums[7]));
+          return static_cast<double>(g[i]) * static_cast<double>(g[i]);
+        });
         // A float's square cannot overflow a double, so for float gradients an inf or NaN sum is
         // exactly "some value was inf or NaN"; doubles need the per-element check.
         bool finite = std::isfinite(sum);

@@ -40,14 +40,13 @@ void layer_norm_forward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& ga
     Acc* v = values.data();
     for (std::int64_t r = first; r < end; ++r) {
       detail::widen_range<tag_of_t<T>>(x.data() + r * features, v, 0, features);
-      Acc sum = 0;
-      for (std::int64_t f = 0; f < features; ++f) sum += v[f];
-      const Acc mu = sum / static_cast<Acc>(features);
-      Acc squares = 0;  // two-pass variance: no cancellation for rows with a large mean
-      for (std::int64_t f = 0; f < features; ++f) {
+      const Acc mu =
+          detail::lane_sum(features, [&](std::int64_t f) { return v[f]; }) / static_cast<Acc>(features);
+      // Two-pass variance: no cancellation for rows with a large mean.
+      const Acc squares = detail::lane_sum(features, [&](std::int64_t f) {
         const Acc d = v[f] - mu;
-        squares += d * d;
-      }
+        return d * d;
+      });
       const Acc inv_std =
           static_cast<Acc>(1) / std::sqrt(squares / static_cast<Acc>(features) + static_cast<Acc>(epsilon));
       mean[r] = mu;
@@ -92,15 +91,11 @@ void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
     for (std::int64_t r = first; r < end; ++r) {
       const Acc inv_std = rstd[r];
       row.load(x, dy, r, mean[r], inv_std);
-      Acc mean_dxhat = 0;
-      Acc mean_dxhat_xhat = 0;
-      for (std::int64_t f = 0; f < features; ++f) {
-        const Acc dxhat = row.g[f] * w[f];
-        mean_dxhat += dxhat;
-        mean_dxhat_xhat += dxhat * row.xhat[f];
-      }
-      mean_dxhat /= static_cast<Acc>(features);
-      mean_dxhat_xhat /= static_cast<Acc>(features);
+      const Acc mean_dxhat = detail::lane_sum(features, [&](std::int64_t f) { return row.g[f] * w[f]; }) /
+                             static_cast<Acc>(features);
+      const Acc mean_dxhat_xhat =
+          detail::lane_sum(features, [&](std::int64_t f) { return row.g[f] * w[f] * row.xhat[f]; }) /
+          static_cast<Acc>(features);
       MPX_DETAIL_OMP_SIMD
       for (std::int64_t f = 0; f < features; ++f) {
         v[f] = inv_std * (row.g[f] * w[f] - mean_dxhat - row.xhat[f] * mean_dxhat_xhat);
@@ -108,25 +103,30 @@ void layer_norm_backward(const Tensor<T, Host>& x, const Tensor<Weight, Host>& g
       detail::round_range(v, dx.data() + r * features, 0, features);
     }
   });
-  // dgamma += (sum over rows of dy * xhat), dbeta += (sum of dy): the sums row by row, so their order
-  // does not depend on the number of threads (each row's update is vector code over the features),
-  // then added to the gradients once, as the GPU does, so that micro-batches accumulate exactly as
-  // the sum of their own gradients.
-  Row row(features);
-  std::vector<Acc> dg(static_cast<std::size_t>(features), Acc(0));
-  std::vector<Acc> db(dg.size(), Acc(0));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    row.load(x, dy, r, mean[r], rstd[r]);
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t f = 0; f < features; ++f) {
-      dg[static_cast<std::size_t>(f)] += row.g[f] * row.xhat[f];
-      db[static_cast<std::size_t>(f)] += row.g[f];
+  // dgamma += (sum over rows of dy * xhat), dbeta += (sum of dy): each feature's sums row by row, so
+  // their order does not depend on the number of threads (the threads take blocks of features; a
+  // row's stretch of a block is vector code), then added to the gradients once, as the GPU does, so
+  // that micro-batches accumulate exactly as the sum of their own gradients.
+  constexpr std::int64_t features_per_chunk = 64;
+  parallel_for_chunks(features, features_per_chunk, [&](std::int64_t begin, std::int64_t end) {
+    const std::int64_t length = end - begin;
+    Acc x_block[features_per_chunk], g_block[features_per_chunk];
+    Acc dg[features_per_chunk] = {}, db[features_per_chunk] = {};
+    for (std::int64_t r = 0; r < rows; ++r) {
+      detail::widen_range<tag_of_t<T>>(x.data() + r * features + begin, x_block, 0, length);
+      detail::widen_range<tag_of_t<T>>(dy.data() + r * features + begin, g_block, 0, length);
+      const Acc mu = mean[r], inv_std = rstd[r];
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t f = 0; f < length; ++f) {
+        dg[f] += g_block[f] * ((x_block[f] - mu) * inv_std);
+        db[f] += g_block[f];
+      }
     }
-  }
-  for (std::int64_t f = 0; f < features; ++f) {
-    dgamma.data()[f] += dg[static_cast<std::size_t>(f)];
-    dbeta.data()[f] += db[static_cast<std::size_t>(f)];
-  }
+    for (std::int64_t f = 0; f < length; ++f) {
+      dgamma.data()[begin + f] += dg[f];
+      dbeta.data()[begin + f] += db[f];
+    }
+  });
 }
 
 }  // namespace mpx::cpu

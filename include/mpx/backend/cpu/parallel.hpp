@@ -61,6 +61,28 @@ Value parallel_sum_chunks(std::int64_t count, std::int64_t grain, const Partial&
   return total;
 }
 
+namespace detail {
+
+/// @brief The sum of term(i) for i in [0, count) in a fixed order that vectorises: term i goes to
+/// lane i % 8, the lanes are added pairwise in a fixed tree. The same bits on any machine with the
+/// same compiler flags, whatever the thread count.
+template <class Term>
+auto lane_sum(std::int64_t count, const Term& term) {
+  using Value = decltype(term(std::int64_t{0}));
+  constexpr int lanes = 8;
+  Value partial[lanes] = {};
+  std::int64_t i = 0;
+  for (; i + lanes <= count; i += lanes) {
+    MPX_DETAIL_OMP_SIMD
+    for (int lane = 0; lane < lanes; ++lane) partial[lane] += term(i + lane);
+  }
+  for (int lane = 0; i < count; ++i, ++lane) partial[lane] += term(i);
+  return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+         ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
+}  // namespace detail
+
 /// @brief Runs `kernel()` with OpenMP's thread count set to 1, restored after: a library threaded
 /// with OpenMP (oneDNN) otherwise threads a call made outside a parallel region itself (and its order
 /// of sums would follow the thread count), and plans a primitive made inside one for every thread
