@@ -33,6 +33,7 @@
 /// @brief `inline`, and inlined wherever it is called (see the comment above).
 #define MPX_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
+/// @brief `inline`, and inlined wherever it is called where the compiler has a way to say so.
 #define MPX_ALWAYS_INLINE inline
 #endif
 
