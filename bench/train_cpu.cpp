@@ -333,6 +333,27 @@ std::vector<std::pair<std::string, double>> torch_step_ms(const std::string& pyt
   return ms;
 }
 
+// A result's PyTorch columns as printed: "-" where the peer has no such precision (PyTorch has no
+// tf32 on the CPU) or did not run.
+struct PeerColumns {
+  char ms[32] = "-", ratio[32] = "-";
+};
+
+// Sets r.torch_ms and r.ratio_to_torch from the peer's medians {precision: ms} and returns the
+// printed columns.
+template <class R>
+PeerColumns attach_peer(R& r, const std::vector<std::pair<std::string, double>>& torch_ms) {
+  PeerColumns columns;
+  for (const auto& [precision, ms] : torch_ms) {
+    if (precision != r.precision) continue;
+    r.torch_ms = ms;
+    r.ratio_to_torch = ms / r.step_ms;
+    std::snprintf(columns.ms, sizeof columns.ms, "%.2f", r.torch_ms);
+    std::snprintf(columns.ratio, sizeof columns.ratio, "%.2fx", r.ratio_to_torch);
+  }
+  return columns;
+}
+
 // Times workload `w` (Run<P> for each P of `precisions`, after the fp64 model's first loss as the
 // reference) and its PyTorch peer, prints a row per precision and appends them to `results`.
 template <template <class> class Run, class Precisions>
@@ -350,17 +371,9 @@ void run_against_peer(const PeerWorkload& w, Precisions precisions, const std::s
     using P = typename decltype(type)::type;
     PeerResult r = measure_against_peer<Run, P>(w, reference_loss);
     r.ratio_to_fp32 = results.size() > first ? results[first].step_ms / r.step_ms : 1.0;
-    char torch_column[32] = "-", ratio_column[32] = "-";  // PyTorch has no tf32 on the CPU
-    for (const auto& [precision, ms] : torch_ms) {
-      if (precision == r.precision) {
-        r.torch_ms = ms;
-        r.ratio_to_torch = ms / r.step_ms;
-        std::snprintf(torch_column, sizeof torch_column, "%.2f", r.torch_ms);
-        std::snprintf(ratio_column, sizeof ratio_column, "%.2fx", r.ratio_to_torch);
-      }
-    }
+    const PeerColumns peer = attach_peer(r, torch_ms);
     std::printf("%-11s %9.2f %10.0f %7.2fx %13s %9s %16.0f\n", r.precision.c_str(), r.step_ms,
-                r.items_per_second, r.ratio_to_fp32, torch_column, ratio_column, r.activation_bytes_per_item);
+                r.items_per_second, r.ratio_to_fp32, peer.ms, peer.ratio, r.activation_bytes_per_item);
     std::fflush(stdout);
     results.push_back(r);
   });
@@ -517,19 +530,11 @@ int main(int argc, char** argv) {
           using P = typename decltype(type)::type;
           Result r = measure<P>(w, batch, reference);
           r.ratio_to_fp32 = results.size() > first ? results[first].step_ms / r.step_ms : 1.0;
-          char torch_column[32] = "-", ratio_column[32] = "-";  // PyTorch has no tf32 on the CPU
-          for (const auto& [precision, ms] : torch_ms) {
-            if (precision == r.precision) {
-              r.torch_ms = ms;
-              r.ratio_to_torch = ms / r.step_ms;
-              std::snprintf(torch_column, sizeof torch_column, "%.2f", r.torch_ms);
-              std::snprintf(ratio_column, sizeof ratio_column, "%.2fx", r.ratio_to_torch);
-            }
-          }
+          const PeerColumns peer = attach_peer(r, torch_ms);
           std::printf("%-18s %-11s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f %9s %9s\n",
                       r.workload.c_str(), r.precision.c_str(), r.step_ms, r.samples_per_second,
                       r.ratio_to_fp32, 100 * r.gemm_share, double(r.activation_bytes) / (1 << 20),
-                      double(r.peak_bytes) / (1 << 20), r.first_loss, torch_column, ratio_column);
+                      double(r.peak_bytes) / (1 << 20), r.first_loss, peer.ms, peer.ratio);
           std::fflush(stdout);
           results.push_back(r);
         });

@@ -11,8 +11,8 @@ torch.optim.AdamW with its defaults (lr 1e-3, betas 0.9 / 0.999, eps 1e-8, weigh
 AdamW defaults too; PyTorch's default foreach implementation). A batch of random fp32 inputs and labels
 (seed 11); parameters from seed 5 (PyTorch's own initialisation: the values do not change the time).
 
-Method: as train_cpu's: per precision a fresh model, 3 warm-up steps, then --steps timed steps
-(zero_grad, forward and loss, backward, optimizer step); the median in milliseconds.
+Method: as train_cpu's (torch_cpu_step.py): per precision a fresh model, 3 warm-up steps, then
+--steps timed steps (zero_grad, forward and loss, backward, optimizer step); the median in ms.
 
 Usage: torch_mlp_cpu.py [--widths 784,512,256,10] [--batch N] [--steps N] [--threads T]
                         [--precisions fp32,bf16_mixed,fp16_mixed]
@@ -23,13 +23,13 @@ Xeon, so train_cpu leaves it out there.) Prints one JSON object: {"torch": versi
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 try:
     import torch
     from torch import nn
+
+    from torch_cpu_step import DTYPES, classifier_step, time_step
 except ImportError as error:
     print(f"torch_mlp_cpu.py: PyTorch is missing ({error})", file=sys.stderr)
     sys.exit(77)
@@ -47,27 +47,13 @@ def mlp3(widths):
 
 
 def training_step(widths, batch, dtype):
-    """A fresh MLP (seed 5) and AdamW, and one training step of it on a fixed random batch (seed 11):
-    forward and cross-entropy under torch.autocast("cpu", dtype) (eager fp32 when dtype is None),
-    backward, AdamW, with a GradScaler for fp16. Returns step() -> loss."""
+    """A fresh MLP (seed 5) and AdamW, and its training step on a fixed random batch (seed 11)."""
     torch.manual_seed(5)
     model = mlp3(widths)
     generator = torch.Generator().manual_seed(11)
     inputs = torch.randn(batch, widths[0], generator=generator)
     labels = torch.randint(0, widths[3], (batch,), generator=generator)
-    optimizer = torch.optim.AdamW(model.parameters())
-    scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            loss = nn.functional.cross_entropy(model(inputs), labels)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return loss
-
-    return step
+    return classifier_step(model, inputs, labels, torch.optim.AdamW(model.parameters()), dtype)
 
 
 def main():
@@ -92,22 +78,12 @@ def main():
         "samples_per_second": {},
         "first_loss": {},
     }
-    dtypes = {"fp32": None, "bf16_mixed": torch.bfloat16, "fp16_mixed": torch.float16}
     precisions = args.precisions.split(",")
-    if any(precision not in dtypes for precision in precisions):
-        parser.error(f"--precisions {args.precisions}: expected names from {', '.join(dtypes)}")
+    if any(precision not in DTYPES for precision in precisions):
+        parser.error(f"--precisions {args.precisions}: expected names from {', '.join(DTYPES)}")
     for precision in precisions:
-        dtype = dtypes[precision]
-        step = training_step(widths, args.batch, dtype)
-        results["first_loss"][precision] = step().item()
-        for _ in range(2):
-            step()
-        samples = []
-        for _ in range(args.steps):
-            start = time.perf_counter()
-            step()
-            samples.append(1e3 * (time.perf_counter() - start))
-        median = statistics.median(samples)
+        first_loss, median = time_step(training_step(widths, args.batch, DTYPES[precision]), args.steps)
+        results["first_loss"][precision] = first_loss
         results["step_ms"][precision] = median
         results["samples_per_second"][precision] = args.batch / (median / 1e3)
     print(json.dumps(results))

@@ -14,8 +14,8 @@ is conv 3x3 - BatchNorm - ReLU - conv 3x3 - BatchNorm; no convolution has a bias
 torchvision's ResNets have it. Cross-entropy; torch.optim.SGD (lr 0.1, momentum 0.9, Nesterov, weight
 decay 5e-4; PyTorch's default foreach implementation). A batch of random fp32 images (seed 11) and labels.
 
-Method: as train_cpu's: per precision a fresh model (seed 5), 3 warm-up steps, then --steps timed steps
-(zero_grad, forward and loss, backward, optimizer step); the median in milliseconds.
+Method: as train_cpu's (torch_cpu_step.py): per precision a fresh model (seed 5), 3 warm-up steps,
+then --steps timed steps (zero_grad, forward and loss, backward, optimizer step); the median in ms.
 
 Usage: torch_resnet_step.py [--batch N] [--width C] [--classes K] [--steps N] [--threads T]
 Prints one JSON object: {"torch": version, "threads": T, ..., "step_ms": {precision: ms},
@@ -24,13 +24,13 @@ Prints one JSON object: {"torch": version, "threads": T, ..., "step_ms": {precis
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 try:
     import torch
     from torch import nn
+
+    from torch_cpu_step import DTYPES, classifier_step, time_step
 except ImportError as error:
     print(f"torch_resnet_step.py: PyTorch is missing ({error})", file=sys.stderr)
     sys.exit(77)
@@ -95,18 +95,7 @@ def training_step(args, dtype):
     images = torch.randn(args.batch, 1, 28, 28, generator=generator).contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, args.classes, (args.batch,), generator=generator)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, nesterov=True, weight_decay=WEIGHT_DECAY)
-    scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            loss = nn.functional.cross_entropy(model(images), labels)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return loss
-
-    return step
+    return classifier_step(model, images, labels, optimizer, dtype)
 
 
 def main():
@@ -129,17 +118,9 @@ def main():
         "samples_per_second": {},
         "first_loss": {},
     }
-    for precision, dtype in (("fp32", None), ("bf16_mixed", torch.bfloat16), ("fp16_mixed", torch.float16)):
-        step = training_step(args, dtype)
-        results["first_loss"][precision] = step().item()
-        for _ in range(2):
-            step()
-        samples = []
-        for _ in range(args.steps):
-            start = time.perf_counter()
-            step()
-            samples.append(1e3 * (time.perf_counter() - start))
-        median = statistics.median(samples)
+    for precision, dtype in DTYPES.items():
+        first_loss, median = time_step(training_step(args, dtype), args.steps)
+        results["first_loss"][precision] = first_loss
         results["step_ms"][precision] = median
         results["samples_per_second"][precision] = args.batch / (median / 1e3)
     print(json.dumps(results))
