@@ -83,17 +83,27 @@ Batch make_batch(const Workload& w) {
   return batch;
 }
 
-// The first step's loss: what the reference check compares.
+const Workload k_fashion_mlp{"fashion_mnist_mlp", {784, 512, 256, 10}, 128, 60};
+
+// An MLP workload's model in precision P (mlp3, initialised from seed 5), its AdamW trainer and its
+// batch (make_batch's, inputs rounded to the compute type): what `measure` times, the fp64 run
+// checks, and `--profile P --workload mlp` samples (the Fashion-MNIST MLP's).
 template <class P>
-double first_step_loss(const Workload& w, const Batch& batch) {
-  auto model = mpx::experiment::mlp3<P>(w.widths[0], w.widths[1], w.widths[2], w.widths[3]);
-  model.initialize(5);
+struct MlpRun {
+  decltype(mpx::experiment::mlp3<P>(0, 0, 0, 0)) model;
   mpx::nn::SoftmaxCrossEntropy<P> loss;
-  mpx::optim::AdamW optimizer(model, {});
-  mpx::Trainer trainer(model, loss, optimizer);
-  const auto inputs = mpx::convert<typename P::compute_type>(batch.inputs);
-  return trainer.step(inputs, batch.labels).loss;
-}
+  mpx::optim::AdamW<decltype(model)> optimizer{model, {}};
+  mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{model, loss, optimizer};
+  Batch batch;
+  mpx::Tensor<mpx::compute_t<P>> inputs = mpx::convert<typename P::compute_type>(batch.inputs);
+
+  explicit MlpRun(const Workload& w = k_fashion_mlp)
+      : model(mpx::experiment::mlp3<P>(w.widths[0], w.widths[1], w.widths[2], w.widths[3])),
+        batch(make_batch(w)) {
+    model.initialize(5);
+  }
+  mpx::StepResult step() { return trainer.step(inputs, batch.labels); }
+};
 
 // The GEMMs of one step, timed alone: per layer the forward (bias and ReLU fused), the weight
 // gradient (fp32 output, accumulating, bias gradient fused) and, past the first layer, dX.
@@ -128,10 +138,11 @@ double gemm_ms(const Workload& w, int repetitions) {
 }
 
 template <class P>
-Result measure(const Workload& w, const Batch& batch, double reference_loss) {
+Result measure(const Workload& w, double reference_loss) {
   Result result{w.name, std::string(P::name)};
   result.reference_loss = reference_loss;
-  result.first_loss = first_step_loss<P>(w, batch);
+  MlpRun<P> run(w);
+  result.first_loss = run.step().loss;  // first step: allocates, and measures memory
   // bf16 rounds activations to 8 significant bits: the mean loss of a fresh model moves by well
   // under 5% of its ~ln(classes) value; anything more is a wrong result, not rounding.
   if (!(std::abs(result.first_loss - reference_loss) <= 0.05 * reference_loss)) {
@@ -139,27 +150,19 @@ Result measure(const Workload& w, const Batch& batch, double reference_loss) {
                  w.name.c_str(), result.precision.c_str(), result.first_loss, reference_loss);
     std::exit(EXIT_FAILURE);
   }
-
-  auto model = mpx::experiment::mlp3<P>(w.widths[0], w.widths[1], w.widths[2], w.widths[3]);
-  model.initialize(5);
-  mpx::nn::SoftmaxCrossEntropy<P> loss;
-  mpx::optim::AdamW optimizer(model, {});
-  mpx::Trainer trainer(model, loss, optimizer);
-  const auto inputs = mpx::convert<typename P::compute_type>(batch.inputs);
-  trainer.step(inputs, batch.labels);  // first step: allocates, and measures memory
-  trainer.step(inputs, batch.labels);  // warm caches
+  run.step();  // warm caches
   std::vector<double> samples;
   for (int s = 0; s < w.timed_steps; ++s) {
     const auto start = mpx::bench::Clock::now();
-    trainer.step(inputs, batch.labels);
+    run.step();
     samples.push_back(mpx::bench::elapsed_ms(start));
   }
   result.step_ms = mpx::bench::median(samples);
   result.samples_per_second = double(w.batch) / (result.step_ms * 1e-3);
   result.gemm_ms = gemm_ms<P>(w, std::max(3, w.timed_steps / 2));
   result.gemm_share = result.gemm_ms / result.step_ms;
-  result.activation_bytes = trainer.first_step_memory().activations;
-  result.peak_bytes = trainer.first_step_memory().peak;
+  result.activation_bytes = run.trainer.first_step_memory().activations;
+  result.peak_bytes = run.trainer.first_step_memory().peak;
   return result;
 }
 
@@ -196,23 +199,6 @@ PeerWorkload char_gpt_workload(int timed_steps) {
               std::to_string(k_gpt.heads) + " --vocabulary " + std::to_string(k_gpt.vocabulary),
           timed_steps};
 }
-
-// The Fashion-MNIST MLP workload's step in precision P (as `measure` runs it): the process that
-// `--profile P --workload mlp` samples.
-const Workload k_fashion_mlp{"fashion_mnist_mlp", {784, 512, 256, 10}, 128, 60};
-
-template <class P>
-struct FashionMlpRun {
-  decltype(mpx::experiment::mlp3<P>(0, 0, 0, 0)) model = mpx::experiment::mlp3<P>(
-      k_fashion_mlp.widths[0], k_fashion_mlp.widths[1], k_fashion_mlp.widths[2], k_fashion_mlp.widths[3]);
-  mpx::nn::SoftmaxCrossEntropy<P> loss;
-  mpx::optim::AdamW<decltype(model)> optimizer{model, {}};
-  mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{model, loss, optimizer};
-  Batch batch = make_batch(k_fashion_mlp);
-  mpx::Tensor<mpx::compute_t<P>> inputs = mpx::convert<typename P::compute_type>(batch.inputs);
-  FashionMlpRun() { model.initialize(5); }
-  mpx::StepResult step() { return trainer.step(inputs, batch.labels); }
-};
 
 // An MLP workload's PyTorch peer (bench/peers/torch_mlp_cpu.py), for torch_step_ms.
 PeerWorkload mlp_peer(const Workload& w) {
@@ -482,9 +468,9 @@ int main(int argc, char** argv) {
   }
   if (!profile.empty() && workload == "mlp") {
     const int n = steps > 0 ? steps : 500;
-    if (profile == "fp32") return profile_step<FashionMlpRun, mpx::fp32>("fashion_mnist_mlp", n);
-    if (profile == "bf16_mixed") return profile_step<FashionMlpRun, mpx::bf16_mixed>("fashion_mnist_mlp", n);
-    if (profile == "fp16_mixed") return profile_step<FashionMlpRun, mpx::fp16_mixed>("fashion_mnist_mlp", n);
+    if (profile == "fp32") return profile_step<MlpRun, mpx::fp32>("fashion_mnist_mlp", n);
+    if (profile == "bf16_mixed") return profile_step<MlpRun, mpx::bf16_mixed>("fashion_mnist_mlp", n);
+    if (profile == "fp16_mixed") return profile_step<MlpRun, mpx::fp16_mixed>("fashion_mnist_mlp", n);
   } else if (!profile.empty() && workload == "resnet") {
     const int n = steps > 0 ? steps : 30;
     if (profile == "fp32") return profile_step<ResnetRun, mpx::fp32>("resnet", n);
@@ -522,13 +508,12 @@ int main(int argc, char** argv) {
   for (const Workload& w : run_mlp ? workloads : std::vector<Workload>{}) {
     const auto torch_ms = torch_python.empty() ? std::vector<std::pair<std::string, double>>{}
                                                : torch_step_ms(torch_python, mlp_peer(w));
-    const Batch batch = make_batch(w);
-    const double reference = first_step_loss<mpx::fp64>(w, batch);
+    const double reference = MlpRun<mpx::fp64>(w).step().loss;
     const std::size_t first = results.size();
     boost::hana::for_each(
         boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed>, [&](auto type) {
           using P = typename decltype(type)::type;
-          Result r = measure<P>(w, batch, reference);
+          Result r = measure<P>(w, reference);
           r.ratio_to_fp32 = results.size() > first ? results[first].step_ms / r.step_ms : 1.0;
           const PeerColumns peer = attach_peer(r, torch_ms);
           std::printf("%-18s %-11s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f %9s %9s\n",

@@ -3,7 +3,7 @@
 """What the CPU classifier peers of bench/train_cpu.cpp share (torch_mlp_cpu.py, torch_resnet_step.py):
 a training step as a PyTorch user writes it on the CPU, eager fp32 or torch.autocast("cpu") over
 fp32 weights with a GradScaler for fp16, and its timing: the first step's loss, 2 more warm-up steps,
-then the median of the timed steps in milliseconds."""
+then the median of the timed steps in milliseconds, per precision, into the peer's JSON object."""
 
 import statistics
 import time
@@ -43,3 +43,15 @@ def time_step(step, steps):
         step()
         samples.append(1e3 * (time.perf_counter() - start))
     return first_loss, statistics.median(samples)
+
+
+def time_precisions(results, make_step, precisions, steps, batch):
+    """Times make_step(dtype) (a fresh model's step) for each precision name in `precisions` and
+    records "first_loss", "step_ms" and "samples_per_second" ({precision: value}) in `results`."""
+    for key in ("first_loss", "step_ms", "samples_per_second"):
+        results.setdefault(key, {})
+    for precision in precisions:
+        first_loss, median = time_step(make_step(DTYPES[precision]), steps)
+        results["first_loss"][precision] = first_loss
+        results["step_ms"][precision] = median
+        results["samples_per_second"][precision] = batch / (median / 1e3)

@@ -29,7 +29,7 @@ try:
     import torch
     from torch import nn
 
-    from torch_cpu_step import DTYPES, classifier_step, time_step
+    from torch_cpu_step import DTYPES, classifier_step, time_precisions
 except ImportError as error:
     print(f"torch_mlp_cpu.py: PyTorch is missing ({error})", file=sys.stderr)
     sys.exit(77)
@@ -74,18 +74,13 @@ def main():
         "threads": torch.get_num_threads(),
         "widths": widths,
         "batch": args.batch,
-        "step_ms": {},
-        "samples_per_second": {},
-        "first_loss": {},
     }
     precisions = args.precisions.split(",")
     if any(precision not in DTYPES for precision in precisions):
         parser.error(f"--precisions {args.precisions}: expected names from {', '.join(DTYPES)}")
-    for precision in precisions:
-        first_loss, median = time_step(training_step(widths, args.batch, DTYPES[precision]), args.steps)
-        results["first_loss"][precision] = first_loss
-        results["step_ms"][precision] = median
-        results["samples_per_second"][precision] = args.batch / (median / 1e3)
+    time_precisions(
+        results, lambda dtype: training_step(widths, args.batch, dtype), precisions, args.steps, args.batch
+    )
     print(json.dumps(results))
 
 

@@ -30,7 +30,7 @@ try:
     import torch
     from torch import nn
 
-    from torch_cpu_step import DTYPES, classifier_step, time_step
+    from torch_cpu_step import DTYPES, classifier_step, time_precisions
 except ImportError as error:
     print(f"torch_resnet_step.py: PyTorch is missing ({error})", file=sys.stderr)
     sys.exit(77)
@@ -114,15 +114,8 @@ def main():
         "batch": args.batch,
         "width": args.width,
         "classes": args.classes,
-        "step_ms": {},
-        "samples_per_second": {},
-        "first_loss": {},
     }
-    for precision, dtype in DTYPES.items():
-        first_loss, median = time_step(training_step(args, dtype), args.steps)
-        results["first_loss"][precision] = first_loss
-        results["step_ms"][precision] = median
-        results["samples_per_second"][precision] = args.batch / (median / 1e3)
+    time_precisions(results, lambda dtype: training_step(args, dtype), DTYPES, args.steps, args.batch)
     print(json.dumps(results))
 
 
