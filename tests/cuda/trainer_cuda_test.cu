@@ -305,7 +305,7 @@ TEMPLATE_TEST_CASE("a replayed CUDA graph of the step equals the eager step bit 
 
 // Host labels for a CUDA step are a type error (the loss takes a Tensor<std::int32_t, Cuda>), where
 // they used to be a run-time one: the call resolves to the overload whose static_assert says what to
-// pass (compile_fail.trainer_targets_wrong_type shows its message), never to a step that runs.
+// pass (compile_fail.trainer_targets_wrong_type.message shows it), never to a step that runs.
 template <class Labels>
 concept CudaStepRuns = requires(decltype(Setup<mpx::fp32, mpx::Cuda>::trainer)& trainer,
                                 const mpx::Tensor<float, mpx::Cuda>& inputs, const Labels& labels) {
