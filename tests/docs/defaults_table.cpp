@@ -449,6 +449,11 @@ Table trainer() {
              : concat("**differs** when on: `clip_grad_norm_`'s coefficient is max_norm / (norm + ",
                       number(1e-6), ")")});
   t.add({"`.scaler`", "the policy's defaults", "[loss_scaling.md](loss_scaling.md#the-knobs)", "—"});
+  t.add(
+      {"`.adapt_threads`", options.adapt_threads ? "`true`" : "`false`",
+       "on the CPU, run a step on fewer threads than OpenMP's count where steps measured faster so "
+       "(beside a busy process); the same bits on any count ([training.md](training.md#threads-on-the-cpu))",
+       "—"});
   using Fp16Body = mpx::nn::Sequential<mpx::nn::Linear<mpx::fp16_mixed>, mpx::nn::Linear<mpx::fp32>>;
   using Bf16Body = mpx::nn::Sequential<mpx::nn::Linear<mpx::bf16_mixed>, mpx::nn::Linear<mpx::fp32>>;
   t.add(

@@ -13,8 +13,8 @@
 /// `mse_loss`, `sgd_update`, `adamw_update`, `unscale_and_inspect<Scale>`, `scale_in_place`,
 /// `round_into<To>`, `add_into`, `add`, `fill_uniform`, `flag_nonfinite`; and what the training step
 /// (train/) is built from: `single_thread(f, args...)` (a host-and-device functor run once, in order
-/// with the rest), the `GradientWorkspace` and `Graph` types, and the step's overloads that leave
-/// their results in the device's memory instead of returning them: the losses with a seed and a
+/// with the rest), the `GradientWorkspace`, `Graph` and `StepThreads` types, and the step's overloads that
+/// leave their results in the device's memory instead of returning them: the losses with a seed and a
 /// `loss_sum`, the optimizers with an `UpdateControl`, `unscale_and_inspect` over a list of gradients.
 /// The step's fused forms: `sgd_updates` / `adamw_updates` (a whole optimizer step collected
 /// parameter by parameter, queued as few launches on a GPU), `unscale_and_inspect` with a

@@ -159,6 +159,10 @@ class Trainer {
     std::optional<double> max_grad_norm;
     /// @brief Knobs of the loss-scaling policy.
     typename Scaling::Options scaler{};
+    /// On the CPU, let a step run on fewer threads than OpenMP's count where steps measured faster
+    /// so (beside a busy process); the results are the same bits on any count
+    /// (`cpu::StepThreads`). No effect on a GPU.
+    bool adapt_threads = true;
   };
 
   /// @brief Trains `model` (held by reference, as are `loss` and `optimizer`).
@@ -353,6 +357,8 @@ class Trainer {
   void replay_step() {
     graph_.require_replayable(optimizer_.options());
     push_host_changes();
+    [[maybe_unused]] const auto threads =
+        step_threads_.step(eager_input_shape_.numel(), options_.adapt_threads);
     graph_.launch();
     micro_batches_in_last_step_ = 1;
     ++steps_;
@@ -406,6 +412,9 @@ class Trainer {
 
   // Queues one step and counts it, once it is queued: a step that threw is not counted.
   void queue_and_count(std::span<const Batch> micro_batches) {
+    [[maybe_unused]] const auto threads = step_threads_.step(
+        static_cast<std::int64_t>(micro_batches.size()) * micro_batches.front().shape().numel(),
+        options_.adapt_threads);
     try {
       push_host_changes();
       queue_device_step(micro_batches);
@@ -587,6 +596,7 @@ class Trainer {
   Shape eager_input_shape_;             // of the last step queued eagerly (rank 0: none yet)
   std::uint64_t eager_generation_ = 0;  // nn::buffer_generation<Device>() after that step
   StepGraph<Device, typename Optimizer::Options> graph_;
+  typename Backend<Device>::StepThreads step_threads_;  // each CPU step's thread count
 };
 
 }  // namespace mpx

@@ -27,6 +27,7 @@
 #include "mpx/backend/cpu/pool2d.hpp"
 #include "mpx/backend/cpu/positional_embedding.hpp"
 #include "mpx/backend/cpu/softmax_cross_entropy.hpp"
+#include "mpx/backend/cpu/step_threads.hpp"
 #include "mpx/backend/cpu/upsample.hpp"
 #include "mpx/backend/normal_fill_spec.hpp"
 #include "mpx/numeric/random.hpp"
@@ -46,6 +47,9 @@ struct Backend<Host> {
   /// @brief What `embedding_backward` keeps between calls (nothing on the CPU); see
   /// `cpu::EmbeddingWorkspace`.
   using EmbeddingWorkspace = cpu::EmbeddingWorkspace;
+  /// @brief Chooses each training step's thread count by the steps' measured times; see
+  /// `cpu::StepThreads`.
+  using StepThreads = cpu::StepThreads;
 
   /// @brief Runs `f(args...)` once, in order with the operations queued before and after: on the
   /// CPU, now. (The CUDA backend runs it in a one-thread kernel: `f` is a `MPX_HOST_DEVICE` functor

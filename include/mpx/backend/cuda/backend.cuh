@@ -72,6 +72,13 @@ struct Backend<Cuda> {
   using Graph = cuda::Graph;
   /// @brief The sort buffers `embedding_backward` keeps between calls; see `cuda::EmbeddingWorkspace`.
   using EmbeddingWorkspace = cuda::EmbeddingWorkspace;
+  /// @brief A GPU step is queued, not run, by the host thread: its host threads do not set its
+  /// speed, so there is no count to choose (the CPU's is `cpu::StepThreads`).
+  struct StepThreads {
+    struct Scope {};  ///< nothing held during a step
+    /// @brief Nothing to do.
+    static Scope step(std::int64_t /*work*/, bool /*adapt*/ = true) noexcept { return {}; }
+  };
 
   /// @brief Queues `f(args...)` in one device thread; see `cuda::single_thread`.
   template <class F, class... Args>
