@@ -18,6 +18,7 @@
 #include "mpx/backend/attention_spec.hpp"
 #include "mpx/backend/cpu/convert.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
+#include "mpx/numeric/exp.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
 
@@ -97,14 +98,11 @@ void causal_softmax_forward(const Tensor<Acc, Host>& scores, Tensor<T, Host>& pr
       T* p = probs.data() + row * sequence;
       const std::int64_t allowed =
           attention_allowed_keys(row, sequence, key_counts != nullptr ? (*key_counts)[row] : sequence);
-      Acc max = -std::numeric_limits<Acc>::infinity();
-      for (std::int64_t j = 0; j < allowed; ++j) max = std::fmax(max, s[j]);
-      Acc sum = 0;
+      const Acc max = detail::row_max(s, allowed);
       Acc* e = exps.data();
-      for (std::int64_t j = 0; j < allowed; ++j) {
-        e[j] = std::exp(s[j] - max);
-        sum += e[j];
-      }
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t j = 0; j < allowed; ++j) e[j] = softmax_exp(s[j] - max);
+      const Acc sum = detail::lane_sum(allowed, [e](std::int64_t j) { return e[j]; });
       MPX_DETAIL_OMP_SIMD
       for (std::int64_t j = 0; j < allowed; ++j) e[j] = e[j] / sum;
       detail::round_range(e, p, 0, allowed);  // round_to, vectorised

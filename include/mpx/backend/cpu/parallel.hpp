@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -79,6 +80,18 @@ auto lane_sum(std::int64_t count, const Term& term) {
   for (int lane = 0; i < count; ++i, ++lane) partial[lane] += term(i);
   return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
          ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
+/// @brief The largest of values[0 .. count), NaNs passed over (as `std::fmax` does; all NaN, or
+/// count 0: -inf): one vector loop. The maximum does not depend on the order of comparisons.
+template <class Value>
+Value row_max(const Value* values, std::int64_t count) {
+  Value largest = -std::numeric_limits<Value>::infinity();
+#ifdef _OPENMP
+#pragma omp simd reduction(max : largest)
+#endif
+  for (std::int64_t i = 0; i < count; ++i) largest = values[i] > largest ? values[i] : largest;
+  return largest;
 }
 
 }  // namespace detail

@@ -6,13 +6,18 @@
 /// in one pass over each row (as llm.c's fused classifier), over the rows of logits of any rank >= 2
 /// with an ignore index, and the predicted class (argmax) of each row of [batch, classes] logits.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "mpx/backend/argmax_spec.hpp"
+#include "mpx/backend/cpu/convert.hpp"
+#include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/cross_entropy_spec.hpp"
 #include "mpx/error.hpp"
+#include "mpx/numeric/exp.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/tensor/tensor.hpp"
 
@@ -48,50 +53,62 @@ accumulate_t<T> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<c
   validate_softmax_cross_entropy(where, logits, static_cast<std::int64_t>(labels.size()), smoothing, dlogits);
   const std::int64_t rows = logits.shape().rows();
   const std::int64_t classes = logits.shape().cols();
+  // The labels checked before any work: no exception may leave the parallel region below.
   std::int64_t counted = 0;
-  for (const std::int32_t label : labels) {
-    if (label != ignore_index) ++counted;
-  }
-
-  const Acc off_target = static_cast<Acc>(smoothing) / static_cast<Acc>(classes);
-  const Acc on_target = static_cast<Acc>(1) - static_cast<Acc>(smoothing) + off_target;
-  const Acc grad_scale = counted == 0 ? Acc(0) : static_cast<Acc>(grad_seed) / static_cast<Acc>(counted);
-  Acc total = 0;
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::int32_t label = labels[static_cast<std::size_t>(row)];
-    if (label == ignore_index) {
-      if (dlogits != nullptr) {
-        T* dz = dlogits->data() + row * classes;
-        for (std::int64_t c = 0; c < classes; ++c) dz[c] = round_to<tag_of_t<T>>(Acc(0));
-      }
-      continue;
-    }
+    if (label == ignore_index) continue;
+    ++counted;
     if (label < 0 || label >= classes) {
       throw invalid_argument(mpx::detail::concat(where, ": label ", label, " at row ", row,
                                                  " is outside [0, ", classes,
                                                  ") and is not the ignore index ", ignore_index));
     }
-    const T* z = logits.data() + row * classes;
-    Acc max_logit = static_cast<Acc>(z[0]);
-    for (std::int64_t c = 1; c < classes; ++c) max_logit = std::fmax(max_logit, static_cast<Acc>(z[c]));
-    Acc sum_exp = 0;
-    for (std::int64_t c = 0; c < classes; ++c) sum_exp += std::exp(static_cast<Acc>(z[c]) - max_logit);
-    const Acc log_sum_exp = max_logit + std::log(sum_exp);
-    // loss = -sum_c target_c * log p_c, with log p_c = z_c - log_sum_exp and sum_c target_c = 1.
-    Acc row_loss = log_sum_exp - on_target * static_cast<Acc>(z[label]);
-    for (std::int64_t c = 0; c < classes; ++c) {
-      if (c != label) row_loss -= off_target * static_cast<Acc>(z[c]);
-    }
-    total += row_loss;
-    if (dlogits != nullptr) {
-      T* dz = dlogits->data() + row * classes;
-      for (std::int64_t c = 0; c < classes; ++c) {
-        const Acc p = std::exp(static_cast<Acc>(z[c]) - log_sum_exp);
-        const Acc target = c == label ? on_target : off_target;
-        dz[c] = round_to<tag_of_t<T>>((p - target) * grad_scale);
-      }
-    }
   }
+
+  const Acc off_target = static_cast<Acc>(smoothing) / static_cast<Acc>(classes);
+  const Acc on_target = static_cast<Acc>(1) - static_cast<Acc>(smoothing) + off_target;
+  const Acc grad_scale = counted == 0 ? Acc(0) : static_cast<Acc>(grad_seed) / static_cast<Acc>(counted);
+  // Rows on all threads, each row's loss kept and the losses added in row order after: the same bits
+  // on any number of threads. A row's exps are one vector loop (softmax_exp); its sums run in
+  // column order.
+  std::vector<Acc> row_losses(static_cast<std::size_t>(rows), Acc(0));
+  parallel_for_chunks(rows, rows_per_chunk(classes), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<Acc> buffer(static_cast<std::size_t>(2 * classes));
+    Acc* z = buffer.data();            // the row's logits, widened
+    Acc* e = buffer.data() + classes;  // their exps, then the gradient
+    for (std::int64_t row = begin; row < end; ++row) {
+      const std::int32_t label = labels[static_cast<std::size_t>(row)];
+      T* dz = dlogits != nullptr ? dlogits->data() + row * classes : nullptr;
+      if (label == ignore_index) {
+        if (dz != nullptr) std::fill(dz, dz + classes, round_to<tag_of_t<T>>(Acc(0)));
+        continue;
+      }
+      detail::widen_range<tag_of_t<T>>(logits.data() + row * classes, z, 0, classes);
+      const Acc max_logit = detail::row_max(z, classes);
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t c = 0; c < classes; ++c) e[c] = softmax_exp(z[c] - max_logit);
+      const Acc sum_exp = detail::lane_sum(classes, [e](std::int64_t c) { return e[c]; });
+      const Acc log_sum_exp = max_logit + std::log(sum_exp);
+      // loss = -sum_c target_c * log p_c, with log p_c = z_c - log_sum_exp and sum_c target_c = 1.
+      Acc row_loss = log_sum_exp - on_target * z[label];
+      if (off_target != Acc(0)) {  // without smoothing the terms are 0 (a non-finite z made the loss NaN)
+        for (std::int64_t c = 0; c < classes; ++c) {
+          if (c != label) row_loss -= off_target * z[c];
+        }
+      }
+      row_losses[static_cast<std::size_t>(row)] = row_loss;
+      if (dz == nullptr) continue;
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t c = 0; c < classes; ++c) {
+        const Acc target = c == label ? on_target : off_target;
+        e[c] = (softmax_exp(z[c] - log_sum_exp) - target) * grad_scale;
+      }
+      detail::round_range(e, dz, 0, classes);
+    }
+  });
+  Acc total = 0;
+  for (const Acc loss : row_losses) total += loss;
   return counted == 0 ? Acc(0) : total / static_cast<Acc>(counted);
 }
 
