@@ -70,8 +70,8 @@ accumulate_t<T> softmax_cross_entropy(const Tensor<T, Host>& logits, std::span<c
   const Acc on_target = static_cast<Acc>(1) - static_cast<Acc>(smoothing) + off_target;
   const Acc grad_scale = counted == 0 ? Acc(0) : static_cast<Acc>(grad_seed) / static_cast<Acc>(counted);
   // Rows on all threads, each row's loss kept and the losses added in row order after: the same bits
-  // on any number of threads. A row's exps are one vector loop (softmax_exp); its sums run in
-  // column order.
+  // on any number of threads. A row's maximum and exps are vector loops (row_max, softmax_exp), its
+  // sum of exps in 8 lanes (lane_sum).
   std::vector<Acc> row_losses(static_cast<std::size_t>(rows), Acc(0));
   parallel_for_chunks(rows, rows_per_chunk(classes), [&](std::int64_t begin, std::int64_t end) {
     std::vector<Acc> buffer(static_cast<std::size_t>(2 * classes));

@@ -71,7 +71,7 @@ class StepThreads {
     using Clock = std::chrono::steady_clock;
     Scope(StepThreads* owner, int threads, int restore)
         : owner_(owner), threads_(threads), restore_(restore), exceptions_(std::uncaught_exceptions()) {
-      set_threads(threads);
+      if (owner_ != nullptr) set_threads(threads);
       start_ = Clock::now();
     }
     StepThreads* owner_;  // null: the count is not being chosen
