@@ -581,20 +581,21 @@ TEST_CASE("cpu::gemm gives the same bits on one thread and on several", "[gemm][
 
 TEST_CASE("cpu::gemm multiplies fp16 and TF32 operands as the fp32 GEMM multiplies them widened, bit for bit",
           "[gemm][cpu][conversion]") {
-  // A converted A is widened tile by tile on the thread that multiplies the tile where its blocks
-  // fit a cache, else whole before the product (gemm.hpp). Either way each tile is the fp32 kernel's
-  // call on the same values, so D must equal the fp32 GEMM of the widened operands.
+  // A converted operand is widened tile by tile on the thread that multiplies the tile where its
+  // blocks fit a cache, else whole before the product (gemm.hpp). Either way each tile is the fp32
+  // kernel's call on the same values, so D must equal the fp32 GEMM of the widened operands.
   struct Case {
     std::int64_t m, n, k, batch;
     Transpose ta, tb;
   };
-  const Case cases[] = {{1024, 384, 128, 1, Transpose::No, Transpose::Yes},
-                        {384, 128, 1024, 1, Transpose::Yes, Transpose::No},
-                        {300, 200, 5000, 1, Transpose::Yes, Transpose::Yes},  // A widened whole
-                        {129, 7, 1, 1, Transpose::No, Transpose::No},
-                        {64, 64, 32, 12, Transpose::No, Transpose::Yes}};
+  const Case cases[] = {
+      {1024, 384, 128, 1, Transpose::No, Transpose::Yes},  {384, 128, 1024, 1, Transpose::Yes, Transpose::No},
+      {300, 200, 5000, 1, Transpose::Yes, Transpose::Yes},  // both widened whole
+      {128, 512, 784, 1, Transpose::No, Transpose::Yes},    // B per tile, A whole
+      {128, 512, 784, 1, Transpose::Yes, Transpose::No},   {129, 7, 1, 1, Transpose::No, Transpose::No},
+      {64, 64, 32, 12, Transpose::No, Transpose::Yes}};
   std::mt19937_64 rng(37);
-  int per_tile = 0, whole = 0;
+  int a_per_tile = 0, b_per_tile = 0, whole = 0;
   const auto check = [&]<class Compute>(Compute, const Case& c) {
     using S = mpx::storage_t<Compute>;
     CAPTURE(mpx::numeric_traits<Compute>::name, c.m, c.n, c.k, c.batch, c.ta == Transpose::Yes,
@@ -616,14 +617,17 @@ TEST_CASE("cpu::gemm multiplies fp16 and TF32 operands as the fp32 GEMM multipli
     mpx::cpu::gemm<Compute>(a, b, d, config);
     mpx::cpu::gemm<mpx::Float>(widen(a), widen(b), expected, config);
     REQUIRE(std::memcmp(d.data(), expected.data(), d.size_bytes()) == 0);
-    const bool tiles = mpx::cpu::detail::widens_a_per_tile<Compute, float>({c.m, c.n, c.k, c.batch});
-    (tiles ? per_tile : whole) += 1;
+    const auto per_tile = mpx::cpu::detail::widens_per_tile<Compute, float>({c.m, c.n, c.k, c.batch});
+    a_per_tile += per_tile.a;
+    b_per_tile += per_tile.b;
+    whole += !per_tile.a && !per_tile.b;
   };
   for (const Case& c : cases) {
     check(mpx::Half{}, c);
     check(mpx::TF32{}, c);
   }
-  CHECK(per_tile > 0);  // both ways were taken
+  CHECK(a_per_tile > 0);  // every way was taken
+  CHECK(b_per_tile > 0);
   CHECK(whole > 0);
 }
 
@@ -1043,6 +1047,73 @@ TEST_CASE("gemm refuses a D that shares memory with an operand, and accepts C ==
   d.fill(1.0f);
   mpx::cpu::gemm<mpx::Float>(a, identity, d, {.beta = 1.0f}, {.c = &d});
   for (std::int64_t i = 0; i < 16; ++i) CHECK(d[i] == a[i] + 1.0f);
+}
+
+TEST_CASE("cpu::gemm_scaled multiplies FP8 operands of two formats, their inverse scales applied to each sum",
+          "[gemm][cpu][fp8]") {
+  // A backward GEMM of an FP8 Linear: dX = dY W, dY in E5M2 and W in E4M3, both stored scaled. The
+  // result must be the fp32 GEMM of the decoded codes with alpha * a_scale_inverse * b_scale_inverse
+  // (same kernel, same tiles: bit for bit), rounded into bf16 with the bias added, and close to an
+  // fp64 evaluation.
+  using E4M3 = mpx::Encoded<mpx::Float8E4M3>;
+  using E5M2 = mpx::Encoded<mpx::Float8E5M2>;
+  const std::int64_t m = 96, n = 160, k = 200;
+  std::mt19937_64 rng(91);
+  std::uniform_int_distribution<int> code(0, 255);
+  Tensor<E5M2> a(Shape{m, k});
+  Tensor<E4M3> b(Shape{k, n});
+  Tensor<float> a_wide(a.shape()), b_wide(b.shape());
+  // Every code but the non-finite ones, so that the sums stay finite.
+  for (std::int64_t i = 0; i < a.numel(); ++i) {
+    do a[i] = E5M2::from_bits(static_cast<std::uint8_t>(code(rng)));
+    while (!std::isfinite(static_cast<float>(a[i])));
+    a_wide[i] = static_cast<float>(a[i]);
+  }
+  for (std::int64_t i = 0; i < b.numel(); ++i) {
+    do b[i] = E4M3::from_bits(static_cast<std::uint8_t>(code(rng)));
+    while (!std::isfinite(static_cast<float>(b[i])));
+    b_wide[i] = static_cast<float>(b[i]);
+  }
+  Tensor<float> bias_fp32(Shape{n});
+  Tensor<Eigen::bfloat16> bias(Shape{n});
+  for (std::int64_t j = 0; j < n; ++j) {
+    bias[j] = Eigen::bfloat16(static_cast<float>(j % 7) - 3.0f);
+    bias_fp32[j] = static_cast<float>(bias[j]);
+  }
+  const float a_scale_inverse = 1.0f / 3000.0f, b_scale_inverse = 1.0f / 7.0f;
+  const GemmConfig config{.alpha = 0.5f, .epilogue = Epilogue::Bias};
+  Tensor<Eigen::bfloat16> d(Shape{m, n});
+  mpx::cpu::gemm_scaled<mpx::Float8E5M2, mpx::Float8E4M3>(a, b, d, config, {.bias = &bias}, &a_scale_inverse,
+                                                          &b_scale_inverse);
+
+  // A bias gradient from scaled codes would be wrong by the scale: refused, naming the epilogue.
+  Tensor<float> bias_grad(Shape{m});
+  const auto bias_gradient_of_codes = [&] {
+    mpx::cpu::gemm_scaled<mpx::Float8E5M2, mpx::Float8E4M3>(a, b, d, {.epilogue = Epilogue::BGradA},
+                                                            {.bias_grad = &bias_grad}, &a_scale_inverse,
+                                                            &b_scale_inverse);
+  };
+  CHECK_THROWS_WITH(bias_gradient_of_codes(),
+                    Catch::Contains("epilogue bgrada sums an operand's scaled codes"));
+
+  GemmConfig widened_config = config;
+  widened_config.alpha = config.alpha * a_scale_inverse * b_scale_inverse;
+  widened_config.epilogue = Epilogue::Default;
+  Tensor<float> product(Shape{m, n});
+  mpx::cpu::gemm<mpx::Float>(a_wide, b_wide, product, widened_config);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      CAPTURE(i, j);
+      const float expected = product[i * n + j] + bias_fp32[j];
+      const Eigen::bfloat16 rounded = mpx::round_to<mpx::BFloat16>(expected);
+      REQUIRE(std::memcmp(&d[i * n + j], &rounded, sizeof rounded) == 0);
+      double exact = 0;
+      for (std::int64_t l = 0; l < k; ++l) exact += double(a_wide[i * k + l]) * double(b_wide[l * n + j]);
+      exact = exact * config.alpha * a_scale_inverse * b_scale_inverse + bias_fp32[j];
+      REQUIRE(static_cast<double>(static_cast<float>(d[i * n + j])) ==
+              Approx(exact).epsilon(0x1p-7).margin(1e-3));
+    }
+  }
 }
 
 }  // namespace MPX_UNITY_ID

@@ -165,48 +165,75 @@ template <NumericTag Compute, class Acc>
 inline constexpr bool converts_operands =
     !(std::is_same_v<storage_t<Compute>, Acc> && owns_storage_v<Compute>);
 
-// Whether op(A) of a product of shape g is widened tile by tile (widen_a_and_multiply): where a
-// tile's rows of op(A) take at most 1 MiB in Acc, so that the kernel finds them in the cache they
-// were just written to, and at most two tiles share those rows (each widens them again). Widened
-// whole first, every element is read narrow, written wide and read wide again from memory. B is
-// widened whole either way: it is mostly a layer's weight, which every row of tiles reads again (16
-// times in a char-GPT block's products).
-template <NumericTag Compute, class Acc>
-bool widens_a_per_tile(const GemmShape& g) {
-  if constexpr (!converts_operands<Compute, Acc>) {
-    return false;
-  } else {
-    constexpr std::int64_t budget_bytes = std::int64_t{1} << 20;
-    const ProductTiles tiles = product_tiles(g.m, g.n, g.k);
-    const std::int64_t tiles_per_row = (g.n + tiles.cols - 1) / tiles.cols;
-    return tiles_per_row <= 2 && tiles.rows * g.k * static_cast<std::int64_t>(sizeof(Acc)) <= budget_bytes;
-  }
+// Which operands of a product of shape g are widened tile by tile (widen_and_multiply) rather than
+// whole before it: an operand whose block in a tile (the tile's rows of op(A), or its columns of
+// op(B)) takes at most 1 MiB in Acc, so that the kernel finds it in the cache it was just written to,
+// and that at most two tiles share (each widens it again). Widened whole, every element is read
+// narrow, written wide and read wide again from memory; widened per tile by 16 tiles, a small
+// operand (a char-GPT layer's weight, which every row of tiles reads) costs more than it saves.
+struct PerTileWidening {
+  bool a = false, b = false;
+};
+
+template <NumericTag ATag, class Acc, NumericTag BTag = ATag>
+PerTileWidening widens_per_tile(const GemmShape& g) {
+  constexpr std::int64_t budget_bytes = std::int64_t{1} << 20, most_sharing = 2;
+  constexpr auto bytes = static_cast<std::int64_t>(sizeof(Acc));
+  const ProductTiles tiles = product_tiles(g.m, g.n, g.k);
+  const std::int64_t row_tiles = (g.m + tiles.rows - 1) / tiles.rows;
+  const std::int64_t col_tiles = (g.n + tiles.cols - 1) / tiles.cols;
+  return {.a = converts_operands<ATag, Acc> && col_tiles <= most_sharing &&
+               tiles.rows * g.k * bytes <= budget_bytes,
+          .b = converts_operands<BTag, Acc> && row_tiles <= most_sharing &&
+               tiles.cols * g.k * bytes <= budget_bytes};
 }
 
-// One tile of a product of a storage_t<Compute> A and an already widened B (b_widened, laid out as
-// B's storage b_storage): the tile's rows of op(A) widened into this thread's scratch (slot 0), then
-// the fp32 kernel on them.
+// The block of a stored operand that one tile reads, widened into this thread's scratch slot `slot`:
+// `rows` x `cols` elements from `stored` (leading dimension `ld`), packed with leading dimension cols.
 template <NumericTag Compute, class Acc>
-void widen_a_and_multiply(const ProductView<storage_t<Compute>, Acc>& tile,
-                          const storage_t<Compute>* b_storage, const Acc* b_widened) {
-  // As stored, op(A) is m x k, or k x m when transposed.
-  const std::int64_t rows = tile.transpose_a ? tile.k : tile.m, cols = tile.transpose_a ? tile.m : tile.k;
-  ScratchBuffer<Acc> a_block(0, rows * cols);
+const Acc* widen_block(int slot, std::optional<ScratchBuffer<Acc>>& block, const storage_t<Compute>* stored,
+                       std::int64_t ld, std::int64_t rows, std::int64_t cols) {
+  block.emplace(slot, rows * cols);
   for (std::int64_t row = 0; row < rows; ++row) {
-    widen_range<Compute>(tile.a + row * tile.lda, a_block.data() + row * cols, 0, cols);
+    widen_range<Compute>(stored + row * ld, block->data() + row * cols, 0, cols);
   }
-  product_on_this_thread(ProductView<Acc, Acc>{.transpose_a = tile.transpose_a,
-                                               .transpose_b = tile.transpose_b,
-                                               .m = tile.m,
-                                               .n = tile.n,
-                                               .k = tile.k,
-                                               .a = a_block.data(),
-                                               .lda = cols,
-                                               .b = b_widened + (tile.b - b_storage),
-                                               .ldb = tile.ldb,
-                                               .c = tile.c,
-                                               .ldc = tile.ldc,
-                                               .alpha = tile.alpha});
+  return block->data();
+}
+
+// One tile of a product of storage_t<Compute> operands, each either already widened whole
+// (a_widened, b_widened: laid out as the operands' storage a_storage, b_storage) or, where that is
+// null, the tile's block of it widened here into this thread's scratch (slots 0 and 1); then the
+// fp32 kernel on them.
+template <NumericTag ATag, NumericTag BTag, class Acc>
+void widen_and_multiply(const ProductView<storage_t<ATag>, Acc, storage_t<BTag>>& tile,
+                        const storage_t<ATag>* a_storage, const Acc* a_widened,
+                        const storage_t<BTag>* b_storage, const Acc* b_widened) {
+  ProductView<Acc, Acc> wide{.transpose_a = tile.transpose_a,
+                             .transpose_b = tile.transpose_b,
+                             .m = tile.m,
+                             .n = tile.n,
+                             .k = tile.k,
+                             .a = nullptr,
+                             .lda = tile.lda,
+                             .b = nullptr,
+                             .ldb = tile.ldb,
+                             .c = tile.c,
+                             .ldc = tile.ldc,
+                             .alpha = tile.alpha};
+  std::optional<ScratchBuffer<Acc>> a_block, b_block;
+  if (a_widened != nullptr) {
+    wide.a = a_widened + (tile.a - a_storage);
+  } else {  // as stored, op(A) is m x k, or k x m when transposed
+    wide.lda = tile.transpose_a ? tile.m : tile.k;
+    wide.a = widen_block<ATag>(0, a_block, tile.a, tile.lda, tile.transpose_a ? tile.k : tile.m, wide.lda);
+  }
+  if (b_widened != nullptr) {
+    wide.b = b_widened + (tile.b - b_storage);
+  } else {  // as stored, op(B) is k x n, or n x k when transposed
+    wide.ldb = tile.transpose_b ? tile.k : tile.n;
+    wide.b = widen_block<BTag>(1, b_block, tile.b, tile.ldb, tile.transpose_b ? tile.n : tile.k, wide.ldb);
+  }
+  product_on_this_thread(wide);
 }
 
 // sums[j] = the sum of column j of a rows x cols row-major matrix of storage_t<Compute>, in the
@@ -260,36 +287,17 @@ inline void release_gemm_scratch() noexcept {
   detail::release_kernel_caches();
 }
 
-/// @brief D = epilogue(alpha * op(A) * op(B) + beta * C), with cuBLASLt's semantics (gemm_spec.hpp).
-///
-/// @tparam Compute the compute precision: A and B hold `storage_t<Compute>` (fp32 storage for TF32,
-///                 rounded to TF32 here); D holds `storage_t<Compute>` or the accumulate type.
-/// @throws mpx::shape_error when shapes do not fit (naming both), mpx::invalid_argument when the
-///         epilogue's operands are missing.
-/// With `config.batch_count` = n > 1, A, B (and C) and D hold n matrices each and matrix i of D is
-/// computed from matrix i of A and B, tile by tile as a single call on that pair would, so the result
-/// equals n single calls bit for bit (for bf16, where those take the same kernel: the choice of
-/// oneDNN's bf16 dot products looks at the whole of A and B). Results do not depend on the number
-/// of threads.
-/// @code
-/// mpx::cpu::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes,
-///                                         .epilogue = mpx::Epilogue::ReluBias}, {.bias = &b});
-/// // scores[i] = q[i] k[i]^T / 8 for the 12 matrices q, k: [12 * T, 64], scores: [12 * T, T] (fp32)
-/// mpx::cpu::gemm<mpx::BFloat16>(q, k, scores, {.transpose_b = mpx::Transpose::Yes, .alpha = 0.125f,
-///                                              .batch_count = 12});
-/// @endcode
-template <NumericTag Compute, FloatingElement TD>
-void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Compute>, Host>& b,
-          Tensor<TD, Host>& d, const GemmConfig& config,
-          const GemmOperands<TD, accumulate_t<Compute>>& operands = {}) {
-  using Acc = accumulate_t<Compute>;  // what cuBLASLt accumulates in: COMPUTE_64F or COMPUTE_32F*
-  static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
-                "mpx::cpu::gemm<Compute>: D must hold the compute type or the accumulate type "
-                "(float; double for mpx::Double)");
-  constexpr const char* where = "mpx::cpu::gemm";
+namespace detail {
+
+// The GEMM of `gemm` and `gemm_scaled`: A holds ATag's storage, B BTag's, each widened to Acc where
+// it is not Acc already; `alpha` is what the product is multiplied by (config.alpha, times the
+// operands' inverse scales for `gemm_scaled`).
+template <NumericTag ATag, NumericTag BTag, FloatingElement TD, class Acc>
+void gemm_widened(const char* where, const Tensor<storage_t<ATag>, Host>& a,
+                  const Tensor<storage_t<BTag>, Host>& b, Tensor<TD, Host>& d, const GemmConfig& config,
+                  const GemmOperands<TD, Acc>& operands, Acc alpha) {
   const GemmShape g = validate_gemm(where, a.shape(), b.shape(), d.shape(), config, operands);
   const Epilogue epilogue = config.epilogue;
-  const Acc alpha = static_cast<Acc>(config.alpha);
   const Acc beta = static_cast<Acc>(config.beta);
   const std::int64_t d_rows = g.batch * g.m;  // all matrices of a batch
 
@@ -319,15 +327,20 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   }
 
   // bf16 operands go to oneDNN's bf16 matmul as they are where its products are exact
-  // (gemm_kernel.hpp). Otherwise the operands are widened (rounded first where needed) to fp32: B
-  // whole, into scratch, before the product; A too, or, where they fit a cache, each tile's rows of
-  // op(A) by the thread that multiplies the tile (detail::widens_a_per_tile).
-  const bool native = detail::native_bf16_products<Compute>(a.data(), a.numel(), b.data(), b.numel(),
-                                                            static_cast<float>(alpha));
-  const bool a_per_tile = !native && detail::widens_a_per_tile<Compute, Acc>(g);
-  std::optional<detail::Operand<Compute, Acc>> a_acc, b_acc;
-  if (!native) b_acc.emplace(b, 1);
-  if (!native && !a_per_tile) a_acc.emplace(a, 0);
+  // (gemm_kernel.hpp). Otherwise the operands are widened (rounded first where needed) to fp32: each
+  // whole, into scratch, before the product, or, where its blocks fit a cache, each tile's block of it
+  // by the thread that multiplies the tile (widens_per_tile).
+  constexpr bool both_bf16 = std::is_same_v<ATag, BFloat16> && std::is_same_v<BTag, BFloat16>;
+  bool native = false;
+  if constexpr (both_bf16) {
+    native =
+        native_bf16_products<BFloat16>(a.data(), a.numel(), b.data(), b.numel(), static_cast<float>(alpha));
+  }
+  const PerTileWidening per_tile = native ? PerTileWidening{} : widens_per_tile<ATag, Acc, BTag>(g);
+  std::optional<Operand<ATag, Acc>> a_acc;
+  std::optional<Operand<BTag, Acc>> b_acc;
+  if (!native && !per_tile.b) b_acc.emplace(b, 1);
+  if (!native && !per_tile.a) a_acc.emplace(a, 0);
 
   // t = alpha * op(A) op(B) + beta * C. When D holds Acc and beta = 0, t is D itself. Otherwise the
   // product goes to scratch first and C is added to the finished product, once, as cuBLASLt adds it
@@ -335,7 +348,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   // what makes a gradient accumulated over micro-batches equal the sum of the micro-batches' own,
   // bit for bit. The kernel writes every element of its target, so neither is cleared first.
   constexpr bool d_is_acc = std::is_same_v<TD, Acc>;
-  std::optional<detail::ScratchBuffer<Acc>> scratch_buffer;
+  std::optional<ScratchBuffer<Acc>> scratch_buffer;
   Eigen::Map<RowMajorMatrix<Acc>> scratch(nullptr, 0, 0);
   Eigen::Map<RowMajorMatrix<Acc>> t(nullptr, d_rows, g.n);
   if constexpr (d_is_acc) new (&t) decltype(t)(d.data(), d_rows, g.n);
@@ -348,8 +361,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   // each loop vectorises (GELU's tanh is plain arithmetic in float: numeric/tanh.hpp); the bias is
   // widened once and aux a block at a time, with the vector conversions, so that no conversion call
   // sits inside a loop.
-  const std::vector<Acc> bias =
-      reads_bias(epilogue) ? detail::widened<Acc>(*operands.bias) : std::vector<Acc>{};
+  const std::vector<Acc> bias = reads_bias(epilogue) ? widened<Acc>(*operands.bias) : std::vector<Acc>{};
   TD* aux = operands.aux != nullptr ? operands.aux->data() : nullptr;
   std::int32_t* relu_mask = operands.relu_mask != nullptr ? operands.relu_mask->data() : nullptr;
   const std::int64_t mask_words = relu_mask_words(g.n);
@@ -386,7 +398,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
       case Epilogue::GeluAuxBias:
         MPX_DETAIL_OMP_SIMD
         for (std::int64_t col = begin; col < end; ++col) v[col] = v[col] + bias[col];
-        detail::round_range(v, row_aux, begin, end);
+        round_range(v, row_aux, begin, end);
         MPX_DETAIL_OMP_SIMD
         for (std::int64_t col = begin; col < end; ++col) v[col] = gelu_tanh(v[col]);
         break;
@@ -404,10 +416,10 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
         break;
       case Epilogue::DGelu:
       case Epilogue::DGeluBGrad:
-        for (std::int64_t first = begin; first < end; first += detail::conversion_block) {
-          const std::int64_t length = std::min(detail::conversion_block, end - first);
-          Acc pre_activation[detail::conversion_block];
-          detail::widen_range<tag_of_t<TD>>(row_aux + first, pre_activation, 0, length);
+        for (std::int64_t first = begin; first < end; first += conversion_block) {
+          const std::int64_t length = std::min(conversion_block, end - first);
+          Acc pre_activation[conversion_block];
+          widen_range<tag_of_t<TD>>(row_aux + first, pre_activation, 0, length);
           MPX_DETAIL_OMP_SIMD
           for (std::int64_t i = 0; i < length; ++i) {
             v[first + i] = v[first + i] * gelu_tanh_derivative(pre_activation[i]);
@@ -416,7 +428,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
         break;
       default: break;
     }
-    if constexpr (!d_is_acc) detail::round_range(values, d.data(), row * g.n + begin, row * g.n + end);
+    if constexpr (!d_is_acc) round_range(values, d.data(), row * g.n + begin, row * g.n + end);
   };
 
   Acc* bias_grad = operands.bias_grad != nullptr ? operands.bias_grad->data() : nullptr;
@@ -445,33 +457,35 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     };
     const auto products = [&](const auto* a_data, const auto* b_data, const auto& run_tile) {
       using In = std::remove_cvref_t<decltype(*a_data)>;
-      detail::run_products(
+      using InB = std::remove_cvref_t<decltype(*b_data)>;
+      run_products(
           g.batch,
           [&](std::int64_t matrix) {
-            return detail::ProductView<In, Acc>{.transpose_a = config.transpose_a == Transpose::Yes,
-                                                .transpose_b = config.transpose_b == Transpose::Yes,
-                                                .m = g.m,
-                                                .n = g.n,
-                                                .k = g.k,
-                                                .a = a_data + matrix * (a.numel() / g.batch),
-                                                .lda = a.shape().cols(),
-                                                .b = b_data + matrix * (b.numel() / g.batch),
-                                                .ldb = b.shape().cols(),
-                                                .c = values + matrix * g.m * g.n,
-                                                .ldc = g.n,
-                                                .alpha = alpha};
+            return ProductView<In, Acc, InB>{.transpose_a = config.transpose_a == Transpose::Yes,
+                                             .transpose_b = config.transpose_b == Transpose::Yes,
+                                             .m = g.m,
+                                             .n = g.n,
+                                             .k = g.k,
+                                             .a = a_data + matrix * (a.numel() / g.batch),
+                                             .lda = a.shape().cols(),
+                                             .b = b_data + matrix * (b.numel() / g.batch),
+                                             .ldb = b.shape().cols(),
+                                             .c = values + matrix * g.m * g.n,
+                                             .ldc = g.n,
+                                             .alpha = alpha};
           },
           and_finish(run_tile));
     };
-    const auto as_they_are = [](const auto& tile) { detail::product_on_this_thread(tile); };
-    if constexpr (std::is_same_v<Compute, BFloat16> && detail::built_with_onednn) {
+    const auto as_they_are = [](const auto& tile) { product_on_this_thread(tile); };
+    if constexpr (both_bf16 && built_with_onednn) {
       if (native) return products(a.data(), b.data(), as_they_are);
     }
-    if constexpr (detail::converts_operands<Compute, Acc>) {
-      if (a_per_tile) {
-        const Acc* b_widened = b_acc->matrix().data();
+    if constexpr (converts_operands<ATag, Acc> || converts_operands<BTag, Acc>) {
+      if (per_tile.a || per_tile.b) {
+        const Acc* a_widened = per_tile.a ? nullptr : a_acc->matrix().data();
+        const Acc* b_widened = per_tile.b ? nullptr : b_acc->matrix().data();
         return products(a.data(), b.data(), [&](const auto& tile) {
-          detail::widen_a_and_multiply<Compute, Acc>(tile, b.data(), b_widened);
+          widen_and_multiply<ATag, BTag, Acc>(tile, a.data(), a_widened, b.data(), b_widened);
         });
       }
     }
@@ -498,7 +512,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
         for (std::int64_t row = first_row; row < end_row; ++row) finish_columns(values, row, 0, g.n);
       });
     } else if constexpr (!d_is_acc) {
-      detail::round_output(values, d.data(), d_rows * g.n);
+      round_output(values, d.data(), d_rows * g.n);
     }
   };
   if constexpr (d_is_acc) {
@@ -519,7 +533,7 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
     multiply(scratch);
     if (beta != Acc(0)) {
       const TD* c = operands.c != nullptr ? operands.c->data() : d.data();
-      detail::add_scaled<tag_of_t<TD>>(c, beta, scratch.data(), d_rows * g.n);
+      add_scaled<tag_of_t<TD>>(c, beta, scratch.data(), d_rows * g.n);
     }
     finish(scratch.data());
   }
@@ -528,18 +542,79 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   if (epilogue == Epilogue::BGradA) {  // bias_grad[i] = sum_l op(A)[i][l]
     const std::int64_t rows = a.shape().rows(), cols = a.shape().cols();
     if (config.transpose_a == Transpose::Yes) {
-      detail::column_sums<Compute>(a.data(), rows, cols, bias_grad);
+      column_sums<ATag>(a.data(), rows, cols, bias_grad);
     } else {
-      detail::row_sums<Compute>(a.data(), rows, cols, bias_grad);
+      row_sums<ATag>(a.data(), rows, cols, bias_grad);
     }
   } else if (epilogue == Epilogue::BGradB) {  // bias_grad[j] = sum_l op(B)[l][j]
     const std::int64_t rows = b.shape().rows(), cols = b.shape().cols();
     if (config.transpose_b == Transpose::Yes) {
-      detail::row_sums<Compute>(b.data(), rows, cols, bias_grad);
+      row_sums<BTag>(b.data(), rows, cols, bias_grad);
     } else {
-      detail::column_sums<Compute>(b.data(), rows, cols, bias_grad);
+      column_sums<BTag>(b.data(), rows, cols, bias_grad);
     }
   }
+}
+
+}  // namespace detail
+
+/// @brief D = epilogue(alpha * op(A) * op(B) + beta * C), with cuBLASLt's semantics (gemm_spec.hpp).
+///
+/// @tparam Compute the compute precision: A and B hold `storage_t<Compute>` (fp32 storage for TF32,
+///                 rounded to TF32 here); D holds `storage_t<Compute>` or the accumulate type.
+/// @throws mpx::shape_error when shapes do not fit (naming both), mpx::invalid_argument when the
+///         epilogue's operands are missing.
+/// With `config.batch_count` = n > 1, A, B (and C) and D hold n matrices each and matrix i of D is
+/// computed from matrix i of A and B, tile by tile as a single call on that pair would, so the result
+/// equals n single calls bit for bit (for bf16, where those take the same kernel: the choice of
+/// oneDNN's bf16 dot products looks at the whole of A and B). Results do not depend on the number
+/// of threads.
+/// @code
+/// mpx::cpu::gemm<mpx::BFloat16>(x, w, y, {.transpose_b = mpx::Transpose::Yes,
+///                                         .epilogue = mpx::Epilogue::ReluBias}, {.bias = &b});
+/// // scores[i] = q[i] k[i]^T / 8 for the 12 matrices q, k: [12 * T, 64], scores: [12 * T, T] (fp32)
+/// mpx::cpu::gemm<mpx::BFloat16>(q, k, scores, {.transpose_b = mpx::Transpose::Yes, .alpha = 0.125f,
+///                                              .batch_count = 12});
+/// @endcode
+template <NumericTag Compute, FloatingElement TD>
+void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Compute>, Host>& b,
+          Tensor<TD, Host>& d, const GemmConfig& config,
+          const GemmOperands<TD, accumulate_t<Compute>>& operands = {}) {
+  using Acc = accumulate_t<Compute>;  // what cuBLASLt accumulates in: COMPUTE_64F or COMPUTE_32F*
+  static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
+                "mpx::cpu::gemm<Compute>: D must hold the compute type or the accumulate type "
+                "(float; double for mpx::Double)");
+  detail::gemm_widened<Compute, Compute>("mpx::cpu::gemm", a, b, d, config, operands,
+                                         static_cast<Acc>(config.alpha));
+}
+
+/// @brief `gemm` of operands in two formats, each stored scaled (FP8 GEMM inputs: a tensor times its
+/// scale, then cast): D = epilogue(alpha * a_scale_inverse * b_scale_inverse * op(A) op(B) + beta *
+/// C), the three factors multiplied in that order in fp32, then applied to each fp32 sum. The
+/// inverse scales are read from the device's memory when the GEMM runs, as cuBLASLt's
+/// `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` and `B_SCALE_POINTER` are. The operands are
+/// decoded exactly to fp32 (a product of two FP8 values is exact in fp32); the sums are the fp32
+/// GEMM's (`Fp32Accumulation`, up to its order). D holds fp32 or any 16-bit format.
+/// @code
+/// // y = (x8 w8^T) / (x_scale * w_scale) + b, in bf16: x8 [tokens, in] in E4M3, w8 [out, in] in E4M3
+/// mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E4M3>(x8, w8, y,
+///     {.transpose_b = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::Bias}, {.bias = &b},
+///     &x_scale_inverse, &w_scale_inverse);
+/// @endcode
+template <NumericTag AFormat, NumericTag BFormat, FloatingElement TD>
+void gemm_scaled(const Tensor<storage_t<AFormat>, Host>& a, const Tensor<storage_t<BFormat>, Host>& b,
+                 Tensor<TD, Host>& d, const GemmConfig& config, const GemmOperands<TD, float>& operands,
+                 const float* a_scale_inverse, const float* b_scale_inverse) {
+  static_assert(std::is_same_v<accumulate_t<AFormat>, float> && std::is_same_v<accumulate_t<BFormat>, float>,
+                "mpx::cpu::gemm_scaled: the operand formats must accumulate in fp32");
+  if (config.epilogue == Epilogue::BGradA || config.epilogue == Epilogue::BGradB) {
+    // Their sums would be of the scaled codes; a bias gradient comes from the tensor before its cast.
+    throw invalid_argument(mpx::detail::concat(
+        "mpx::cpu::gemm_scaled: epilogue ", to_string(config.epilogue),
+        " sums an operand's scaled codes; sum the tensor the operand was cast from instead"));
+  }
+  detail::gemm_widened<AFormat, BFormat>("mpx::cpu::gemm_scaled", a, b, d, config, operands,
+                                         config.alpha * *a_scale_inverse * *b_scale_inverse);
 }
 
 }  // namespace mpx::cpu

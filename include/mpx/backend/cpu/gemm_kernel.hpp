@@ -54,14 +54,15 @@ inline constexpr bool built_with_onednn =
 #endif
 
 /// One product in row-major storage: C[m, n] = alpha op(A) op(B), op(A) m x k and op(B) k x n read
-/// from row-major A (lda) and B (ldb), transposed where asked; A and B hold `In`, C holds `Out`.
-template <class In, class Out = In>
+/// from row-major A (lda) and B (ldb), transposed where asked; A holds `In`, B holds `InB`, C holds
+/// `Out`.
+template <class In, class Out = In, class InB = In>
 struct ProductView {
   bool transpose_a = false, transpose_b = false;
   std::int64_t m = 0, n = 0, k = 0;
   const In* a = nullptr;
   std::int64_t lda = 0;
-  const In* b = nullptr;
+  const InB* b = nullptr;
   std::int64_t ldb = 0;
   Out* c = nullptr;
   std::int64_t ldc = 0;
