@@ -22,7 +22,8 @@
 //
 // `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision (with
 // `--workload resnet`, the ResNet step; with `--workload mlp`, the Fashion-MNIST MLP's), `--steps`
-// times (200 by default; ResNet 30, MLP 500) after 3 warm-up steps, and prints its median: the process to
+// times (200 by default; ResNet 30, MLP 500) after 3 warm-up steps, and prints its median (with `--workload
+// mlp`, also `--profile fp8_hybrid_delayed`): the process to
 // sample with `perf record -e cpu-clock` (scripts/profile_char_gpt.sh turns both sides of the char-GPT into a
 // table per operation).
 //
@@ -105,12 +106,53 @@ struct MlpRun {
   mpx::StepResult step() { return trainer.step(inputs, batch.labels); }
 };
 
+// gemm_ms's FP8 GEMMs: forward X W^T (E4M3 codes, bf16 out, bias and ReLU fused), dW = dZ^T X (E5M2 and
+// E4M3 codes, fp32 out, accumulating) and dX = dZ W; the bias gradient is not a GEMM here.
+template <class P>
+double fp8_gemm_ms(const Workload& w, int repetitions) {
+  using Forward = mpx::Encoded<typename P::forward_format>;
+  using Backward = mpx::Encoded<typename P::backward_format>;
+  using T = mpx::compute_t<P>;
+  const float one = 1.0f;
+  std::vector<double> samples;
+  for (int r = 0; r < repetitions; ++r) {
+    double total = 0;
+    for (int layer = 0; layer < 3; ++layer) {
+      const std::int64_t in = w.widths[std::size_t(layer)], out = w.widths[std::size_t(layer) + 1];
+      mpx::Tensor<Forward> x(mpx::Shape{w.batch, in}), weight(mpx::Shape{out, in});
+      mpx::Tensor<Backward> dz(mpx::Shape{w.batch, out});
+      x.fill(Forward(0.5f));
+      weight.fill(Forward(0.01f));
+      dz.fill(Backward(0.001f));
+      mpx::Tensor<T> bias(mpx::Shape{out}), y(mpx::Shape{w.batch, out}), dx(mpx::Shape{w.batch, in});
+      mpx::Tensor<float> dweight(mpx::Shape{out, in});
+      const auto forward = layer < 2 ? mpx::Epilogue::ReluBias : mpx::Epilogue::Bias;
+      auto start = mpx::bench::Clock::now();
+      mpx::cpu::gemm_scaled<typename P::forward_format, typename P::forward_format>(
+          x, weight, y, {.transpose_b = mpx::Transpose::Yes, .epilogue = forward}, {.bias = &bias}, &one,
+          &one);
+      mpx::cpu::gemm_scaled<typename P::backward_format, typename P::forward_format>(
+          dz, x, dweight, {.transpose_a = mpx::Transpose::Yes, .beta = 1.0f}, {}, &one, &one);
+      if (layer > 0) {
+        mpx::cpu::gemm_scaled<typename P::backward_format, typename P::forward_format>(dz, weight, dx, {}, {},
+                                                                                       &one, &one);
+      }
+      total += mpx::bench::elapsed_ms(start);
+    }
+    samples.push_back(total);
+  }
+  return mpx::bench::median(samples);
+}
+
 // The GEMMs of one step, timed alone: per layer the forward (bias and ReLU fused), the weight
-// gradient (fp32 output, accumulating, bias gradient fused) and, past the first layer, dX.
+// gradient (fp32 output, accumulating, bias gradient fused) and, past the first layer, dX. Under an
+// FP8 precision, the GEMMs of FP8 codes (cpu::gemm_scaled) that its Linear layers run, the casts
+// left out.
 template <class P>
 double gemm_ms(const Workload& w, int repetitions) {
   using C = typename P::compute_type;
   using T = mpx::compute_t<P>;
+  if constexpr (mpx::Fp8PrecisionPolicy<P>) return fp8_gemm_ms<P>(w, repetitions);
   std::vector<double> samples;
   for (int r = 0; r < repetitions; ++r) {
     double total = 0;
@@ -471,6 +513,9 @@ int main(int argc, char** argv) {
     if (profile == "fp32") return profile_step<MlpRun, mpx::fp32>("fashion_mnist_mlp", n);
     if (profile == "bf16_mixed") return profile_step<MlpRun, mpx::bf16_mixed>("fashion_mnist_mlp", n);
     if (profile == "fp16_mixed") return profile_step<MlpRun, mpx::fp16_mixed>("fashion_mnist_mlp", n);
+    if (profile == "fp8_hybrid_delayed") {
+      return profile_step<MlpRun, mpx::fp8_hybrid<mpx::DelayedScaling<>>>("fashion_mnist_mlp", n);
+    }
   } else if (!profile.empty() && workload == "resnet") {
     const int n = steps > 0 ? steps : 30;
     if (profile == "fp32") return profile_step<ResnetRun, mpx::fp32>("resnet", n);
@@ -502,7 +547,7 @@ int main(int argc, char** argv) {
   std::printf("training step on the CPU: %s\n", mpx::bench::machine_line().c_str());
   if (run_mlp && torch_python.empty()) std::printf("(no --torch PYTHON: PyTorch peer not run)\n");
   if (run_mlp)
-    std::printf("\n%-18s %-11s %9s %10s %8s %8s %11s %10s %9s %9s %9s\n", "workload", "precision", "ms/step",
+    std::printf("\n%-18s %-19s %9s %10s %8s %8s %11s %10s %9s %9s %9s\n", "workload", "precision", "ms/step",
                 "samples/s", "vs fp32", "GEMM %", "activations", "peak", "loss", "torch ms", "vs torch");
   std::vector<Result> results;
   for (const Workload& w : run_mlp ? workloads : std::vector<Workload>{}) {
@@ -511,24 +556,29 @@ int main(int argc, char** argv) {
     const double reference = MlpRun<mpx::fp64>(w).step().loss;
     const std::size_t first = results.size();
     boost::hana::for_each(
-        boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed>, [&](auto type) {
+        boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed,
+                             mpx::fp8_hybrid<mpx::DelayedScaling<>>>,
+        [&](auto type) {
           using P = typename decltype(type)::type;
           Result r = measure<P>(w, reference);
           r.ratio_to_fp32 = results.size() > first ? results[first].step_ms / r.step_ms : 1.0;
           const PeerColumns peer = attach_peer(r, torch_ms);
-          std::printf("%-18s %-11s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f %9s %9s\n",
+          std::printf("%-18s %-19s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f %9s %9s\n",
                       r.workload.c_str(), r.precision.c_str(), r.step_ms, r.samples_per_second,
                       r.ratio_to_fp32, 100 * r.gemm_share, double(r.activation_bytes) / (1 << 20),
                       double(r.peak_bytes) / (1 << 20), r.first_loss, peer.ms, peer.ratio);
           std::fflush(stdout);
           results.push_back(r);
         });
-    for (std::size_t i = first + 2; i < results.size(); ++i) {
+    for (std::size_t i = first + 2; i < first + 4; ++i) {
       std::printf(
           "  %s %s activations: %.1f%% below fp32 (bar: >= 45%%)\n", w.name.c_str(),
           results[i].precision.c_str(),
           100.0 * (1.0 - double(results[i].activation_bytes) / double(results[first].activation_bytes)));
     }
+    std::printf("  %s %s step: %.2fx the bf16_mixed step (bar: >= 0.8x)\n", w.name.c_str(),
+                results[first + 4].precision.c_str(),
+                results[first + 3].step_ms / results[first + 4].step_ms);
   }
   std::vector<PeerResult> peer_results;
   const int peer_steps = steps > 0 ? steps : 10;

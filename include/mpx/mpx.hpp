@@ -19,6 +19,7 @@
 #include "mpx/numeric/tags.hpp"
 #include "mpx/numeric/traits.hpp"
 
+#include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/fp8_scaling.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/policy/op_precision.hpp"

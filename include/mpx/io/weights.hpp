@@ -102,7 +102,17 @@ inline void check_tensor(const SafetensorsFile& file, const std::string& name,
   }
 }
 
-/// Checks every parameter of `model` with `check_tensor`.
+/// Whether buffer `name` is a precision's own state (an FP8 layer's scales and amax history, "fp8_*"):
+/// weights trained in another precision carry none, and a model of another precision has none, so
+/// such a buffer is loaded when the file has it and otherwise keeps its state (scales of 1), and the
+/// file's is ignored when the model has no such buffer. Weights move across precisions either way.
+inline bool is_precision_state(std::string_view name) {
+  const std::size_t dot = name.rfind('.');
+  return name.substr(dot == std::string_view::npos ? 0 : dot + 1).starts_with("fp8_");
+}
+
+/// Checks every parameter and buffer of `model` with `check_tensor` (a precision's state only when
+/// the file has it).
 template <class Model>
 void check_master_weights(const SafetensorsFile& file, Model& model, std::vector<std::string>& expected,
                           std::vector<std::string>& problems) {
@@ -110,6 +120,7 @@ void check_master_weights(const SafetensorsFile& file, Model& model, std::vector
     check_tensor(file, std::string(name), extents_of(p.shape()), expected, problems);
   });
   nn::for_each_buffer(model, [&](std::string_view name, auto& buffer) {
+    if (is_precision_state(name) && file.find(std::string(name)) == nullptr) return;
     check_tensor(file, std::string(name), extents_of(buffer.shape()), expected, problems);
   });
 }
@@ -119,7 +130,9 @@ template <class Ignored>
 void check_unexpected(const SafetensorsFile& file, const std::vector<std::string>& expected, Ignored ignored,
                       std::vector<std::string>& problems) {
   for (const auto& [name, entry] : file.tensors()) {
-    if (std::find(expected.begin(), expected.end(), name) != expected.end() || ignored(name)) continue;
+    if (std::find(expected.begin(), expected.end(), name) != expected.end() || ignored(name) ||
+        is_precision_state(name))
+      continue;
     problems.push_back(concat("unexpected tensor \"", name, "\" of shape ", shape_text(entry.shape),
                               " (not in the model",
                               name.starts_with("optimizer.") ? " or its optimizer's state" : "", ")"));
@@ -148,7 +161,9 @@ void load_master_weights(const SafetensorsFile& file, Model& model) {
     p.refresh_compute_copy();
   });
   nn::for_each_buffer(model, [&](std::string_view name, auto& buffer) {
-    convert_into_tensor(file, *file.find(name), buffer);
+    if (const TensorEntry* entry = file.find(std::string(name)); entry != nullptr) {
+      convert_into_tensor(file, *entry, buffer);
+    }
   });
 }
 

@@ -9,16 +9,32 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/nn/description.hpp"
+#include "mpx/nn/fp8_scales.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/parameter.hpp"
+#include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/precision.hpp"
 
 namespace mpx::nn {
+
+namespace detail {
+// What a Linear under an FP8 precision keeps for its GEMMs: its tensors' scales and the FP8 codes
+// of its input, weight and output gradient (the input's and weight's are read again by backward).
+template <class P, class Device>
+struct LinearFp8State {
+  Fp8Scales<P, Device> scales;
+  Tensor<Encoded<typename P::forward_format>, Device> input;
+  Tensor<Encoded<typename P::forward_format>, Device> weight;
+  Tensor<Encoded<typename P::backward_format>, Device> output_grad;
+};
+struct NoFp8State {};
+}  // namespace detail
 
 /// @brief Fully connected layer: weight [out_features, in_features] (PyTorch's layout), optional
 /// bias [out_features], optional activation fused into the matmul's epilogue.
@@ -36,11 +52,26 @@ namespace mpx::nn {
 /// In evaluation mode (nn/training_mode.hpp) forward keeps neither its input pointer nor GELU's
 /// pre-activation, and backward throws until a training-mode forward has run.
 ///
+/// Under an FP8 precision (`mpx::Fp8Precision`, policy/fp8_precision.hpp) the three GEMMs take FP8
+/// operands: forward casts x and the fp32 master weight into the forward format, backward casts dZ
+/// into the backward format, each with its scale (`nn::Fp8Scales`, the layer's buffers), and the
+/// GEMMs apply the inverse scales to their fp32 sums; the bias gradient is summed from the 16-bit dZ,
+/// as Transformer Engine's cast kernels do. The weight then has no 16-bit copy (`weight()` is fp32
+/// only). An evaluation-mode forward casts with the current scales and records no amax, so that
+/// evaluating between steps leaves delayed scaling's histories as training left them.
+///
 /// @tparam P precision policy; @tparam A fused activation; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, Activation A = Activation::None, class Device = Host>
 class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   using Compute = typename P::compute_type;
   using Param = Parameter<P, Device>;
+  static constexpr bool fp8 = Fp8PrecisionPolicy<P>;
+  // An FP8 GEMM reads the weight cast from its master copy: no 16-bit copy to keep.
+  using WeightParam = std::conditional_t<fp8, MasterParameter<P, Device>, Param>;
+  static_assert(!fp8 || std::is_same_v<Device, Host>,
+                "mpx::nn::Linear<FP8 precision, Activation, mpx::Cuda>: FP8 GEMMs run on the CPU in this "
+                "release (the cuBLASLt FP8 path is not written yet: docs/fp8.md); use mpx::bf16_mixed on "
+                "the GPU");
   using T = compute_t<P>;
   using Grad = accumulate_t<P>;
 
@@ -111,9 +142,21 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       }
     }
     if (epilogue == Epilogue::Default) operands.bias = nullptr;
-    Backend<Device>::template gemm<Compute>(x, weight_.compute(), output_,
-                                            GemmConfig{.transpose_b = Transpose::Yes, .epilogue = epilogue},
-                                            operands);
+    const GemmConfig config{.transpose_b = Transpose::Yes, .epilogue = epilogue};
+    if constexpr (fp8) {
+      using Forward = typename P::forward_format;
+      auto& state = fp8_;
+      ensure_shape(state.input, x.shape());
+      ensure_shape(state.weight, weight_.shape());
+      const bool record = this->training();
+      state.scales.template cast<Forward>(Fp8Tensor::Input, x, state.input, record);
+      state.scales.template cast<Forward>(Fp8Tensor::Weight, weight_.master(), state.weight, record);
+      Backend<Device>::template gemm_scaled<Forward, Forward>(
+          state.input, state.weight, output_, config, operands, state.scales.scale_inverse(Fp8Tensor::Input),
+          state.scales.scale_inverse(Fp8Tensor::Weight));
+    } else {
+      Backend<Device>::template gemm<Compute>(x, weight_.compute(), output_, config, operands);
+    }
     input_ = this->training() ? &x : nullptr;
     return output_;
   }
@@ -152,6 +195,20 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
     return run_backward(dz, /*activation_applied=*/true, true, &previous);
   }
 
+  /// @brief Under an FP8 precision, after each step's backward: the recipe's update of the layer's
+  /// scales (`Fp8Scales::update`). `Trainer` calls it.
+  void update_fp8_scales() requires fp8 { fp8_.scales.update(); }
+
+  /// @brief Under an FP8 precision: calls `f(name, tensor)` on the scaling state (`Fp8Scales`'s
+  /// buffers), which checkpoints save and load with the weights.
+  template <class F>
+  void for_each_buffer(F&& f) requires fp8 {
+    fp8_.scales.for_each_buffer(f);
+  }
+
+  /// @brief Under an FP8 precision: the scales of the layer's input, weight and output gradient.
+  [[nodiscard]] auto& fp8_scales() noexcept requires fp8 { return fp8_.scales; }
+
   /// @brief Calls f(name, parameter) for the weight, then the bias.
   template <class F>
   void for_each_parameter(F&& f) {
@@ -176,7 +233,7 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   /// @brief Output width.
   [[nodiscard]] std::int64_t out_features() const noexcept { return out_features_; }
   /// @brief The weight parameter, [out_features, in_features].
-  [[nodiscard]] Param& weight() noexcept { return weight_; }
+  [[nodiscard]] WeightParam& weight() noexcept { return weight_; }
   /// @brief The bias parameter, or null without one.
   [[nodiscard]] Param* bias() noexcept { return bias_ ? &*bias_ : nullptr; }
 
@@ -200,6 +257,16 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       Backend<Device>::gelu_backward(pre_activation_, dy, dz_);
       dz = &dz_;
     }
+    if constexpr (fp8) {
+      return run_fp8_backward(*dz, input_grad, previous);
+    } else {
+      return run_gemm_backward(*dz, input_grad, previous);
+    }
+  }
+
+  // backward's GEMMs in the compute type, from dZ (previous: as in run_backward).
+  const Tensor<T, Device>* run_gemm_backward(const Tensor<T, Device>& dz, bool input_grad,
+                                             const ActivationGradientFusion<Device>* previous) {
     // dW += dZ^T x (fp32 output, beta = 1 accumulates micro-batches; beta = 0 on the first one after
     // zero_grad); the bias gradient of this batch comes from the same GEMM's BGRAD epilogue.
     const auto weight_grad = weight_.grad_for_update();
@@ -215,7 +282,7 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       config.epilogue = Epilogue::BGradA;
       grad_operands.bias_grad = add_bias_grad ? &bias_grad_ : &bias_grad.tensor;
     }
-    Backend<Device>::template gemm<Compute>(*dz, *input_, weight_grad.tensor, config, grad_operands);
+    Backend<Device>::template gemm<Compute>(dz, *input_, weight_grad.tensor, config, grad_operands);
     if (add_bias_grad) Backend<Device>::add_into(bias_->grad(), bias_grad_);
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, input_->shape());
@@ -228,8 +295,40 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       input_config.epilogue = Epilogue::DRelu;
       input_operands.relu_mask = previous->relu_mask;
     }
-    Backend<Device>::template gemm<Compute>(*dz, weight_.compute(), input_grad_, input_config,
-                                            input_operands);
+    Backend<Device>::template gemm<Compute>(dz, weight_.compute(), input_grad_, input_config, input_operands);
+    return &input_grad_;
+  }
+
+  // backward's GEMMs under an FP8 precision: dZ cast into the backward format, dW += dZ^T x and dx =
+  // dZ W from the codes forward cast (previous: as in run_backward), the bias gradient from dZ.
+  const Tensor<T, Device>* run_fp8_backward(const Tensor<T, Device>& dz, bool input_grad,
+                                            const ActivationGradientFusion<Device>* previous) {
+    using Forward = typename P::forward_format;
+    using Backward = typename P::backward_format;
+    auto& state = fp8_;
+    ensure_shape(state.output_grad, dz.shape());
+    state.scales.template cast<Backward>(Fp8Tensor::OutputGradient, dz, state.output_grad);
+    const auto weight_grad = weight_.grad_for_update();
+    Backend<Device>::template gemm_scaled<Backward, Forward>(
+        state.output_grad, state.input, weight_grad.tensor,
+        GemmConfig{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f},
+        GemmOperands<Grad, Grad, Device>{}, state.scales.scale_inverse(Fp8Tensor::OutputGradient),
+        state.scales.scale_inverse(Fp8Tensor::Input));
+    if (bias_) {  // the sum of dZ's rows: the kernel a convolution's bias gradient uses
+      const auto bias_grad = bias_->grad_for_update();
+      Backend<Device>::conv2d_backward_bias(dz, bias_grad.tensor, bias_grad.overwrite);
+    }
+    if (!input_grad) return nullptr;
+    ensure_shape(input_grad_, input_->shape());
+    GemmConfig input_config;
+    GemmOperands<T, Grad, Device> input_operands;
+    if (previous != nullptr) {
+      input_config.epilogue = Epilogue::DRelu;
+      input_operands.relu_mask = previous->relu_mask;
+    }
+    Backend<Device>::template gemm_scaled<Backward, Forward>(
+        state.output_grad, state.weight, input_grad_, input_config, input_operands,
+        state.scales.scale_inverse(Fp8Tensor::OutputGradient), state.scales.scale_inverse(Fp8Tensor::Weight));
     return &input_grad_;
   }
 
@@ -242,8 +341,9 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   std::int64_t in_features_;
   std::int64_t out_features_;
   Options options_;
-  Param weight_;
+  WeightParam weight_;
   std::optional<Param> bias_;
+  [[no_unique_address]] std::conditional_t<fp8, detail::LinearFp8State<P, Device>, detail::NoFp8State> fp8_;
   SavedPointer<Tensor<T, Device>> input_;  // the previous layer's output buffer, kept alive by it
   Tensor<T, Device> output_;
   Tensor<T, Device> pre_activation_;        // GELU's aux: backward evaluates gelu' here

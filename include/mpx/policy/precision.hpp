@@ -115,6 +115,10 @@ struct Precision {
                 "e.g. mpx::Precision<mpx::BFloat16>; for a new format, specialise "
                 "mpx::numeric_traits first");
   static_assert(detail::checked_format<Compute>::value);  // names what a format of your own lacks
+  static_assert(!std::is_same_v<Compute, Float8E4M3> && !std::is_same_v<Compute, Float8E5M2>,
+                "mpx::Precision<FP8 format>: FP8 values are GEMM operands scaled per tensor by a recipe, "
+                "and activations between layers need a 16-bit type; write "
+                "mpx::fp8_hybrid<mpx::DelayedScaling<>> (<mpx/policy/fp8_precision.hpp>)");
   static_assert(NumericTag<Master> || detail::has_numeric_traits<Master>,
                 "mpx::Precision<Compute, Master>: Master must be a precision tag; "
                 "leave it out to get fp32 master weights (mpx::Float)");

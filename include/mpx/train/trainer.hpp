@@ -31,7 +31,9 @@
 #include "mpx/backend/backend.hpp"
 #include "mpx/error.hpp"
 #include "mpx/log.hpp"
+#include "mpx/nn/layer.hpp"
 #include "mpx/nn/step_key.hpp"
+#include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/train/gradient_sync.hpp"
@@ -103,6 +105,10 @@ class Trainer {
   static_assert(LossScalingPolicy<Scaling>,
                 "mpx::Trainer: Scaling must be mpx::DynamicLossScaling, mpx::StaticLossScaling or "
                 "mpx::NoLossScaling");
+  static_assert(!Fp8PrecisionPolicy<typename Model::precision> || !Scaling::scales_loss,
+                "mpx::Trainer: this model's FP8 precision scales every GEMM operand, output gradients "
+                "included, by its own amax, and its activations are bf16: a loss scale would only shift "
+                "what those scales undo. Use mpx::NoLossScaling (the default for this model)");
   static_assert(detail::scaler_suits_half<Model::has_half_compute, Scaling>,
                 "mpx::Trainer: this model has fp16 layers but no loss scaling: fp16 rounds gradients "
                 "below 2^-25 to zero (its smallest subnormal is 2^-24), and many gradients are that "
@@ -499,6 +505,11 @@ class Trainer {
     gradients_.clear();
     model_.for_each_parameter([&](std::string_view, auto& p) { gradients_.push_back(&p.grad()); });
     if (sync != nullptr) sync->finish(std::span(gradients_), state_.scalars());
+    // FP8 layers' scales follow every backward, whether or not the optimizer then applies the step
+    // (as Transformer Engine updates them): a skipped step's amaxes are what the next casts meet.
+    nn::for_each_layer(model_, [](auto& layer) {
+      if constexpr (requires { layer.update_fp8_scales(); }) layer.update_fp8_scales();
+    });
     state_.template finish_step<Scaling::scales_loss, Scaling>(
         std::span(gradients_), count, options_.max_grad_norm.value_or(0.0), scaler_.options(),
         optimizer_.update_preparation());

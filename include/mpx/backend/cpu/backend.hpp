@@ -16,6 +16,7 @@
 #include "mpx/backend/cpu/dropout.hpp"
 #include "mpx/backend/cpu/elementwise.hpp"
 #include "mpx/backend/cpu/embedding.hpp"
+#include "mpx/backend/cpu/fp8_cast.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cpu/graph.hpp"
@@ -63,6 +64,18 @@ struct Backend<Host> {
   template <NumericTag Compute, class... Args>
   static void gemm(Args&&... args) {
     cpu::gemm<Compute>(std::forward<Args>(args)...);
+  }
+  /// @brief GEMM of two scaled operands in formats `AFormat` and `BFormat` (FP8); see
+  /// `cpu::gemm_scaled`.
+  template <NumericTag AFormat, NumericTag BFormat, class... Args>
+  static void gemm_scaled(Args&&... args) {
+    cpu::gemm_scaled<AFormat, BFormat>(std::forward<Args>(args)...);
+  }
+  /// @brief A tensor times its scale, cast into `Format` (FP8), its amax recorded; see
+  /// `cpu::cast_scaled`.
+  template <NumericTag Format, class... Args>
+  static void cast_scaled(Args&&... args) {
+    cpu::cast_scaled<Format>(std::forward<Args>(args)...);
   }
   /// @brief 2-D convolution (channels-last) in the `Compute` precision; see `cpu::conv2d_forward`
   /// and backend/conv2d_spec.hpp.
@@ -124,6 +137,7 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_backward);
   MPX_DETAIL_FORWARD_TO_CPU(dropout);
   MPX_DETAIL_FORWARD_TO_CPU(conv2d_backward_bias);
+  MPX_DETAIL_FORWARD_TO_CPU(accumulate_amax);
   MPX_DETAIL_FORWARD_TO_CPU(max_pool2d_forward);
   MPX_DETAIL_FORWARD_TO_CPU(max_pool2d_backward);
   MPX_DETAIL_FORWARD_TO_CPU(avg_pool2d_forward);
