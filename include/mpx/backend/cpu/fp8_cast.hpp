@@ -53,12 +53,14 @@ float amax_of_range(const S* x, std::int64_t begin, std::int64_t end) {
   return largest;
 }
 
-// Whether encode_saturating's branch-free rule applies to Format: subnormals (the rule rounds to
-// multiples of the smallest one) and an exponent range inside fp32's.
+// Whether encode_saturating's branch-free rule applies to Format: it has subnormals (the rule
+// rounds to multiples of the smallest one), its smallest subnormal's reciprocal is a normal float,
+// and its subnormal codes stay below 2^22 (where adding 2^23 rounds to an integer).
 template <NumericTag Format>
 inline constexpr bool branch_free_encoding =
-    numeric_traits<Format>::has_subnormals&& numeric_traits<Format>::mantissa_bits >= 1 &&
-    numeric_traits<Format>::exponent_bias <= 126;
+    (numeric_traits<Format>::has_subnormals) && numeric_traits<Format>::mantissa_bits >= 1 &&
+    numeric_traits<Format>::mantissa_bits <= 21 &&
+    numeric_traits<Format>::exponent_bias - 1 + numeric_traits<Format>::mantissa_bits <= 127;
 
 // The code of Format that x rounds to, saturating: mpx::detail::encode_bits<Format, true>, bit for
 // bit (tests/unit/fp8_linear_test.cpp compares them over 2^24 inputs), written without branches so
