@@ -31,11 +31,6 @@ enum class Fp8Tensor : int {
 };
 
 namespace detail {
-template <class Recipe>
-inline constexpr bool is_delayed = false;
-template <std::size_t History, AmaxAlgorithm Algorithm, int Margin>
-inline constexpr bool is_delayed<DelayedScaling<History, Algorithm, Margin>> = true;
-
 // scale = scale_inverse = 1 for each of `count` tensors (the state before any amax is known).
 struct ResetScales {
   int count;
@@ -86,15 +81,12 @@ class Fp8Scales {
 
  public:
   /// @brief Whether the recipe is delayed scaling (else current scaling).
-  static constexpr bool delayed = detail::is_delayed<Recipe>;
+  static constexpr bool delayed = mpx::detail::is_delayed_scaling<Recipe>::value;
   /// @brief Tensors with a scale: input, weight, output gradient.
   static constexpr int tensors = 3;
 
-  Fp8Scales() : scale_(Shape{tensors}), scale_inverse_(Shape{tensors}), amax_(amax_shape()) { reset(); }
-
-  /// @brief Scales back to 1 and amaxes to 0, as a freshly built layer has them.
-  void reset() {
-    amax_.set_zero();
+  /// @brief Scales of 1 and amaxes of 0 (tensors start zero-filled).
+  Fp8Scales() : scale_(Shape{tensors}), scale_inverse_(Shape{tensors}), amax_(amax_shape()) {
     Backend<Device>::single_thread(detail::ResetScales{tensors}, scale_.data(), scale_inverse_.data());
   }
 

@@ -50,9 +50,11 @@ struct is_fp8_formats : std::false_type {};
 template <class Forward, class Backward>
 struct is_fp8_formats<Fp8Formats<Forward, Backward>> : std::true_type {};
 template <class T>
-struct is_scaling_recipe : std::false_type {};
+struct is_delayed_scaling : std::false_type {};
 template <std::size_t History, AmaxAlgorithm Algorithm, int Margin>
-struct is_scaling_recipe<DelayedScaling<History, Algorithm, Margin>> : std::true_type {};
+struct is_delayed_scaling<DelayedScaling<History, Algorithm, Margin>> : std::true_type {};
+template <class T>
+struct is_scaling_recipe : is_delayed_scaling<T> {};
 template <bool PowerOfTwoScales, float AmaxEpsilon>
 struct is_scaling_recipe<CurrentScaling<PowerOfTwoScales, AmaxEpsilon>> : std::true_type {};
 inline constexpr std::string_view fp8_prefix = "fp8_";
