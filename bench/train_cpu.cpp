@@ -23,7 +23,7 @@
 // `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision (with
 // `--workload resnet`, the ResNet step; with `--workload mlp`, the Fashion-MNIST MLP's), `--steps`
 // times (200 by default; ResNet 30, MLP 500) after 3 warm-up steps, and prints its median (with `--workload
-// mlp`, also `--profile fp8_hybrid_delayed`): the process to
+// mlp`, also `--profile fp8_hybrid_delayed` and `fp8_hybrid_delayed_fp32acc`): the process to
 // sample with `perf record -e cpu-clock` (scripts/profile_char_gpt.sh turns both sides of the char-GPT into a
 // table per operation).
 //
@@ -128,14 +128,16 @@ double fp8_gemm_ms(const Workload& w, int repetitions) {
       mpx::Tensor<float> dweight(mpx::Shape{out, in});
       const auto forward = layer < 2 ? mpx::Epilogue::ReluBias : mpx::Epilogue::Bias;
       auto start = mpx::bench::Clock::now();
-      mpx::cpu::gemm_scaled<typename P::forward_format, typename P::forward_format>(
+      mpx::cpu::gemm_scaled<typename P::forward_format, typename P::forward_format,
+                            typename P::accumulation::fprop>(
           x, weight, y, {.transpose_b = mpx::Transpose::Yes, .epilogue = forward}, {.bias = &bias}, &one,
           &one);
-      mpx::cpu::gemm_scaled<typename P::backward_format, typename P::forward_format>(
+      mpx::cpu::gemm_scaled<typename P::backward_format, typename P::forward_format,
+                            typename P::accumulation::wgrad>(
           dz, x, dweight, {.transpose_a = mpx::Transpose::Yes, .beta = 1.0f}, {}, &one, &one);
       if (layer > 0) {
-        mpx::cpu::gemm_scaled<typename P::backward_format, typename P::forward_format>(dz, weight, dx, {}, {},
-                                                                                       &one, &one);
+        mpx::cpu::gemm_scaled<typename P::backward_format, typename P::forward_format,
+                              typename P::accumulation::dgrad>(dz, weight, dx, {}, {}, &one, &one);
       }
       total += mpx::bench::elapsed_ms(start);
     }
@@ -516,6 +518,10 @@ int main(int argc, char** argv) {
     if (profile == "fp8_hybrid_delayed") {
       return profile_step<MlpRun, mpx::fp8_hybrid<mpx::DelayedScaling<>>>("fashion_mnist_mlp", n);
     }
+    if (profile == "fp8_hybrid_delayed_fp32acc") {
+      return profile_step<MlpRun, mpx::fp8_hybrid<mpx::DelayedScaling<>, mpx::Fp32GemmAccumulation>>(
+          "fashion_mnist_mlp", n);
+    }
   } else if (!profile.empty() && workload == "resnet") {
     const int n = steps > 0 ? steps : 30;
     if (profile == "fp32") return profile_step<ResnetRun, mpx::fp32>("resnet", n);
@@ -528,8 +534,11 @@ int main(int argc, char** argv) {
     if (profile == "fp16_mixed") return profile_step<GptRun, mpx::fp16_mixed>("char_gpt", n);
   }
   if (!profile.empty()) {
-    std::fprintf(stderr, "train_cpu: --profile %s: expected fp32, bf16_mixed or fp16_mixed\n",
-                 profile.c_str());
+    std::fprintf(
+        stderr,
+        "train_cpu: --profile %s: expected fp32, bf16_mixed or fp16_mixed (with --workload mlp, also "
+        "fp8_hybrid_delayed or fp8_hybrid_delayed_fp32acc)\n",
+        profile.c_str());
     return EXIT_FAILURE;
   }
   const bool run_mlp = workload == "all" || workload == "mlp";
@@ -547,7 +556,7 @@ int main(int argc, char** argv) {
   std::printf("training step on the CPU: %s\n", mpx::bench::machine_line().c_str());
   if (run_mlp && torch_python.empty()) std::printf("(no --torch PYTHON: PyTorch peer not run)\n");
   if (run_mlp)
-    std::printf("\n%-18s %-19s %9s %10s %8s %8s %11s %10s %9s %9s %9s\n", "workload", "precision", "ms/step",
+    std::printf("\n%-18s %-26s %9s %10s %8s %8s %11s %10s %9s %9s %9s\n", "workload", "precision", "ms/step",
                 "samples/s", "vs fp32", "GEMM %", "activations", "peak", "loss", "torch ms", "vs torch");
   std::vector<Result> results;
   for (const Workload& w : run_mlp ? workloads : std::vector<Workload>{}) {
@@ -557,13 +566,14 @@ int main(int argc, char** argv) {
     const std::size_t first = results.size();
     boost::hana::for_each(
         boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed,
-                             mpx::fp8_hybrid<mpx::DelayedScaling<>>>,
+                             mpx::fp8_hybrid<mpx::DelayedScaling<>>,
+                             mpx::fp8_hybrid<mpx::DelayedScaling<>, mpx::Fp32GemmAccumulation>>,
         [&](auto type) {
           using P = typename decltype(type)::type;
           Result r = measure<P>(w, reference);
           r.ratio_to_fp32 = results.size() > first ? results[first].step_ms / r.step_ms : 1.0;
           const PeerColumns peer = attach_peer(r, torch_ms);
-          std::printf("%-18s %-19s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f %9s %9s\n",
+          std::printf("%-18s %-26s %9.2f %10.0f %7.2fx %7.1f%% %8.2f MiB %6.2f MiB %9.5f %9s %9s\n",
                       r.workload.c_str(), r.precision.c_str(), r.step_ms, r.samples_per_second,
                       r.ratio_to_fp32, 100 * r.gemm_share, double(r.activation_bytes) / (1 << 20),
                       double(r.peak_bytes) / (1 << 20), r.first_loss, peer.ms, peer.ratio);
@@ -576,9 +586,10 @@ int main(int argc, char** argv) {
           results[i].precision.c_str(),
           100.0 * (1.0 - double(results[i].activation_bytes) / double(results[first].activation_bytes)));
     }
-    std::printf("  %s %s step: %.2fx the bf16_mixed step (bar: >= 0.8x)\n", w.name.c_str(),
-                results[first + 4].precision.c_str(),
-                results[first + 3].step_ms / results[first + 4].step_ms);
+    for (std::size_t i = first + 4; i < first + 6; ++i) {
+      std::printf("  %s %s step: %.2fx the bf16_mixed step (bar: >= 0.8x)\n", w.name.c_str(),
+                  results[i].precision.c_str(), results[first + 3].step_ms / results[i].step_ms);
+    }
   }
   std::vector<PeerResult> peer_results;
   const int peer_steps = steps > 0 ? steps : 10;

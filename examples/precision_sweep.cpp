@@ -28,9 +28,13 @@ namespace ex = mpx::experiment;
 using Fp16Unscaled =
     ex::Config<ex::LayerPrecisions<mpx::fp16_mixed>, mpx::AllowFp16Underflow<mpx::NoLossScaling>>;
 using Bf16Fp32HeadNorm = ex::LayerPrecisions<mpx::bf16_mixed, mpx::fp32, mpx::fp32>;
+// FP8 Linear layers (Transformer Engine's default recipe), their GEMMs summed as Hopper's Tensor Cores
+// sum them, and the same with fp32 sums: what the accumulator does to training.
+using Fp8Hopper = mpx::fp8_hybrid<mpx::DelayedScaling<>>;
+using Fp8Fp32Sums = mpx::fp8_hybrid<mpx::DelayedScaling<>, mpx::Fp32GemmAccumulation>;
 constexpr auto configurations =
     boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, Fp16Unscaled, mpx::bf16_mixed,
-                         Bf16Fp32HeadNorm, mpx::bf16_pure_nearest, mpx::bf16_pure>;
+                         Bf16Fp32HeadNorm, mpx::bf16_pure_nearest, mpx::bf16_pure, Fp8Hopper, Fp8Fp32Sums>;
 // [configurations]
 
 struct Settings {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
-# The main job: trains the Fashion-MNIST MLP in fp32, tf32, fp16 and bf16 and prints the comparison
-# table (test accuracy, time per epoch, activation memory, skipped steps, loss scale). It trains on
-# the GPU when the build has CUDA and the machine a GPU (`--device auto`), else on the CPU.
+# The main job: trains the Fashion-MNIST MLP in fp32, tf32, fp16 and bf16 (and, on the CPU, in FP8
+# with delayed and with current scaling) and prints the comparison table (test accuracy, time per
+# epoch, activation memory, skipped steps, loss scale). It trains on the GPU when the build has CUDA
+# and the machine a GPU (`--device auto`), else on the CPU.
 # Extra arguments go to the example, e.g. `scripts/main.sh --precision bf16 --epochs 3 --device cpu`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

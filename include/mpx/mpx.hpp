@@ -21,6 +21,7 @@
 
 #include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/fp8_scaling.hpp"
+#include "mpx/policy/gemm_accumulation.hpp"
 #include "mpx/policy/loss_scaling.hpp"
 #include "mpx/policy/op_precision.hpp"
 #include "mpx/policy/precision.hpp"

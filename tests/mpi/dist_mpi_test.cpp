@@ -6,6 +6,7 @@
 // rank's result.
 #include <unistd.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -212,10 +213,11 @@ class OverflowOnOneRank final : public mpx::GradientSync<mpx::Host, Grad> {
   void gradients_final(typename mpx::GradientSync<mpx::Host, Grad>::GradientList g) override {
     inner_.gradients_final(g);
   }
-  void finish(typename mpx::GradientSync<mpx::Host, Grad>::GradientList g, mpx::StepScalars* s) override {
+  void finish(typename mpx::GradientSync<mpx::Host, Grad>::GradientList g, mpx::StepScalars* s,
+              std::span<float> amaxes) override {
     if (inject_here_ && ++step_ == at_step_) (*g.front())[0] = std::numeric_limits<Grad>::infinity();
     if (!inject_here_) ++step_;
-    inner_.finish(g, s);
+    inner_.finish(g, s, amaxes);
   }
 
  private:
@@ -348,7 +350,7 @@ TEST_CASE("Every reduction averages buckets smaller than the world, with empty s
       scalars.loss_sum = 1.0 + comm.rank();
       sync.begin_backward();
       sync.gradients_final(std::span(gradients).last(2));  // the last layer's, as backward reports
-      sync.finish(gradients, &scalars);
+      sync.finish(gradients, &scalars, {});
       for (std::size_t t = 0; t < gradients.size(); ++t) {
         for (std::int64_t i = 0; i < gradients[t]->numel(); ++i) {
           std::vector<float> copies;
@@ -491,6 +493,55 @@ TEST_CASE("After every step each rank holds rank 0's BatchNorm running statistic
   CHECK(same_on_every_rank(comm, broadcast.weights));
   CHECK(same_on_every_rank(comm, own.weights));
   CHECK(broadcast.weights == own.weights);  // training normalises with each batch's own statistics
+}
+
+TEST_CASE("FP8 amaxes are reduced to their maximum over ranks, so every rank computes the same scales",
+          "[mpi][fp8]") {
+  // Each rank's inputs are its own batch times (1 + rank): different amaxes on every rank. After each
+  // step the newest history entry of every FP8 tensor must be the largest of the ranks' own amaxes,
+  // and scales, histories and weights the same on every rank, with and without broadcast_buffers.
+  using P = mpx::fp8_hybrid<mpx::DelayedScaling<4>>;
+  mpx::dist::Communicator comm;
+  const mpx::data::Dataset data = make_dataset(local_batch * comm.size(), 11);
+  for (const bool broadcast : {true, false}) {
+    CAPTURE(broadcast);
+    mpx::nn::Sequential model{mpx::nn::Linear<P, mpx::nn::Activation::ReLU>(features, 32),
+                              mpx::nn::Linear<P>(32, classes)};
+    model.initialize(7);
+    mpx::nn::SoftmaxCrossEntropy<P> loss;
+    mpx::optim::AdamW optimizer(model, {.lr = 0.01f});
+    mpx::dist::MpiGradientSync<float> sync(comm, model, {.broadcast_buffers = broadcast});
+    mpx::Trainer trainer(model, loss, optimizer, sync);
+    mpx::Tensor<float> x(mpx::Shape{local_batch, features});
+    mpx::Tensor<std::int32_t> y(mpx::Shape{local_batch});
+    for (std::int64_t i = 0; i < local_batch; ++i) {
+      y[i] = data.labels()[comm.rank() * local_batch + i];
+      for (std::int64_t f = 0; f < features; ++f)
+        x[i * features + f] = data.images()[(comm.rank() * local_batch + i) * features + f] *
+                              static_cast<float>(1 + comm.rank());
+    }
+    for (int step = 0; step < 3; ++step) {
+      (void)trainer.step(x, y);
+      // The first layer's input amax, as its cast measured it (of the bf16 input): this rank's own,
+      // and the largest over ranks.
+      float own = 0.0f;
+      const auto rounded = mpx::convert<mpx::BFloat16>(x);  // a named tensor: values() would dangle
+      for (const auto v : rounded.values()) own = std::max(own, std::fabs(static_cast<float>(v)));
+      float largest = 0.0f;
+      for (const std::uint64_t bits : comm.all_gather(std::bit_cast<std::uint32_t>(own)))
+        largest = std::max(largest, std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+      const auto& first = model.template layer<0>().fp8_scales();
+      // After the roll, the step's amax is the last history row's (row 3 of 4), column 0 (input).
+      CHECK(first.amaxes()[3 * 3 + 0] == largest);
+      CHECK(first.scales()[0] == 448.0f / largest);
+      std::uint64_t state = 0;
+      mpx::nn::for_each_buffer(model, [&](std::string_view, auto& t) {
+        for (const float v : t.values()) state = state * 1099511628211ull + std::bit_cast<std::uint32_t>(v);
+      });
+      CHECK(same_on_every_rank(comm, state));
+      CHECK(same_on_every_rank(comm, state_hash(model)));
+    }
+  }
 }
 
 TEST_CASE("With sync_batch_norm, N ranks normalise as one process does the whole batch of N x 32", "[mpi]") {

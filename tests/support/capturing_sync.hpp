@@ -28,7 +28,7 @@ class CapturingSync final : public GradientSync<Device, float> {
   [[nodiscard]] int rank() const override { return rank_; }
   void begin_backward() override {}
   void gradients_final(GradientList) override {}
-  void finish(GradientList gradients, StepScalars*) override {
+  void finish(GradientList gradients, StepScalars*, std::span<float>) override {
     sums.clear();
     for (const Tensor<float, Device>* g : gradients) {
       if constexpr (std::is_same_v<Device, Host>) {

@@ -271,8 +271,9 @@ class RecordingSync final : public mpx::GradientSync<mpx::Host, float> {
     calls.emplace_back("final");
     for (auto* g : gradients) CHECK(reported.insert(g).second);
   }
-  void finish(GradientList gradients, mpx::StepScalars* scalars) override {
+  void finish(GradientList gradients, mpx::StepScalars* scalars, std::span<float> amaxes) override {
     calls.emplace_back("finish");
+    CHECK(amaxes.empty());  // no FP8 layers
     finished_with = gradients.size();
     for (auto* g : gradients) {
       CHECK(reported.count(g) == 1);  // every gradient was reported final first

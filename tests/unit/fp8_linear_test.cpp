@@ -44,7 +44,8 @@ float largest_magnitude(const Tensor<T>& t) {
 }
 
 // y = bf16(sum_k fp8(x * sx) fp8(w * sw) / (sx sw) + b): the codes cast here, the GEMM as
-// cpu::gemm_scaled computes it (tested in gemm_cpu_test.cpp).
+// cpu::gemm_scaled computes it under the forward GEMM's accumulator model, Hopper's fast accumulation
+// (tested in gemm_cpu_test.cpp).
 Tensor<Eigen::bfloat16> expected_forward(const Tensor<Eigen::bfloat16>& x, const Tensor<float>& w,
                                          const Tensor<Eigen::bfloat16>& bias, float sx, float sw) {
   Tensor<E4M3> x8(x.shape()), w8(w.shape());
@@ -53,7 +54,7 @@ Tensor<Eigen::bfloat16> expected_forward(const Tensor<Eigen::bfloat16>& x, const
   for (std::int64_t i = 0; i < w.numel(); ++i) w8[i] = E4M3::rounded<mpx::Overflow::Saturate>(w[i] * sw);
   Tensor<Eigen::bfloat16> y(Shape{x.shape().rows(), w.shape().rows()});
   const float x_inverse = 1.0f / sx, w_inverse = 1.0f / sw;
-  mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E4M3>(
+  mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E4M3, mpx::HopperFp8FastAccumulation>(
       x8, w8, y, {.transpose_b = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::Bias}, {.bias = &bias},
       &x_inverse, &w_inverse);
   return y;
@@ -75,6 +76,15 @@ TEST_CASE("FP8 precisions: names, formats and the compute type activations keep"
   CHECK(mpx::fp8_e4m3<mpx::CurrentScaling<>>::name == "fp8_e4m3_current");
   CHECK(mpx::Fp8Precision<mpx::CurrentScaling<>, mpx::Fp8Hybrid, mpx::Half>::name ==
         "fp8_hybrid_current_fp16");
+  // Each GEMM's accumulator model: Transformer Engine's choice on Hopper unless asked otherwise.
+  STATIC_REQUIRE(std::is_same_v<Delayed::accumulation::fprop, mpx::HopperFp8FastAccumulation>);
+  STATIC_REQUIRE(std::is_same_v<Delayed::accumulation::dgrad, mpx::PromotedAccumulation<>>);
+  STATIC_REQUIRE(std::is_same_v<Delayed::accumulation::wgrad, mpx::PromotedAccumulation<>>);
+  CHECK(mpx::fp8_hybrid<mpx::DelayedScaling<>, mpx::Fp32GemmAccumulation>::name ==
+        "fp8_hybrid_delayed_fp32acc");
+  using Mixed = mpx::GemmAccumulation<mpx::Fp32Accumulation, mpx::HopperFp8FastAccumulation,
+                                      mpx::PromotedAccumulation<>>;
+  CHECK(mpx::fp8_e4m3<mpx::CurrentScaling<>, Mixed>::name == "fp8_e4m3_current_fp32_truncated_promoted");
 }
 
 TEST_CASE("The casts' branch-free FP8 encoder gives the reference encoder's codes", "[fp8][numeric]") {
@@ -117,7 +127,8 @@ TEST_CASE("An FP8 Linear under delayed scaling: casts, GEMMs and the scales' his
   CHECK(scales.amaxes()[1] == amax_w);
   CHECK(scales.amaxes()[2] == amax_g);
 
-  // dx = dY W from the E5M2 codes of dY and the E4M3 codes of W (scales 1): transcribed.
+  // dx = dY W from the E5M2 codes of dY and the E4M3 codes of W (scales 1), promoted every 128
+  // products as Transformer Engine's dgrad is: transcribed.
   Tensor<E5M2> g8(dy.shape());
   for (std::int64_t i = 0; i < dy.numel(); ++i)
     g8[i] = E5M2::rounded<mpx::Overflow::Saturate>(static_cast<float>(dy[i]));
@@ -126,7 +137,8 @@ TEST_CASE("An FP8 Linear under delayed scaling: casts, GEMMs and the scales' his
     w8[i] = E4M3::rounded<mpx::Overflow::Saturate>(layer.weight().master()[i]);
   Tensor<Eigen::bfloat16> expected_dx(x.shape());
   const float one = 1.0f;
-  mpx::cpu::gemm_scaled<mpx::Float8E5M2, mpx::Float8E4M3>(g8, w8, expected_dx, {}, {}, &one, &one);
+  mpx::cpu::gemm_scaled<mpx::Float8E5M2, mpx::Float8E4M3, mpx::PromotedAccumulation<>>(g8, w8, expected_dx,
+                                                                                       {}, {}, &one, &one);
   CHECK(same_bits(dx, expected_dx));
   // The bias gradient sums dY itself (bf16), as TE's cast kernels do, not its E5M2 codes.
   double column0 = 0;
@@ -208,7 +220,9 @@ TEST_CASE("FP8 MLPs train with delayed and current scaling; their scale state ch
   };
   const std::vector<double> bf16 = train(mpx::bf16_mixed{});
   for (const auto& [name, losses] :
-       {std::pair{"delayed", train(Delayed{})}, std::pair{"current", train(Current{})}}) {
+       {std::pair{"delayed", train(Delayed{})}, std::pair{"current", train(Current{})},
+        std::pair{"delayed, fp32 sums",
+                  train(mpx::fp8_hybrid<mpx::DelayedScaling<4>, mpx::Fp32GemmAccumulation>{})}}) {
     INFO(name << ": first loss " << losses.front() << ", last " << losses.back() << ", mean " << mean(losses)
               << "; bf16 mean " << mean(bf16));
     CHECK(std::isfinite(losses.back()));

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1114,6 +1115,84 @@ TEST_CASE("cpu::gemm_scaled multiplies FP8 operands of two formats, their invers
               Approx(exact).epsilon(0x1p-7).margin(1e-3));
     }
   }
+}
+
+TEST_CASE("cpu::gemm_scaled under an accumulator model sums each output as the model's scalar function does",
+          "[gemm][cpu][fp8][accumulation]") {
+  // E4M3 times E5M2 codes (subnormals and zeros among them), shapes that leave partial groups, runs
+  // and vector blocks, every transpose: each output must be alpha * Model::accumulate(0, row, column)
+  // plus the bias, bit for bit, for the vectorised models and for one that takes the scalar path.
+  using E4M3 = mpx::Encoded<mpx::Float8E4M3>;
+  using E5M2 = mpx::Encoded<mpx::Float8E5M2>;
+  const std::int64_t m = 37, n = 45, k = 300;
+  std::mt19937_64 rng(2511);
+  std::uniform_int_distribution<int> code(0, 255);
+  const auto finite_code = [&]<class Code>(Code& x) {
+    do x = Code::from_bits(static_cast<std::uint8_t>(code(rng)));
+    while (!std::isfinite(static_cast<float>(x)));
+  };
+  Tensor<float> bias(Shape{n});
+  for (std::int64_t j = 0; j < n; ++j) bias[j] = 0.25f * static_cast<float>(j % 5);
+  const float a_scale_inverse = 1.0f / 48.0f, b_scale_inverse = 3.0f;
+  const auto check_model = [&]<class Model>(Model, bool transpose_a, bool transpose_b, bool with_nan) {
+    Tensor<E4M3> a(transpose_a ? Shape{k, m} : Shape{m, k});
+    Tensor<E5M2> b(transpose_b ? Shape{n, k} : Shape{k, n});
+    for (E4M3& x : a.values()) finite_code(x);
+    for (E5M2& x : b.values()) finite_code(x);
+    if (with_nan) a[5] = E4M3::from_bits(0x7f);  // E4M3's NaN: its row (or column of op(A)) gives NaN
+    const GemmConfig config{.transpose_a = transpose_a ? Transpose::Yes : Transpose::No,
+                            .transpose_b = transpose_b ? Transpose::Yes : Transpose::No,
+                            .alpha = 0.5f,
+                            .epilogue = Epilogue::Bias};
+    Tensor<float> d(Shape{m, n});
+    mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E5M2, Model>(a, b, d, config, {.bias = &bias},
+                                                                   &a_scale_inverse, &b_scale_inverse);
+    const float alpha = config.alpha * a_scale_inverse * b_scale_inverse;
+    std::vector<float> row(k), column(k);
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        for (std::int64_t l = 0; l < k; ++l) {
+          row[l] = static_cast<float>(transpose_a ? a[l * m + i] : a[i * k + l]);
+          column[l] = static_cast<float>(transpose_b ? b[j * k + l] : b[l * n + j]);
+        }
+        const float expected =
+            alpha * Model::template accumulate<mpx::Float8E4M3, mpx::Float8E5M2>(0.0f, row, column) + bias[j];
+        CAPTURE(Model::name, transpose_a, transpose_b, with_nan, i, j, expected, d[i * n + j]);
+        if (std::isnan(expected)) {
+          REQUIRE(std::isnan(d[i * n + j]));
+        } else {
+          REQUIRE(std::bit_cast<std::uint32_t>(d[i * n + j]) == std::bit_cast<std::uint32_t>(expected));
+        }
+      }
+    }
+  };
+  for (const bool transpose_a : {false, true}) {
+    for (const bool transpose_b : {false, true}) {
+      check_model(mpx::HopperFp8FastAccumulation{}, transpose_a, transpose_b, false);
+      check_model(mpx::PromotedAccumulation<>{}, transpose_a, transpose_b, false);
+    }
+  }
+  check_model(mpx::HopperFp8FastAccumulation{}, false, true, true);           // NaN: the scalar path
+  check_model(mpx::TruncatedAccumulation<25, 16, 23>{}, false, true, false);  // not vectorised
+  // The models differ from each other here (else the test could not tell them apart).
+  Tensor<E4M3> a(Shape{m, k});
+  Tensor<E5M2> b(Shape{k, n});
+  for (E4M3& x : a.values()) finite_code(x);
+  for (E5M2& x : b.values()) finite_code(x);
+  Tensor<float> fast(Shape{m, n}), promoted(Shape{m, n}), fp32(Shape{m, n});
+  const float one = 1.0f;
+  mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E5M2, mpx::HopperFp8FastAccumulation>(a, b, fast, {}, {},
+                                                                                          &one, &one);
+  mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E5M2, mpx::PromotedAccumulation<>>(a, b, promoted, {}, {},
+                                                                                       &one, &one);
+  mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E5M2>(a, b, fp32, {}, {}, &one, &one);
+  std::int64_t fast_differs = 0, promoted_differs = 0;
+  for (std::int64_t i = 0; i < m * n; ++i) {
+    fast_differs += fast[i] != fp32[i];
+    promoted_differs += promoted[i] != fp32[i];
+  }
+  CHECK(fast_differs > m * n / 2);
+  CHECK(promoted_differs > 0);
 }
 
 }  // namespace MPX_UNITY_ID

@@ -313,9 +313,9 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     if (!options_.progress_thread) advance();
   }
 
-  /// @brief Starts the buckets not started yet, reduces the step's flags, waits for everything and
-  /// writes the averaged gradients back.
-  void finish(GradientList gradients, StepScalars* scalars) override {
+  /// @brief Starts the buckets not started yet, reduces the step's flags and FP8 amaxes, waits for
+  /// everything and writes the averaged gradients back.
+  void finish(GradientList gradients, StepScalars* scalars, std::span<float> amaxes) override {
     schedule_.require_same_gradients(gradients);
     ++exchanges_;
     while (!schedule_.all_taken()) launch(schedule_.take_next());
@@ -327,14 +327,17 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
       if (progress_error_) std::rethrow_exception(std::exchange(progress_error_, nullptr));
     }
     if (options_.timeout.count() > 0) announce_arrival();
-    // The step's own flags: each rank's loss sum and its non-finite-input flag. Gathered, then combined
-    // in rank order, so the loss every rank reports is the same global mean. flags_ = [this rank's 2,
-    // then rank 0's, rank 1's, ...]: one block, which a timed-out step leaves to MPI.
-    flags_.resize(2 + 2 * static_cast<std::size_t>(comm_.size()));
+    // The step's own flags: each rank's loss sum, its non-finite-input flag and its FP8 amaxes (exact
+    // in double). Gathered, then combined in rank order, so the loss every rank reports is the same
+    // global mean. flags_ = [this rank's block, then rank 0's, rank 1's, ...]: one allocation, which a
+    // timed-out step leaves to MPI.
+    const std::size_t block = 2 + amaxes.size();
+    flags_.resize(block * (1 + static_cast<std::size_t>(comm_.size())));
     flags_[0] = scalars->loss_sum;
     flags_[1] = static_cast<double>(scalars->inputs_nonfinite);
-    comm_.check(MPI_Iallgather(flags_.data(), 2, MPI_DOUBLE, flags_.data() + 2, 2, MPI_DOUBLE, comm_.native(),
-                               &flags_request_),
+    std::copy(amaxes.begin(), amaxes.end(), flags_.begin() + 2);
+    comm_.check(MPI_Iallgather(flags_.data(), static_cast<int>(block), MPI_DOUBLE, flags_.data() + block,
+                               static_cast<int>(block), MPI_DOUBLE, comm_.native(), &flags_request_),
                 "MPI_Iallgather (step flags)");
     if (options_.broadcast_buffers && comm_.size() > 1) start_buffer_broadcast();
     const auto start = std::chrono::steady_clock::now();
@@ -342,12 +345,17 @@ class MpiGradientSync final : public GradientSync<Host, Grad> {
     last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (std::size_t b = 0; b < buckets_.size(); ++b) unpack(b);
     if (options_.broadcast_buffers && comm_.size() > 1 && comm_.rank() != 0) unpack_buffers();
-    const double* gathered = flags_.data() + 2;
+    const double* gathered = flags_.data() + block;
     double loss_sum = gathered[0];
     int inputs_nonfinite = gathered[1] != 0.0 ? 1 : 0;
+    for (std::size_t i = 0; i < amaxes.size(); ++i) amaxes[i] = static_cast<float>(gathered[2 + i]);
     for (int r = 1; r < comm_.size(); ++r) {
-      loss_sum += gathered[2 * static_cast<std::size_t>(r)];
-      if (gathered[2 * static_cast<std::size_t>(r) + 1] != 0.0) inputs_nonfinite = 1;
+      const double* theirs = gathered + block * static_cast<std::size_t>(r);
+      loss_sum += theirs[0];
+      if (theirs[1] != 0.0) inputs_nonfinite = 1;
+      // A cast's amax passes over NaN (cpu::accumulate_amax), so these are numbers or +infinity.
+      for (std::size_t i = 0; i < amaxes.size(); ++i)
+        amaxes[i] = std::max(amaxes[i], static_cast<float>(theirs[2 + i]));
     }
     scalars->loss_sum = loss_sum / static_cast<double>(comm_.size());
     scalars->inputs_nonfinite = inputs_nonfinite;

@@ -204,9 +204,9 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     while (schedule_.next_ready()) launch(schedule_.take_next());
   }
 
-  /// @brief Queues the remaining buckets and the step's flags, then makes the training stream wait
-  /// for all of it and divides the sums by the world size there.
-  void finish(GradientList gradients, StepScalars* scalars) override {
+  /// @brief Queues the remaining buckets, the step's flags and FP8 amaxes, then makes the training
+  /// stream wait for all of it and divides the sums by the world size there.
+  void finish(GradientList gradients, StepScalars* scalars, std::span<float> amaxes) override {
     schedule_.require_same_gradients(gradients);
     follow_training_stream();
     while (!schedule_.all_taken()) launch(schedule_.take_next());
@@ -218,6 +218,11 @@ class NcclGradientSync final : public GradientSync<Cuda, Grad> {
     cuda::check_nccl(ncclAllReduce(&scalars->inputs_nonfinite, &scalars->inputs_nonfinite, 1, ncclInt32,
                                    ncclMax, nccl_.native(), stream_),
                      "ncclAllReduce (non-finite inputs)", rank);
+    if (!amaxes.empty()) {
+      cuda::check_nccl(ncclAllReduce(amaxes.data(), amaxes.data(), amaxes.size(), ncclFloat32, ncclMax,
+                                     nccl_.native(), stream_),
+                       "ncclAllReduce (FP8 amaxes)", rank);
+    }
     if (options_.broadcast_buffers && nccl_.size() > 1) {  // rank 0's, after this step's forward
       for (const BufferBytes& buffer : buffers_of_model_()) {
         cuda::check_nccl(

@@ -41,6 +41,7 @@
 #include "mpx/config.hpp"
 #include "mpx/dist/buckets.hpp"
 #include "mpx/error.hpp"
+#include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
 #include "mpx/train/gradient_sync.hpp"
@@ -192,6 +193,22 @@ void with_device(std::string_view device, const DataParallelJob& job, TrainOn&& 
   std::forward<TrainOn>(train_on)(Host{});
 }
 // [device]
+
+/// @brief Whether precision `P` trains on `Device`: every precision on the CPU; the FP8 ones not yet
+/// on the GPU (docs/fp8.md), so a program's list of precisions leaves them out there.
+template <class P, class Device>
+inline constexpr bool trains_on = !Fp8PrecisionPolicy<P> || std::is_same_v<Device, Host>;
+
+/// @brief Throws `mpx::invalid_argument` when a program's `--precision` value asks for FP8 (a value
+/// starting "fp8") on the GPU, which has no FP8 path yet; `trains_on` leaves those precisions out of
+/// an "all" run there.
+template <class Device>
+void require_precision_on_device(const std::string& precision) {
+  if (!std::is_same_v<Device, Host> && precision.starts_with("fp8")) {
+    throw invalid_argument("--precision " + precision +
+                           ": FP8 trains on the CPU only so far (docs/fp8.md); use --device cpu");
+  }
+}
 
 // [run]
 /// @brief Runs `body(job)` as this process's part of a job and returns `main`'s exit code: 0, or 1

@@ -10,6 +10,7 @@
 /// with the weights, so that a resumed run casts with the scales the interrupted one had.
 
 #include <cstddef>
+#include <span>
 #include <string_view>
 #include <type_traits>
 
@@ -138,6 +139,18 @@ class Fp8Scales {
     f(std::string_view("fp8_scale"), scale_);
     f(std::string_view("fp8_scale_inverse"), scale_inverse_);
     f(std::string_view(delayed ? "fp8_amax_history" : "fp8_amax"), amax_);
+  }
+
+  /// @brief Under delayed scaling, this step's amaxes (row 0 of the history: input, weight, output
+  /// gradient), in the device's memory: what data parallelism replaces with their maximum over
+  /// processes before `update()`. Empty under current scaling, whose scales come from each
+  /// process's own tensors at the cast.
+  [[nodiscard]] std::span<float> step_amaxes() noexcept {
+    if constexpr (delayed) {
+      return {amax_.data(), static_cast<std::size_t>(tensors)};
+    } else {
+      return {};
+    }
   }
 
   /// @brief The scales [3], in the device's memory.

@@ -151,7 +151,7 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       const bool record = this->training();
       state.scales.template cast<Forward>(Fp8Tensor::Input, x, state.input, record);
       state.scales.template cast<Forward>(Fp8Tensor::Weight, weight_.master(), state.weight, record);
-      Backend<Device>::template gemm_scaled<Forward, Forward>(
+      Backend<Device>::template gemm_scaled<Forward, Forward, typename P::accumulation::fprop>(
           state.input, state.weight, output_, config, operands, state.scales.scale_inverse(Fp8Tensor::Input),
           state.scales.scale_inverse(Fp8Tensor::Weight));
     } else {
@@ -198,6 +198,11 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   /// @brief Under an FP8 precision, after each step's backward: the recipe's update of the layer's
   /// scales (`Fp8Scales::update`). `Trainer` calls it.
   void update_fp8_scales() requires fp8 { fp8_.scales.update(); }
+
+  /// @brief Under an FP8 precision with delayed scaling: this step's amaxes of its three FP8 tensors
+  /// (`Fp8Scales::step_amaxes`), which `Trainer` has reduced across processes under data parallelism
+  /// before it calls `update_fp8_scales`. Empty under current scaling.
+  [[nodiscard]] std::span<float> fp8_step_amaxes() noexcept requires fp8 { return fp8_.scales.step_amaxes(); }
 
   /// @brief Under an FP8 precision: calls `f(name, tensor)` on the scaling state (`Fp8Scales`'s
   /// buffers), which checkpoints save and load with the weights.
@@ -309,7 +314,7 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
     ensure_shape(state.output_grad, dz.shape());
     state.scales.template cast<Backward>(Fp8Tensor::OutputGradient, dz, state.output_grad);
     const auto weight_grad = weight_.grad_for_update();
-    Backend<Device>::template gemm_scaled<Backward, Forward>(
+    Backend<Device>::template gemm_scaled<Backward, Forward, typename P::accumulation::wgrad>(
         state.output_grad, state.input, weight_grad.tensor,
         GemmConfig{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f},
         GemmOperands<Grad, Grad, Device>{}, state.scales.scale_inverse(Fp8Tensor::OutputGradient),
@@ -326,7 +331,7 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       input_config.epilogue = Epilogue::DRelu;
       input_operands.relu_mask = previous->relu_mask;
     }
-    Backend<Device>::template gemm_scaled<Backward, Forward>(
+    Backend<Device>::template gemm_scaled<Backward, Forward, typename P::accumulation::dgrad>(
         state.output_grad, state.weight, input_grad_, input_config, input_operands,
         state.scales.scale_inverse(Fp8Tensor::OutputGradient), state.scales.scale_inverse(Fp8Tensor::Weight));
     return &input_grad_;

@@ -18,6 +18,7 @@
 #include "mpx/numeric/tags.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/policy/fp8_scaling.hpp"
+#include "mpx/policy/gemm_accumulation.hpp"
 #include "mpx/policy/precision.hpp"
 
 namespace mpx {
@@ -59,6 +60,24 @@ template <bool PowerOfTwoScales, float AmaxEpsilon>
 struct is_scaling_recipe<CurrentScaling<PowerOfTwoScales, AmaxEpsilon>> : std::true_type {};
 inline constexpr std::string_view fp8_prefix = "fp8_";
 inline constexpr std::string_view underscore = "_";
+// The suffix of an FP8 precision's name for its GEMMs' accumulation: none for Hopper's (the
+// default), "_fp32acc" for fp32 sums, else the three models' names.
+inline constexpr std::string_view fp32_accumulation_suffix = "_fp32acc";
+inline constexpr std::string_view no_suffix = "";
+template <class Accumulation>
+struct accumulation_suffix {
+  static constexpr std::string_view value =
+      joined<underscore, Accumulation::fprop::name, underscore, Accumulation::dgrad::name, underscore,
+             Accumulation::wgrad::name>::value;
+};
+template <>
+struct accumulation_suffix<HopperGemmAccumulation> {
+  static constexpr std::string_view value = no_suffix;
+};
+template <>
+struct accumulation_suffix<Fp32GemmAccumulation> {
+  static constexpr std::string_view value = fp32_accumulation_suffix;
+};
 }  // namespace detail
 
 /// @brief Satisfied by the scaling recipes: `DelayedScaling<...>` and `CurrentScaling<...>`.
@@ -71,9 +90,15 @@ concept ScalingRecipe = detail::is_scaling_recipe<R>::value;
 /// @tparam Formats     the operand formats: `mpx::Fp8Hybrid` (default) or `mpx::Fp8E4M3Only`
 /// @tparam Activations what activations, and every layer other than Linear, compute in: bf16 (default)
 ///                     or fp16
+/// @tparam Accumulation how each of a Linear's three GEMMs sums its products:
+///                     `mpx::HopperGemmAccumulation` (default: Hopper's Tensor Cores under Transformer
+///                     Engine, as MMA-Sim models them bit for bit), `mpx::Fp32GemmAccumulation` (fp32
+///                     sums, 4-5 times faster on the CPU) or any `mpx::GemmAccumulation<F, D, W>`
 /// Its `compute_type` is `Activations`: code that asks a precision for its compute type sees what
-/// flows between layers. Named "fp8_<formats>_<recipe>" in records ("fp8_hybrid_delayed").
-template <class Recipe, class Formats = Fp8Hybrid, class Activations = BFloat16>
+/// flows between layers. Named "fp8_<formats>_<recipe>" in records ("fp8_hybrid_delayed"), with
+/// "_fp16" where activations are fp16 and "_fp32acc" under `Fp32GemmAccumulation`.
+template <class Recipe, class Formats = Fp8Hybrid, class Activations = BFloat16,
+          class Accumulation = HopperGemmAccumulation>
 struct Fp8Precision : Precision<Activations, Float> {
   static_assert(
       ScalingRecipe<Recipe>,
@@ -81,6 +106,10 @@ struct Fp8Precision : Precision<Activations, Float> {
       "mpx::DelayedScaling<> or mpx::CurrentScaling<>, e.g. mpx::fp8_hybrid<mpx::DelayedScaling<>>");
   static_assert(detail::is_fp8_formats<Formats>::value,
                 "mpx::Fp8Precision<Recipe, Formats>: Formats is mpx::Fp8Hybrid or mpx::Fp8E4M3Only");
+  static_assert(detail::is_gemm_accumulation<Accumulation>::value,
+                "mpx::Fp8Precision<Recipe, Formats, Activations, Accumulation>: Accumulation is "
+                "mpx::HopperGemmAccumulation, mpx::Fp32GemmAccumulation or an "
+                "mpx::GemmAccumulation<Fprop, Dgrad, Wgrad> of accumulator models");
   static_assert(SixteenBitTag<Activations>,
                 "mpx::Fp8Precision<Recipe, Formats, Activations>: activations between FP8 GEMMs are "
                 "mpx::BFloat16 (the default, as Transformer Engine keeps them) or mpx::Half");
@@ -89,33 +118,39 @@ struct Fp8Precision : Precision<Activations, Float> {
   using formats = Formats;                             ///< the GEMM operand formats
   using forward_format = typename Formats::forward;    ///< inputs' and weights' format
   using backward_format = typename Formats::backward;  ///< output gradients' format
-  /// "fp8_hybrid_delayed", "fp8_e4m3_current", ... (and "_fp16" where activations are fp16)
+  using accumulation = Accumulation;                   ///< each GEMM's accumulator model
+  /// "fp8_hybrid_delayed", "fp8_e4m3_current", ... (and "_fp16" where activations are fp16,
+  /// "_fp32acc" under fp32 accumulation)
   static constexpr std::string_view name =
       std::is_same_v<Activations, BFloat16>
-          ? detail::joined<detail::fp8_prefix, Formats::name, detail::underscore, Recipe::name>::value
+          ? detail::joined<detail::fp8_prefix, Formats::name, detail::underscore, Recipe::name,
+                           detail::accumulation_suffix<Accumulation>::value>::value
           : detail::joined<detail::fp8_prefix, Formats::name, detail::underscore, Recipe::name,
-                           detail::underscore, numeric_traits<Activations>::name>::value;
+                           detail::underscore, numeric_traits<Activations>::name,
+                           detail::accumulation_suffix<Accumulation>::value>::value;
 };
 
 /// @brief FP8 GEMMs with E4M3 forward and E5M2 backward operands under `Recipe`, bf16 activations:
 /// `mpx::fp8_hybrid<mpx::DelayedScaling<>>` is Transformer Engine's default recipe.
-template <class Recipe = DelayedScaling<>>
-using fp8_hybrid = Fp8Precision<Recipe, Fp8Hybrid>;
+/// `mpx::fp8_hybrid<mpx::DelayedScaling<>, mpx::Fp32GemmAccumulation>` sums in fp32 instead of as
+/// Hopper does.
+template <class Recipe = DelayedScaling<>, class Accumulation = HopperGemmAccumulation>
+using fp8_hybrid = Fp8Precision<Recipe, Fp8Hybrid, BFloat16, Accumulation>;
 /// @brief FP8 GEMMs with E4M3 operands throughout under `Recipe`, bf16 activations.
-template <class Recipe = DelayedScaling<>>
-using fp8_e4m3 = Fp8Precision<Recipe, Fp8E4M3Only>;
+template <class Recipe = DelayedScaling<>, class Accumulation = HopperGemmAccumulation>
+using fp8_e4m3 = Fp8Precision<Recipe, Fp8E4M3Only, BFloat16, Accumulation>;
 
 namespace detail {
-template <class Recipe, class Formats, class Activations>
-struct is_precision<Fp8Precision<Recipe, Formats, Activations>> : std::true_type {};
-template <class Recipe, class Formats, class Activations>
-struct accumulate_of<Fp8Precision<Recipe, Formats, Activations>> {
+template <class Recipe, class Formats, class Activations, class Accumulation>
+struct is_precision<Fp8Precision<Recipe, Formats, Activations, Accumulation>> : std::true_type {};
+template <class Recipe, class Formats, class Activations, class Accumulation>
+struct accumulate_of<Fp8Precision<Recipe, Formats, Activations, Accumulation>> {
   using type = float;
 };
 template <class Policy>
 struct is_fp8_precision : std::false_type {};
-template <class Recipe, class Formats, class Activations>
-struct is_fp8_precision<Fp8Precision<Recipe, Formats, Activations>> : std::true_type {};
+template <class Recipe, class Formats, class Activations, class Accumulation>
+struct is_fp8_precision<Fp8Precision<Recipe, Formats, Activations, Accumulation>> : std::true_type {};
 }  // namespace detail
 
 /// @brief Satisfied by the FP8 precisions (`mpx::Fp8Precision<...>`).

@@ -52,8 +52,11 @@ class GradientSync {
   /// @brief After backward: leaves in every tensor of `gradients` (all of the model's, in
   /// `for_each_parameter` order) the mean over processes, and reduces the step's own flags in
   /// `scalars` (device memory): the loss sum becomes the mean over processes and the non-finite-input
-  /// flag their maximum, so every process takes the same skip decision.
-  virtual void finish(GradientList gradients, StepScalars* scalars) = 0;
+  /// flag their maximum, so every process takes the same skip decision. `amaxes` (device memory; empty
+  /// unless the model has FP8 layers under delayed scaling) holds this step's amax of each FP8 tensor
+  /// and is left holding each one's maximum over processes, as Transformer Engine reduces amaxes
+  /// across the data-parallel group, so that every process computes the same scales.
+  virtual void finish(GradientList gradients, StepScalars* scalars, std::span<float> amaxes) = 0;
 };
 
 }  // namespace mpx

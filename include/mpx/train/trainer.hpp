@@ -504,7 +504,29 @@ class Trainer {
     }
     gradients_.clear();
     model_.for_each_parameter([&](std::string_view, auto& p) { gradients_.push_back(&p.grad()); });
-    if (sync != nullptr) sync->finish(std::span(gradients_), state_.scalars());
+    if (sync != nullptr) {
+      // FP8 layers under delayed scaling: this step's amaxes go with the gradients, and come back as
+      // their maximum over processes, so that every process computes the same scales (TE reduces
+      // them across the data-parallel group). FP8 layers train on the CPU only so far: on another
+      // device the list is empty.
+      fp8_amaxes_.clear();
+      if constexpr (std::is_same_v<Device, Host>) {
+        nn::for_each_layer(model_, [&](auto& layer) {
+          if constexpr (requires { layer.fp8_step_amaxes(); }) {
+            for (const float amax : layer.fp8_step_amaxes()) fp8_amaxes_.push_back(amax);
+          }
+        });
+      }
+      sync->finish(std::span(gradients_), state_.scalars(), std::span(fp8_amaxes_));
+      if constexpr (std::is_same_v<Device, Host>) {
+        std::size_t next = 0;
+        nn::for_each_layer(model_, [&](auto& layer) {
+          if constexpr (requires { layer.fp8_step_amaxes(); }) {
+            for (float& amax : layer.fp8_step_amaxes()) amax = fp8_amaxes_[next++];
+          }
+        });
+      }
+    }
     // FP8 layers' scales follow every backward, whether or not the optimizer then applies the step
     // (as Transformer Engine updates them): a skipped step's amaxes are what the next casts meet.
     nn::for_each_layer(model_, [](auto& layer) {
@@ -601,6 +623,7 @@ class Trainer {
   StepResult last_;
   TrainingState<Device, Grad> state_;
   std::vector<Tensor<Grad, Device>*> gradients_;         // the list handed to the gradient pass
+  std::vector<float> fp8_amaxes_;                        // the step's FP8 amaxes, for the sync
   GradientSync<Device, Grad>* gradient_sync_ = nullptr;  // data parallelism; null: this process alone
   std::vector<Tensor<Grad, Device>*> layer_gradients_;   // one layer's, for gradient_sync_
   std::int64_t micro_batches_in_last_step_ = 1;

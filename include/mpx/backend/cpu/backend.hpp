@@ -67,9 +67,10 @@ struct Backend<Host> {
   }
   /// @brief GEMM of two scaled operands in formats `AFormat` and `BFormat` (FP8); see
   /// `cpu::gemm_scaled`.
-  template <NumericTag AFormat, NumericTag BFormat, class... Args>
+  template <NumericTag AFormat, NumericTag BFormat, AccumulationModel Accumulation = Fp32Accumulation,
+            class... Args>
   static void gemm_scaled(Args&&... args) {
-    cpu::gemm_scaled<AFormat, BFormat>(std::forward<Args>(args)...);
+    cpu::gemm_scaled<AFormat, BFormat, Accumulation>(std::forward<Args>(args)...);
   }
   /// @brief A tensor times its scale, cast into `Format` (FP8), its amax recorded; see
   /// `cpu::cast_scaled`.

@@ -25,10 +25,12 @@
 #include <Eigen/Core>
 
 #include "mpx/backend/cpu/convert.hpp"
+#include "mpx/backend/cpu/gemm_accumulation.hpp"
 #include "mpx/backend/cpu/gemm_kernel.hpp"
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/error.hpp"
+#include "mpx/numeric/accumulation.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/tensor/host_memory.hpp"
@@ -291,8 +293,9 @@ namespace detail {
 
 // The GEMM of `gemm` and `gemm_scaled`: A holds ATag's storage, B BTag's, each widened to Acc where
 // it is not Acc already; `alpha` is what the product is multiplied by (config.alpha, times the
-// operands' inverse scales for `gemm_scaled`).
-template <NumericTag ATag, NumericTag BTag, FloatingElement TD, class Acc>
+// operands' inverse scales for `gemm_scaled`). Under `Fp32Accumulation` the fp32 kernel sums the
+// products (gemm_kernel.hpp); under any other model, gemm_accumulation.hpp does.
+template <NumericTag ATag, NumericTag BTag, class Accumulation, FloatingElement TD, class Acc>
 void gemm_widened(const char* where, const Tensor<storage_t<ATag>, Host>& a,
                   const Tensor<storage_t<BTag>, Host>& b, Tensor<TD, Host>& d, const GemmConfig& config,
                   const GemmOperands<TD, Acc>& operands, Acc alpha) {
@@ -330,8 +333,9 @@ void gemm_widened(const char* where, const Tensor<storage_t<ATag>, Host>& a,
   // (gemm_kernel.hpp). Otherwise the operands are widened (rounded first where needed) to fp32: each
   // whole, into scratch, before the product, or, where its blocks fit a cache, each tile's block of it
   // by the thread that multiplies the tile (widens_per_tile).
-  constexpr bool both_bf16 = std::is_same_v<ATag, BFloat16> && std::is_same_v<BTag, BFloat16>;
-  bool native = false;
+  constexpr bool modelled = !std::is_same_v<Accumulation, Fp32Accumulation>;
+  constexpr bool both_bf16 = std::is_same_v<ATag, BFloat16> && std::is_same_v<BTag, BFloat16> && !modelled;
+  bool native = modelled;  // a modelled sum decodes its operands itself
   if constexpr (both_bf16) {
     native =
         native_bf16_products<BFloat16>(a.data(), a.numel(), b.data(), b.numel(), static_cast<float>(alpha));
@@ -476,6 +480,13 @@ void gemm_widened(const char* where, const Tensor<storage_t<ATag>, Host>& a,
           },
           and_finish(run_tile));
     };
+    if constexpr (modelled) {
+      return modelled_product<Accumulation, ATag, BTag>(
+          g, config, a.data(), a.shape().rows(), a.shape().cols(), b.data(), b.shape().rows(),
+          b.shape().cols(), values, alpha, [&](std::int64_t row) {
+            if (finish_in_tiles) finish_columns(values, row, 0, g.n);
+          });
+    }
     const auto as_they_are = [](const auto& tile) { product_on_this_thread(tile); };
     if constexpr (both_bf16 && built_with_onednn) {
       if (native) return products(a.data(), b.data(), as_they_are);
@@ -584,8 +595,8 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
   static_assert(std::is_same_v<TD, storage_t<Compute>> || std::is_same_v<TD, Acc>,
                 "mpx::cpu::gemm<Compute>: D must hold the compute type or the accumulate type "
                 "(float; double for mpx::Double)");
-  detail::gemm_widened<Compute, Compute>("mpx::cpu::gemm", a, b, d, config, operands,
-                                         static_cast<Acc>(config.alpha));
+  detail::gemm_widened<Compute, Compute, Fp32Accumulation>("mpx::cpu::gemm", a, b, d, config, operands,
+                                                           static_cast<Acc>(config.alpha));
 }
 
 /// @brief `gemm` of operands in two formats, each stored scaled (FP8 GEMM inputs: a tensor times its
@@ -593,15 +604,19 @@ void gemm(const Tensor<storage_t<Compute>, Host>& a, const Tensor<storage_t<Comp
 /// C), the three factors multiplied in that order in fp32, then applied to each fp32 sum. The
 /// inverse scales are read from the device's memory when the GEMM runs, as cuBLASLt's
 /// `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` and `B_SCALE_POINTER` are. The operands are
-/// decoded exactly to fp32 (a product of two FP8 values is exact in fp32); the sums are the fp32
-/// GEMM's (`Fp32Accumulation`, up to its order). D holds fp32 or any 16-bit format.
+/// decoded exactly to fp32 (a product of two FP8 values is exact in fp32) and their products summed
+/// as `Accumulation` says (numeric/accumulation.hpp): under `Fp32Accumulation` (the default) by the
+/// fp32 GEMM, in its order; under `HopperFp8FastAccumulation`, `PromotedAccumulation<>` or any other
+/// model, from zero along k exactly as `Accumulation::accumulate` sums each output (up to 10 times
+/// slower than the fp32 GEMM). D holds fp32 or any 16-bit format.
 /// @code
 /// // y = (x8 w8^T) / (x_scale * w_scale) + b, in bf16: x8 [tokens, in] in E4M3, w8 [out, in] in E4M3
 /// mpx::cpu::gemm_scaled<mpx::Float8E4M3, mpx::Float8E4M3>(x8, w8, y,
 ///     {.transpose_b = mpx::Transpose::Yes, .epilogue = mpx::Epilogue::Bias}, {.bias = &b},
 ///     &x_scale_inverse, &w_scale_inverse);
 /// @endcode
-template <NumericTag AFormat, NumericTag BFormat, FloatingElement TD>
+template <NumericTag AFormat, NumericTag BFormat, AccumulationModel Accumulation = Fp32Accumulation,
+          FloatingElement TD>
 void gemm_scaled(const Tensor<storage_t<AFormat>, Host>& a, const Tensor<storage_t<BFormat>, Host>& b,
                  Tensor<TD, Host>& d, const GemmConfig& config, const GemmOperands<TD, float>& operands,
                  const float* a_scale_inverse, const float* b_scale_inverse) {
@@ -613,8 +628,8 @@ void gemm_scaled(const Tensor<storage_t<AFormat>, Host>& a, const Tensor<storage
         "mpx::cpu::gemm_scaled: epilogue ", to_string(config.epilogue),
         " sums an operand's scaled codes; sum the tensor the operand was cast from instead"));
   }
-  detail::gemm_widened<AFormat, BFormat>("mpx::cpu::gemm_scaled", a, b, d, config, operands,
-                                         config.alpha * *a_scale_inverse * *b_scale_inverse);
+  detail::gemm_widened<AFormat, BFormat, Accumulation>("mpx::cpu::gemm_scaled", a, b, d, config, operands,
+                                                       config.alpha * *a_scale_inverse * *b_scale_inverse);
 }
 
 }  // namespace mpx::cpu
