@@ -11,7 +11,8 @@
 /// per group: the group's largest exponent, then each term over the quantum 2^(E - FractionalBits)
 /// truncated to an integer (`cvttps2dq`), the integers added, the sum scaled back and cut to
 /// `ResultBits`. Every step is exact in fp32 while E stays inside fp32's normal range around the
-/// quantum, which FP8 operands guarantee (their products' exponents are at least -32); an output
+/// quantum, which 8-bit operands guarantee (FP8 products' exponents are at least -32; operands of
+/// more bits take the scalar model throughout); an output
 /// whose group leaves it (a tiny accumulator meeting only zero products), and every GEMM with a NaN
 /// or infinite operand, is summed by the model's scalar function instead. The result equals
 /// `Model::accumulate` element by element, bit for bit (tests/unit/gemm_cpu_test.cpp, [accumulation]).
@@ -269,7 +270,10 @@ void modelled_product(const GemmShape& g, const GemmConfig& config, const storag
         align_operand<ATag>(a + matrix * a_matrix, ta ? g.k : g.m, ta ? g.m : g.k, ta, false);
     const AlignedOperand op_b =
         align_operand<BTag>(b + matrix * b_matrix, tb ? g.n : g.k, tb ? g.k : g.n, tb, true);
-    const bool vectorised = Kernel::vectorised && op_a.finite && op_b.finite;
+    // The kernel's exactness needs products exact in fp32 and exponents far from its limits: 8-bit
+    // operands (FP8, FP6, FP4 stored in a byte) have both; wider ones take the scalar model.
+    constexpr bool eight_bit_operands = sizeof(storage_t<ATag>) == 1 && sizeof(storage_t<BTag>) == 1;
+    const bool vectorised = Kernel::vectorised && eight_bit_operands && op_a.finite && op_b.finite;
     float* out = values + matrix * g.m * g.n;
     // The scalar model on one output: op(A)'s row is contiguous, op(B)'s column is gathered.
     const auto scalar_output = [&](std::int64_t i, std::int64_t j, std::vector<float>& column) {
