@@ -141,7 +141,7 @@ TEST_CASE("TruncatedAccumulation drops what lies below its fractional bits, towa
   SECTION("the accumulator keeps ResultBits fraction bits, truncated") {
     // 32 products of 1 + 2^-3 (exact in E4M3) sum to 36: 100100 in binary, 5 fraction bits. With
     // ResultBits = 3 the accumulator becomes 100100 truncated to 4 significant bits: 32 + 4 = 36;
-    // plus 2^-13-scaled tails: 36 + 2^-8 with 13 result bits keeps it, with 3 drops it.
+    // from an accumulator of 2^-2 the exact 36.25 keeps its 2^-2 with 13 result bits, not with 3.
     const std::vector<float> a(32, 1.125f), b(32, 1.0f);
     CHECK(mpx::dot<mpx::TruncatedAccumulation<13, 32, 3>, E4M3>(a, b) == 36.0f);
     CHECK(mpx::dot<mpx::TruncatedAccumulation<13, 32, 3>, E4M3>(a, b, 0x1p-2f) == 36.0f);

@@ -93,7 +93,7 @@ concept ScalingRecipe = detail::is_scaling_recipe<R>::value;
 /// @tparam Accumulation how each of a Linear's three GEMMs sums its products:
 ///                     `mpx::HopperGemmAccumulation` (default: Hopper's Tensor Cores under Transformer
 ///                     Engine, as MMA-Sim models them bit for bit), `mpx::Fp32GemmAccumulation` (fp32
-///                     sums, 4-5 times faster on the CPU) or any `mpx::GemmAccumulation<F, D, W>`
+///                     sums, 4-9 times faster steps on the CPU) or any `mpx::GemmAccumulation<F, D, W>`
 /// Its `compute_type` is `Activations`: code that asks a precision for its compute type sees what
 /// flows between layers. Named "fp8_<formats>_<recipe>" in records ("fp8_hybrid_delayed"), with
 /// "_fp16" where activations are fp16 and "_fp32acc" under `Fp32GemmAccumulation`.
