@@ -26,6 +26,7 @@
 
 #include <mpx/experiment/char_gpt.hpp>
 #include <mpx/experiment/data_parallel_job.hpp>
+#include <mpx/experiment/fp8_records.hpp>
 #include <mpx/experiment/progress.hpp>
 #include <mpx/experiment/usage.hpp>
 #include <mpx/mpx.hpp>
@@ -53,7 +54,11 @@ struct Settings {
   std::string corpus;      // empty: the fortunes package
   std::string checkpoint;  // empty: none; otherwise a prefix, one file per precision
   bool resume = false;
+  std::string fp8_csv = "char_gpt_fp8.csv";  // FP8 runs' amaxes, scales, saturated/flushed shares
 };
+
+// FP8 runs record their diagnostics every this many steps (nn/fp8_statistics.hpp).
+constexpr std::int64_t fp8_record_interval = 10;
 
 // The data-parallel job this process belongs to (mpx/experiment/data_parallel_job.hpp), as in
 // fashion_mnist.cpp: rank 0 of 1, alone, unless mpirun launched it in a build with MPI. Rank 0 prints
@@ -90,7 +95,8 @@ double validation_loss(Model& model, Loss& loss, const mpx::data::TextCorpus& co
 }
 
 template <class P, class Device>
-Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::TextCorpus& corpus) {
+Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::TextCorpus& corpus,
+              std::vector<mpx::experiment::Fp8Record>& fp8_records) {
   // [model]
   using L = mpx::nn::layers<P, Device>;
   const mpx::experiment::GptShape shape{.vocabulary = corpus.vocabulary_size(),
@@ -136,6 +142,8 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Te
   mpx::Tensor<std::int32_t, Device> x_device, y_device;
   std::optional<mpx::experiment::ProgressBar> bar;
   if (job.leader()) bar.emplace(std::string(P::name));
+  // FP8 diagnostics: per layer and tensor, amax, scale and the shares the casts saturate or flush.
+  if constexpr (mpx::Fp8PrecisionPolicy<P>) mpx::nn::collect_fp8_statistics(model);
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t first_step = trainer.steps();
   for (std::int64_t step = first_step; step < s.steps; ++step) {
@@ -146,6 +154,10 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Te
     windows.next(x, y);
     const mpx::StepResult r = trainer.step(mpx::to<Device>(x, x_device), mpx::to<Device>(y, y_device));
     if (!r.stepped) ++summary.skipped;
+    if constexpr (mpx::Fp8PrecisionPolicy<P>) {
+      if ((step + 1) % fp8_record_interval == 0)
+        mpx::experiment::append_fp8_records(model, P::name, step + 1, fp8_records);
+    }
     char status[96];
     std::snprintf(status, sizeof status, "loss %.3f  scale %g", r.loss, double(r.loss_scale));
     if (bar) bar->update(step + 1, s.steps, status);
@@ -185,12 +197,14 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Te
 template <class Device>
 void train_all(const Settings& settings, const DataParallelJob& job, const mpx::data::TextCorpus& corpus) {
   std::vector<Summary> summaries;
+  std::vector<mpx::experiment::Fp8Record> fp8_records;
   const std::map<std::string, std::string> short_names{
       {"fp32", "fp32"},           {"bf16_mixed", "bf16"},        {"fp16_mixed", "fp16"},
       {"bf16_pure", "bf16_pure"}, {"fp8_hybrid_delayed", "fp8"}, {"fp8_hybrid_current", "fp8_current"}};
   // FP8: Transformer Engine's default recipe and its current-scaling one, every Linear layer's GEMMs
   // (attention's projections, the MLPs, the head) on FP8 codes with Hopper's accumulation emulated;
-  // attention's own products stay bf16, as under TE (docs/fp8.md). On the CPU only, for now.
+  // attention's own products stay bf16, as under TE (docs/fp8.md). On a GPU, where it runs FP8 GEMMs
+  // (compute capability 8.9 or newer).
   using Fp8Delayed = mpx::fp8_hybrid<mpx::DelayedScaling<>>;
   using Fp8Current = mpx::fp8_hybrid<mpx::CurrentScaling<>>;
   mpx::experiment::require_precision_on_device<Device>(settings.precision);
@@ -199,15 +213,16 @@ void train_all(const Settings& settings, const DataParallelJob& job, const mpx::
                            Fp8Current>,
       [&](auto type) {
         using P = typename decltype(type)::type;
-        if constexpr (mpx::experiment::trains_on<P, Device>) {
+        if (mpx::experiment::trains_on<P, Device>()) {
           if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name))) {
-            summaries.push_back(train<P, Device>(settings, job, corpus));
+            summaries.push_back(train<P, Device>(settings, job, corpus, fp8_records));
           }
         }
       });
   if (!job.leader()) return;
-  if (!std::is_same_v<Device, mpx::Host> && settings.precision == "all")
-    std::printf("(FP8 rows: CPU only so far, see docs/fp8.md)\n");
+  if (const std::string why = mpx::experiment::fp8_unavailable_reason<Device>();
+      !why.empty() && settings.precision == "all")
+    std::printf("(no FP8 rows: %s; see docs/fp8.md)\n", why.c_str());
   std::printf("\n%-18s %10s %9s %10s %11s %13s %8s %11s\n", "precision", "val loss", "bits/chr", "vs fp32",
               "tokens/s", "act/token", "skipped", "loss scale");
   for (const Summary& s : summaries) {
@@ -218,6 +233,11 @@ void train_all(const Settings& settings, const DataParallelJob& job, const mpx::
   }
   for (const Summary& s : summaries)
     std::printf("\n--- %s writes:\n%s\n", s.precision.c_str(), s.sample.c_str());
+  if (!fp8_records.empty()) {
+    mpx::experiment::write_csv(settings.fp8_csv, std::span<const mpx::experiment::Fp8Record>(fp8_records));
+    std::printf("\nFP8 diagnostics every %lld steps: %s (scripts/plot_fp8.gp draws them)\n",
+                static_cast<long long>(fp8_record_interval), settings.fp8_csv.c_str());
+  }
   if (job.size > 1) {
     std::printf("\ndata parallel: %d ranks agree on every result; global batch %lld (%lld per rank)\n",
                 job.size, static_cast<long long>(job.size * settings.batch),
@@ -250,7 +270,7 @@ const mpx::experiment::Usage usage(
     "[--precision fp32|bf16|fp16|bf16_pure|fp8|fp8_current|all] [--steps N] [--batch N] [--context N] "
     "[--width N] "
     "[--heads N] [--lr X] [--dropout X] [--seed N] [--eval-windows N] [--sample N] [--temperature X] "
-    "[--device cpu|cuda|auto] [--corpus PATH] [--checkpoint PREFIX] [--resume]");
+    "[--device cpu|cuda|auto] [--corpus PATH] [--checkpoint PREFIX] [--resume] [--fp8-csv PATH]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
@@ -292,6 +312,8 @@ Settings parse(int argc, char** argv) {
       s.corpus = value;
     else if (option == "--checkpoint")
       s.checkpoint = value;
+    else if (option == "--fp8-csv")
+      s.fp8_csv = value;
     else
       usage.fail("unknown option " + option);
   }

@@ -23,6 +23,7 @@
 
 #include <mpx/experiment/classification.hpp>
 #include <mpx/experiment/data_parallel_job.hpp>
+#include <mpx/experiment/fp8_records.hpp>
 #include <mpx/experiment/progress.hpp>
 #include <mpx/experiment/records.hpp>
 #include <mpx/experiment/usage.hpp>
@@ -42,8 +43,9 @@ struct Settings {
   std::uint64_t seed = 42;
   std::string device = "auto";
   std::string csv = "fashion_mnist_metrics.csv";
-  std::int64_t train_samples = 0;  // 0: all 60000
-  std::string save;                // weights for inference: <save>.<precision>.safetensors
+  std::string fp8_csv = "fashion_mnist_fp8.csv";  // FP8 runs' amaxes, scales, saturated/flushed shares
+  std::int64_t train_samples = 0;                 // 0: all 60000
+  std::string save;                               // weights for inference: <save>.<precision>.safetensors
 };
 
 // The data-parallel job this process belongs to (mpx/experiment/data_parallel_job.hpp): rank 0 of
@@ -65,9 +67,12 @@ struct Summary {
   float final_loss_scale;
 };
 
+// FP8 runs record their diagnostics every this many steps (nn/fp8_statistics.hpp).
+constexpr std::int64_t fp8_record_interval = 50;
+
 template <class P, class Device>
 Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::FashionMnist& data,
-              std::vector<EpochRecord>& records) {
+              std::vector<EpochRecord>& records, std::vector<mpx::experiment::Fp8Record>& fp8_records) {
   // [model]
   // 784-512-256-10, ReLU fused into the first two matmuls, everything in precision P on Device.
   using L = mpx::nn::layers<P, Device>;
@@ -96,6 +101,11 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
       throw mpx::invalid_argument("--save: mpx saves weights of CPU models only so far; use --device cpu");
   }
   const double total_steps = double(batcher.batches_per_epoch()) * s.epochs;
+  // [fp8-statistics]
+  // FP8 diagnostics: per layer and tensor, the amax, the scale and the shares of values the casts
+  // saturate or flush to zero, every fp8_record_interval steps.
+  if constexpr (mpx::Fp8PrecisionPolicy<P>) mpx::nn::collect_fp8_statistics(model);
+  // [fp8-statistics]
 
   Summary summary{std::string(P::name), 0, 0, 0, 0, 0};
   for (int epoch = 0; epoch < s.epochs; ++epoch) {
@@ -107,6 +117,11 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
         trainer, batcher, epoch, [&](std::int64_t step, std::int64_t steps, const mpx::StepResult& r) {
           // Cosine decay of the learning rate over the whole run.
           const double progress = (double(epoch) * double(steps) + double(step + 1)) / total_steps;
+          if constexpr (mpx::Fp8PrecisionPolicy<P>) {
+            const std::int64_t global_step = std::int64_t(epoch) * steps + step + 1;
+            if (global_step % fp8_record_interval == 0)
+              mpx::experiment::append_fp8_records(model, P::name, global_step, fp8_records);
+          }
           optimizer.set_lr(s.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)) + 1e-7);
           char status[96];
           std::snprintf(status, sizeof status, "loss %.4f  scale %g", r.loss, double(r.loss_scale));
@@ -128,6 +143,8 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
                        test.accuracy, epoch_result.loss_scale, epoch_result.skipped_steps,
                        epoch_result.seconds, epoch_result.samples_per_second});
     if (job.leader()) mpx::experiment::write_csv(s.csv, std::span<const EpochRecord>(records));
+    if (job.leader() && !fp8_records.empty())
+      mpx::experiment::write_csv(s.fp8_csv, std::span<const mpx::experiment::Fp8Record>(fp8_records));
     summary.test_accuracy = test.accuracy;
     summary.seconds_per_epoch += epoch_result.seconds / s.epochs;
     summary.skipped_steps += epoch_result.skipped_steps;
@@ -152,6 +169,7 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
 template <class Device>
 void train_all(const Settings& settings, const DataParallelJob& job, const mpx::data::FashionMnist& data) {
   std::vector<EpochRecord> records;
+  std::vector<mpx::experiment::Fp8Record> fp8_records;
   std::vector<Summary> summaries;
   const std::map<std::string, std::string> short_names{{"fp32", "fp32"},
                                                        {"tf32", "tf32"},
@@ -160,7 +178,7 @@ void train_all(const Settings& settings, const DataParallelJob& job, const mpx::
                                                        {"fp8_hybrid_delayed", "fp8"},
                                                        {"fp8_hybrid_current", "fp8_current"}};
   // FP8: Transformer Engine's default recipe and its current-scaling one, with Hopper's accumulation
-  // emulated (docs/fp8.md); on the CPU only, for now.
+  // (emulated on the CPU, cuBLASLt's on a GPU of compute capability 8.9 or newer: docs/fp8.md).
   using Fp8Delayed = mpx::fp8_hybrid<mpx::DelayedScaling<>>;
   using Fp8Current = mpx::fp8_hybrid<mpx::CurrentScaling<>>;
   mpx::experiment::require_precision_on_device<Device>(settings.precision);
@@ -168,15 +186,16 @@ void train_all(const Settings& settings, const DataParallelJob& job, const mpx::
       boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::fp16_mixed, mpx::bf16_mixed, Fp8Delayed, Fp8Current>,
       [&](auto type) {
         using P = typename decltype(type)::type;
-        if constexpr (mpx::experiment::trains_on<P, Device>) {
+        if (mpx::experiment::trains_on<P, Device>()) {
           if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name))) {
-            summaries.push_back(train<P, Device>(settings, job, data, records));
+            summaries.push_back(train<P, Device>(settings, job, data, records, fp8_records));
           }
         }
       });
   if (!job.leader()) return;
-  if (!std::is_same_v<Device, mpx::Host> && settings.precision == "all")
-    std::printf("(FP8 rows: CPU only so far, see docs/fp8.md)\n");
+  if (const std::string why = mpx::experiment::fp8_unavailable_reason<Device>();
+      !why.empty() && settings.precision == "all")
+    std::printf("(no FP8 rows: %s; see docs/fp8.md)\n", why.c_str());
   std::printf("\n%-18s %9s %9s %10s %13s %8s %11s\n", "precision", "test acc", "vs fp32", "s/epoch",
               "activations", "skipped", "loss scale");
   for (const Summary& s : summaries) {
@@ -186,6 +205,10 @@ void train_all(const Settings& settings, const DataParallelJob& job, const mpx::
                 static_cast<long long>(s.skipped_steps), double(s.final_loss_scale));
   }
   std::printf("per-epoch metrics: %s\n", settings.csv.c_str());
+  if (!fp8_records.empty()) {
+    std::printf("FP8 diagnostics every %lld steps: %s (scripts/plot_fp8.gp draws them)\n",
+                static_cast<long long>(fp8_record_interval), settings.fp8_csv.c_str());
+  }
   if (job.size > 1) {
     std::printf("data parallel: %d ranks agree on every result; global batch %lld (%lld per rank)\n",
                 job.size, static_cast<long long>(job.size * settings.batch),
@@ -216,7 +239,7 @@ using fashion_mnist::Settings;
 const mpx::experiment::Usage usage(
     "fashion_mnist",
     "[--precision fp32|tf32|fp16|bf16|fp8|fp8_current|all] [--epochs N] [--batch N] [--lr X] [--seed N] "
-    "[--device cpu|cuda|auto] [--csv PATH] [--train-samples N] [--save PATH]");
+    "[--device cpu|cuda|auto] [--csv PATH] [--fp8-csv PATH] [--train-samples N] [--save PATH]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
@@ -238,6 +261,8 @@ Settings parse(int argc, char** argv) {
       s.device = value;
     else if (option == "--csv")
       s.csv = value;
+    else if (option == "--fp8-csv")
+      s.fp8_csv = value;
     else if (option == "--train-samples")
       s.train_samples = std::int64_t(number(1, 60000));
     else if (option == "--save")

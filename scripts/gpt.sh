@@ -13,4 +13,12 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake --preset default
 cmake --build --preset default --parallel "$(nproc)" --target example_char_gpt
-./build/default/examples/char_gpt "$@"
+fp8_csv=build/default/char_gpt_fp8.csv
+rm -f "$fp8_csv"
+./build/default/examples/char_gpt --fp8-csv "$fp8_csv" "$@"
+# The FP8 runs' diagnostics (amax, scale, saturated and flushed shares per layer and tensor) as PNGs.
+if [[ -s "$fp8_csv" ]]; then
+  scripts/install-deps.sh gnuplot-nox
+  gnuplot -e "csv='$fp8_csv'; out='build/default/char_gpt_fp8'" scripts/plot_fp8.gp
+  echo "FP8 diagnostics: build/default/char_gpt_fp8_<precision>.png"
+fi

@@ -20,8 +20,9 @@ trap - EXIT
 cat build/tools/torch-install.log
 ctest --preset default
 
-# Sanitizers: the unit, static and interop tests built with -fsanitize=address,undefined
-# -fno-sanitize-recover=all (preset "asan": CPU only, no examples or benchmarks); any report fails.
+# Sanitizers: the unit, static and interop tests built with -fsanitize=address,undefined (less
+# UBSan's null, alignment and pointer-overflow checks: docs/reliability.md) -fno-sanitize-recover=all
+# (preset "asan": CPU only, no examples or benchmarks); any report fails.
 cmake --preset asan
 cmake --build --preset asan --parallel "$(nproc)"
 ctest --preset asan

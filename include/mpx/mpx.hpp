@@ -71,6 +71,7 @@
 #include "mpx/nn/dropout.hpp"
 #include "mpx/nn/embedding.hpp"
 #include "mpx/nn/flatten.hpp"
+#include "mpx/nn/fp8_statistics.hpp"
 #include "mpx/nn/group_norm.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_base.hpp"

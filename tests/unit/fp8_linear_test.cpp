@@ -239,6 +239,12 @@ TEST_CASE("FP8 MLPs train with delayed and current scaling; their scale state ch
   mpx::optim::AdamW optimizer(model, {.lr = 0.01f});
   mpx::Trainer trainer(model, loss, optimizer);
   for (int step = 0; step < 6; ++step) (void)trainer.step(x, y);
+  // The weights' FP8 codes, made in the first forward and kept, are counted with the weights, not as
+  // activations: fp32 masters (4 bytes per parameter), a byte per weight, and the biases' bf16 copies.
+  const std::int64_t weight_count = features * 64 + 64 * classes, bias_count = 64 + classes;
+  CHECK(trainer.first_step_memory().weights ==
+        4 * (weight_count + bias_count) + weight_count + 2 * bias_count);
+  CHECK(model.layer<0>().weight_copy_bytes() == features * 64);
   const mpx::test::TempDir dir("mpx_fp8_linear");
   mpx::io::save_weights(model, dir / "fp8.safetensors");
   mpx::nn::Sequential restored{mpx::nn::Linear<Delayed, mpx::nn::Activation::ReLU>(features, 64),

@@ -38,6 +38,10 @@
 /// `batch_norm_backward_input`; `group_norm_forward`, `group_norm_backward`
 /// (backend/group_norm_spec.hpp); `upsample_nearest_forward`, `upsample_nearest_backward`;
 /// `concat_channels`, `split_channels` (backend/channel_concat_spec.hpp; a UNet's skip).
+/// FP8 (nn::Linear under an FP8 precision): `gemm_scaled<AFormat, BFormat, Accumulation>`,
+/// `cast_scaled<Format>`, `accumulate_amax`, `accumulate_fp8_statistics<Format>`, and the constant
+/// `fp8_gemm_needs_k_major_operands`; where it is true (cuBLASLt's FP8 GEMMs read both operands
+/// along K), `cast_transpose_scaled<Format>` too.
 
 #include "mpx/error.hpp"
 

@@ -194,20 +194,47 @@ void with_device(std::string_view device, const DataParallelJob& job, TrainOn&& 
 }
 // [device]
 
-/// @brief Whether precision `P` trains on `Device`: every precision on the CPU; the FP8 ones not yet
-/// on the GPU (docs/fp8.md), so a program's list of precisions leaves them out there.
+/// @brief Why the FP8 precisions do not train on `Device` in this process, or "" when they do: on
+/// the CPU they always do; on a GPU their GEMMs need compute capability 8.9 or newer (Ada, Hopper,
+/// Blackwell: `mpx::fp8_gemm_capable`), which the current CUDA device is asked for at run time.
+template <class Device>
+[[nodiscard]] std::string fp8_unavailable_reason() {
+  if constexpr (std::is_same_v<Device, Host>) {
+    return {};
+  } else {
+#if MPX_HAS_CUDA
+    CudaContext& context = cuda_context();
+    const cudaDeviceProp& properties = context.properties();
+    if (fp8_gemm_capable(properties.major, properties.minor)) return {};
+    return mpx::detail::concat("FP8 GEMMs need a GPU of compute capability 8.9 or newer; ", properties.name,
+                               " (device ", context.device(), ") has ", properties.major, ".",
+                               properties.minor);
+#else
+    return "this build has no CUDA";
+#endif  // MPX_HAS_CUDA
+  }
+}
+
+/// @brief Whether precision `P` trains on `Device` in this process, decided at run time: every
+/// precision on the CPU; on a GPU every precision, the FP8 ones where the device runs FP8 GEMMs
+/// (`fp8_unavailable_reason`), so that an "all" run leaves them out there, with a note.
 template <class P, class Device>
-inline constexpr bool trains_on = !Fp8PrecisionPolicy<P> || std::is_same_v<Device, Host>;
+[[nodiscard]] bool trains_on() {
+  if constexpr (Fp8PrecisionPolicy<P>) {
+    return fp8_unavailable_reason<Device>().empty();
+  } else {
+    return true;
+  }
+}
 
 /// @brief Throws `mpx::invalid_argument` when a program's `--precision` value asks for FP8 (a value
-/// starting "fp8") on the GPU, which has no FP8 path yet; `trains_on` leaves those precisions out of
-/// an "all" run there.
+/// starting "fp8") on a GPU that cannot run FP8 GEMMs, saying why (`fp8_unavailable_reason`);
+/// `trains_on` leaves those precisions out of an "all" run there.
 template <class Device>
 void require_precision_on_device(const std::string& precision) {
-  if (!std::is_same_v<Device, Host> && precision.starts_with("fp8")) {
-    throw invalid_argument("--precision " + precision +
-                           ": FP8 trains on the CPU only so far (docs/fp8.md); use --device cpu");
-  }
+  if (!precision.starts_with("fp8")) return;
+  const std::string why = fp8_unavailable_reason<Device>();
+  if (!why.empty()) throw invalid_argument("--precision " + precision + ": " + why + "; use --device cpu");
 }
 
 // [run]

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "mpx/backend/backend.hpp"
+#include "mpx/backend/fp8_statistics_spec.hpp"
 #include "mpx/config.hpp"
 #include "mpx/numeric/encoded.hpp"
 #include "mpx/policy/fp8_precision.hpp"
@@ -37,6 +38,13 @@ struct ResetScales {
   int count;
   MPX_HOST_DEVICE void operator()(float* scale, float* scale_inverse) const {
     for (int i = 0; i < count; ++i) scale[i] = scale_inverse[i] = 1.0f;
+  }
+};
+
+struct ClearStatistics {
+  int count;
+  MPX_HOST_DEVICE void operator()(double* statistics) const {
+    for (int i = 0; i < count; ++i) statistics[i] = 0.0;
   }
 };
 
@@ -96,19 +104,40 @@ class Fp8Scales {
   template <NumericTag Format, FloatingElement S>
   void cast(Fp8Tensor which, const Tensor<S, Device>& x, Tensor<Encoded<Format>, Device>& out,
             bool record = true) {
-    const int i = static_cast<int>(which);
-    float* amax = amax_.data() + i;  // row 0 of the history under delayed scaling
-    if constexpr (delayed) {
-      Backend<Device>::template cast_scaled<Format>(x, scale_.data() + i, out, record ? amax : nullptr);
-    } else {
-      Backend<Device>::single_thread(detail::ClearAmax{}, amax);
-      Backend<Device>::accumulate_amax(x, amax);
-      Backend<Device>::single_thread(
-          detail::CurrentScaleFromAmax{numeric_traits<Format>::max_finite, Recipe::power_of_two_scales,
-                                       Recipe::amax_epsilon},
-          static_cast<const float*>(amax), scale_.data() + i, scale_inverse_.data() + i);
-      Backend<Device>::template cast_scaled<Format>(x, scale_.data() + i, out);
-    }
+    cast_by<Format>(which, x, record, [&](const float* scale, float* amax) {
+      Backend<Device>::template cast_scaled<Format>(x, scale, out, amax);
+    });
+  }
+
+  /// @brief `cast`, with the codes' transpose written in the same pass: x viewed as a [rows, cols]
+  /// matrix (cols its last dimension), out_transposed [cols, rows]. For a backend whose FP8 GEMMs
+  /// read both operands along K (`Backend<Device>::fp8_gemm_needs_k_major_operands`: cuBLASLt's), where
+  /// an operand one GEMM reads along its rows another reads along its columns.
+  template <NumericTag Format, FloatingElement S>
+  void cast(Fp8Tensor which, const Tensor<S, Device>& x, Tensor<Encoded<Format>, Device>& out,
+            Tensor<Encoded<Format>, Device>& out_transposed, bool record = true) {
+    cast_by<Format>(which, x, record, [&](const float* scale, float* amax) {
+      Backend<Device>::template cast_transpose_scaled<Format>(x, scale, out, out_transposed, amax);
+    });
+  }
+
+  /// @brief Whether training casts also count what they do to their tensors (`statistics()`); off by
+  /// default, as the count is a second pass over each tensor. Turning it on or off clears the counts.
+  void collect_statistics(bool on) {
+    statistics_ =
+        on ? Tensor<double, Device>(Shape{tensors, fp8_statistics_fields}) : Tensor<double, Device>();
+  }
+  /// @brief Whether `collect_statistics(true)` is in effect.
+  [[nodiscard]] bool collects_statistics() const noexcept { return !statistics_.empty(); }
+  /// @brief [3, `fp8_statistics_fields`] in the device's memory: per tensor (input, weight, output
+  /// gradient), what the training casts since the last `clear_statistics()` did to it, in
+  /// `Fp8StatisticsField` order (backend/fp8_statistics_spec.hpp). Empty unless collecting.
+  [[nodiscard]] const Tensor<double, Device>& statistics() const noexcept { return statistics_; }
+  /// @brief Sets the counts to zero (on the device, queued like the casts).
+  void clear_statistics() {
+    if (!statistics_.empty())
+      Backend<Device>::single_thread(detail::ClearStatistics{tensors * fp8_statistics_fields},
+                                     statistics_.data());
   }
 
   /// @brief The inverse scale of `which`, in the device's memory: what its GEMMs multiply by.
@@ -159,6 +188,31 @@ class Fp8Scales {
   [[nodiscard]] const Tensor<float, Device>& amaxes() const noexcept { return amax_; }
 
  private:
+  // The recipe around one cast: `write_codes(scale, amax)` casts x with the scale in device memory
+  // and accumulates x's amax into `amax` unless it is null. Delayed scaling casts with the current
+  // scale, recording the amax into history row 0 when `record`; current scaling first measures the
+  // amax and computes the scale from it. With statistics on, a training cast also counts.
+  template <NumericTag Format, FloatingElement S, class WriteCodes>
+  void cast_by(Fp8Tensor which, const Tensor<S, Device>& x, bool record, const WriteCodes& write_codes) {
+    const int i = static_cast<int>(which);
+    float* amax = amax_.data() + i;  // row 0 of the history under delayed scaling
+    if constexpr (delayed) {
+      write_codes(scale_.data() + i, record ? amax : nullptr);
+    } else {
+      Backend<Device>::single_thread(detail::ClearAmax{}, amax);
+      Backend<Device>::accumulate_amax(x, amax);
+      Backend<Device>::single_thread(
+          detail::CurrentScaleFromAmax{numeric_traits<Format>::max_finite, Recipe::power_of_two_scales,
+                                       Recipe::amax_epsilon},
+          static_cast<const float*>(amax), scale_.data() + i, scale_inverse_.data() + i);
+      write_codes(scale_.data() + i, nullptr);
+    }
+    if (record && !statistics_.empty()) {
+      Backend<Device>::template accumulate_fp8_statistics<Format>(
+          x, scale_.data() + i, statistics_.data() + i * fp8_statistics_fields);
+    }
+  }
+
   static Shape amax_shape() {
     if constexpr (delayed) {
       return Shape{static_cast<std::int64_t>(Recipe::history_length), tensors};
@@ -169,7 +223,8 @@ class Fp8Scales {
 
   Tensor<float, Device> scale_;
   Tensor<float, Device> scale_inverse_;
-  Tensor<float, Device> amax_;  // the history under delayed scaling
+  Tensor<float, Device> amax_;         // the history under delayed scaling
+  Tensor<double, Device> statistics_;  // empty unless collecting statistics
 };
 
 }  // namespace mpx::nn

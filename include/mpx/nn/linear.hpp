@@ -24,14 +24,29 @@
 namespace mpx::nn {
 
 namespace detail {
+// The transposed FP8 codes a backend whose FP8 GEMMs read both operands along K needs
+// (`Backend<Device>::fp8_gemm_needs_k_major_operands`): x^T [in, rows] and dZ^T [out, rows] for the
+// weight gradient, W^T [in, out] for the input gradient.
+template <class P, class Device>
+struct LinearFp8Transposes {
+  Tensor<Encoded<typename P::forward_format>, Device> input;
+  Tensor<Encoded<typename P::forward_format>, Device> weight;
+  Tensor<Encoded<typename P::backward_format>, Device> output_grad;
+};
+struct NoFp8Transposes {};
+
 // What a Linear under an FP8 precision keeps for its GEMMs: its tensors' scales and the FP8 codes
-// of its input, weight and output gradient (the input's and weight's are read again by backward).
+// of its input, weight and output gradient (the input's and weight's are read again by backward),
+// and, on a backend that needs them, their transposes (an empty member elsewhere).
 template <class P, class Device>
 struct LinearFp8State {
   Fp8Scales<P, Device> scales;
   Tensor<Encoded<typename P::forward_format>, Device> input;
   Tensor<Encoded<typename P::forward_format>, Device> weight;
   Tensor<Encoded<typename P::backward_format>, Device> output_grad;
+  [[no_unique_address]] std::conditional_t<Backend<Device>::fp8_gemm_needs_k_major_operands,
+                                           LinearFp8Transposes<P, Device>, NoFp8Transposes>
+      transposed;
 };
 struct NoFp8State {};
 }  // namespace detail
@@ -58,7 +73,11 @@ struct NoFp8State {};
 /// GEMMs apply the inverse scales to their fp32 sums; the bias gradient is summed from the 16-bit dZ,
 /// as Transformer Engine's cast kernels do. The weight then has no 16-bit copy (`weight()` is fp32
 /// only). An evaluation-mode forward casts with the current scales and records no amax, so that
-/// evaluating between steps leaves delayed scaling's histories as training left them.
+/// evaluating between steps leaves delayed scaling's histories as training left them. On the GPU
+/// (cuBLASLt's FP8 GEMMs read both operands along K: `Backend<Device>::fp8_gemm_needs_k_major_operands`)
+/// a training forward casts x and W with their transposes and backward dZ with its own, each in one
+/// pass, and every GEMM reads K-major codes: y = x W^T from x [M, K] and W [N, K], dx = dZ W from dZ
+/// [M, N] and W^T [K, N], dW = dZ^T x from dZ^T [N, M] and x^T [K, M] (docs/fp8.md).
 ///
 /// @tparam P precision policy; @tparam A fused activation; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, Activation A = Activation::None, class Device = Host>
@@ -68,10 +87,6 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   static constexpr bool fp8 = Fp8PrecisionPolicy<P>;
   // An FP8 GEMM reads the weight cast from its master copy: no 16-bit copy to keep.
   using WeightParam = std::conditional_t<fp8, MasterParameter<P, Device>, Param>;
-  static_assert(!fp8 || std::is_same_v<Device, Host>,
-                "mpx::nn::Linear<FP8 precision, Activation, mpx::Cuda>: FP8 GEMMs run on the CPU in this "
-                "release (the cuBLASLt FP8 path is not written yet: docs/fp8.md); use mpx::bf16_mixed on "
-                "the GPU");
   using T = compute_t<P>;
   using Grad = accumulate_t<P>;
 
@@ -149,8 +164,22 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       ensure_shape(state.input, x.shape());
       ensure_shape(state.weight, weight_.shape());
       const bool record = this->training();
-      state.scales.template cast<Forward>(Fp8Tensor::Input, x, state.input, record);
-      state.scales.template cast<Forward>(Fp8Tensor::Weight, weight_.master(), state.weight, record);
+      bool transposes_cast = false;
+      if constexpr (Backend<Device>::fp8_gemm_needs_k_major_operands) {
+        if (record) {  // backward reads x^T and W^T; an evaluation forward needs neither
+          auto& transposed = state.transposed;
+          ensure_shape(transposed.input, Shape{in_features_, x.shape().rows()});
+          ensure_shape(transposed.weight, Shape{in_features_, out_features_});
+          state.scales.template cast<Forward>(Fp8Tensor::Input, x, state.input, transposed.input);
+          state.scales.template cast<Forward>(Fp8Tensor::Weight, weight_.master(), state.weight,
+                                              transposed.weight);
+          transposes_cast = true;
+        }
+      }
+      if (!transposes_cast) {
+        state.scales.template cast<Forward>(Fp8Tensor::Input, x, state.input, record);
+        state.scales.template cast<Forward>(Fp8Tensor::Weight, weight_.master(), state.weight, record);
+      }
       Backend<Device>::template gemm_scaled<Forward, Forward, typename P::accumulation::fprop>(
           state.input, state.weight, output_, config, operands, state.scales.scale_inverse(Fp8Tensor::Input),
           state.scales.scale_inverse(Fp8Tensor::Weight));
@@ -209,6 +238,16 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   template <class F>
   void for_each_buffer(F&& f) requires fp8 {
     fp8_.scales.for_each_buffer(f);
+  }
+
+  /// @brief Under an FP8 precision: bytes of the weight's FP8 codes the layer keeps between steps (and
+  /// of their transpose on a backend that needs it); `Trainer`'s memory report counts them with the
+  /// weights, as it counts a 16-bit model's compute copy. 0 before the first forward.
+  [[nodiscard]] std::int64_t weight_copy_bytes() const noexcept requires fp8 {
+    std::int64_t bytes = static_cast<std::int64_t>(fp8_.weight.size_bytes());
+    if constexpr (Backend<Device>::fp8_gemm_needs_k_major_operands)
+      bytes += static_cast<std::int64_t>(fp8_.transposed.weight.size_bytes());
+    return bytes;
   }
 
   /// @brief Under an FP8 precision: the scales of the layer's input, weight and output gradient.
@@ -310,18 +349,45 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
                                             const ActivationGradientFusion<Device>* previous) {
     using Forward = typename P::forward_format;
     using Backward = typename P::backward_format;
+    constexpr bool k_major = Backend<Device>::fp8_gemm_needs_k_major_operands;
     auto& state = fp8_;
     ensure_shape(state.output_grad, dz.shape());
-    state.scales.template cast<Backward>(Fp8Tensor::OutputGradient, dz, state.output_grad);
     const auto weight_grad = weight_.grad_for_update();
-    Backend<Device>::template gemm_scaled<Backward, Forward, typename P::accumulation::wgrad>(
-        state.output_grad, state.input, weight_grad.tensor,
-        GemmConfig{.transpose_a = Transpose::Yes, .beta = weight_grad.overwrite ? 0.0f : 1.0f},
-        GemmOperands<Grad, Grad, Device>{}, state.scales.scale_inverse(Fp8Tensor::OutputGradient),
-        state.scales.scale_inverse(Fp8Tensor::Input));
-    if (bias_) {  // the sum of dZ's rows: the kernel a convolution's bias gradient uses
+    const float weight_beta = weight_grad.overwrite ? 0.0f : 1.0f;
+    if constexpr (k_major) {
+      // dW = dZ^T x from dZ^T [out, rows] and x^T [in, rows], both read along the rows (K).
+      auto& transposed = state.transposed;
+      ensure_shape(transposed.output_grad, Shape{out_features_, dz.shape().rows()});
+      state.scales.template cast<Backward>(Fp8Tensor::OutputGradient, dz, state.output_grad,
+                                           transposed.output_grad);
+      Backend<Device>::template gemm_scaled<Backward, Forward, typename P::accumulation::wgrad>(
+          transposed.output_grad, transposed.input, weight_grad.tensor,
+          GemmConfig{.transpose_b = Transpose::Yes, .beta = weight_beta}, GemmOperands<Grad, Grad, Device>{},
+          state.scales.scale_inverse(Fp8Tensor::OutputGradient),
+          state.scales.scale_inverse(Fp8Tensor::Input));
+    } else {
+      state.scales.template cast<Backward>(Fp8Tensor::OutputGradient, dz, state.output_grad);
+      Backend<Device>::template gemm_scaled<Backward, Forward, typename P::accumulation::wgrad>(
+          state.output_grad, state.input, weight_grad.tensor,
+          GemmConfig{.transpose_a = Transpose::Yes, .beta = weight_beta}, GemmOperands<Grad, Grad, Device>{},
+          state.scales.scale_inverse(Fp8Tensor::OutputGradient),
+          state.scales.scale_inverse(Fp8Tensor::Input));
+    }
+    if (bias_) {  // the sum of dZ's rows, in fp32
       const auto bias_grad = bias_->grad_for_update();
-      Backend<Device>::conv2d_backward_bias(dz, bias_grad.tensor, bias_grad.overwrite);
+      if constexpr (std::is_same_v<Device, Host>) {
+        Backend<Device>::conv2d_backward_bias(dz, bias_grad.tensor, bias_grad.overwrite);
+      } else {
+        // The GPU's convolution kernels come with cuDNN's header (conv2d.cuh), which a Linear's
+        // translation unit need not include; batch norm's channel sums are the same reduction.
+        if (bias_grad.overwrite) {
+          Backend<Device>::batch_norm_channel_sums(dz, bias_grad.tensor);
+        } else {
+          ensure_shape(bias_grad_, Shape{out_features_});
+          Backend<Device>::batch_norm_channel_sums(dz, bias_grad_);
+          Backend<Device>::add_into(bias_->grad(), bias_grad_);
+        }
+      }
     }
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, input_->shape());
@@ -331,8 +397,14 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       input_config.epilogue = Epilogue::DRelu;
       input_operands.relu_mask = previous->relu_mask;
     }
+    // dx = dZ W: from W itself [out, in], or, read along K, from W^T [in, out] transposed.
+    const auto* weight_codes = &state.weight;
+    if constexpr (k_major) {
+      input_config.transpose_b = Transpose::Yes;
+      weight_codes = &state.transposed.weight;
+    }
     Backend<Device>::template gemm_scaled<Backward, Forward, typename P::accumulation::dgrad>(
-        state.output_grad, state.weight, input_grad_, input_config, input_operands,
+        state.output_grad, *weight_codes, input_grad_, input_config, input_operands,
         state.scales.scale_inverse(Fp8Tensor::OutputGradient), state.scales.scale_inverse(Fp8Tensor::Weight));
     return &input_grad_;
   }

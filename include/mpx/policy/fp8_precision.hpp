@@ -64,20 +64,34 @@ inline constexpr std::string_view underscore = "_";
 // default), "_fp32acc" for fp32 sums, else the three models' names.
 inline constexpr std::string_view fp32_accumulation_suffix = "_fp32acc";
 inline constexpr std::string_view no_suffix = "";
+// (Names are joined inside consteval functions: nvcc 13 hands a `joined` named in a static member's
+// initializer to the host compiler with pointers where its parameters are references.)
+template <class Accumulation>
+consteval std::string_view accumulation_suffix_of() {
+  if constexpr (std::is_same_v<Accumulation, HopperGemmAccumulation>) {
+    return no_suffix;
+  } else if constexpr (std::is_same_v<Accumulation, Fp32GemmAccumulation>) {
+    return fp32_accumulation_suffix;
+  } else {
+    return joined<underscore, Accumulation::fprop::name, underscore, Accumulation::dgrad::name, underscore,
+                  Accumulation::wgrad::name>::value;
+  }
+}
 template <class Accumulation>
 struct accumulation_suffix {
-  static constexpr std::string_view value =
-      joined<underscore, Accumulation::fprop::name, underscore, Accumulation::dgrad::name, underscore,
-             Accumulation::wgrad::name>::value;
+  static constexpr std::string_view value = accumulation_suffix_of<Accumulation>();
 };
-template <>
-struct accumulation_suffix<HopperGemmAccumulation> {
-  static constexpr std::string_view value = no_suffix;
-};
-template <>
-struct accumulation_suffix<Fp32GemmAccumulation> {
-  static constexpr std::string_view value = fp32_accumulation_suffix;
-};
+// "fp8_<formats>_<recipe>[_<activations>]<accumulation suffix>", as `Fp8Precision::name` documents.
+template <class Recipe, class Formats, class Activations, class Accumulation>
+consteval std::string_view fp8_precision_name() {
+  if constexpr (std::is_same_v<Activations, BFloat16>) {
+    return joined<fp8_prefix, Formats::name, underscore, Recipe::name,
+                  accumulation_suffix<Accumulation>::value>::value;
+  } else {
+    return joined<fp8_prefix, Formats::name, underscore, Recipe::name, underscore,
+                  numeric_traits<Activations>::name, accumulation_suffix<Accumulation>::value>::value;
+  }
+}
 }  // namespace detail
 
 /// @brief Satisfied by the scaling recipes: `DelayedScaling<...>` and `CurrentScaling<...>`.
@@ -122,12 +136,7 @@ struct Fp8Precision : Precision<Activations, Float> {
   /// "fp8_hybrid_delayed", "fp8_e4m3_current", ... (and "_fp16" where activations are fp16,
   /// "_fp32acc" under fp32 accumulation)
   static constexpr std::string_view name =
-      std::is_same_v<Activations, BFloat16>
-          ? detail::joined<detail::fp8_prefix, Formats::name, detail::underscore, Recipe::name,
-                           detail::accumulation_suffix<Accumulation>::value>::value
-          : detail::joined<detail::fp8_prefix, Formats::name, detail::underscore, Recipe::name,
-                           detail::underscore, numeric_traits<Activations>::name,
-                           detail::accumulation_suffix<Accumulation>::value>::value;
+      detail::fp8_precision_name<Recipe, Formats, Activations, Accumulation>();
 };
 
 /// @brief FP8 GEMMs with E4M3 forward and E5M2 backward operands under `Recipe`, bf16 activations:

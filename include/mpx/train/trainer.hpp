@@ -35,6 +35,7 @@
 #include "mpx/nn/step_key.hpp"
 #include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/loss_scaling.hpp"
+#include "mpx/tensor/host_memory.hpp"
 #include "mpx/tensor/memory_stats.hpp"
 #include "mpx/train/gradient_sync.hpp"
 #include "mpx/train/loss_scaler.hpp"
@@ -62,7 +63,8 @@ struct StepResult {
 /// @brief Memory of the first training step, from the device allocator's own counters.
 struct StepMemory {
   std::int64_t parameter_count = 0;  ///< trainable scalars
-  std::int64_t weights = 0;          ///< master weights and their compute copies
+  std::int64_t weights = 0;          ///< master weights and their compute copies (an FP8 layer's
+                                     ///< weight codes included)
   std::int64_t gradients = 0;        ///< the parameters' gradients
   std::int64_t optimizer_state = 0;  ///< momentum / moment buffers (allocated when the optimizer is built)
   std::int64_t activations = 0;      ///< buffers the step left allocated: saved activations, activation
@@ -411,6 +413,14 @@ class Trainer {
       // optimizer state it allocated itself.
       first_step_memory_.activations = memory_stats<Device>().live_bytes() - window.live_at_start() -
                                        (first_step_memory_.optimizer_state - state_before);
+      // Weight copies a layer makes in its first forward and keeps (an FP8 Linear's weight codes)
+      // are weights, as a 16-bit model's compute copy is, not activations.
+      nn::for_each_layer(model_, [&](auto& layer) {
+        if constexpr (requires { layer.weight_copy_bytes(); }) {
+          first_step_memory_.weights += layer.weight_copy_bytes();
+          first_step_memory_.activations -= layer.weight_copy_bytes();
+        }
+      });
     }
     model_.for_each_parameter(
         [&](std::string_view, auto& p) { first_step_memory_.parameter_count += p.shape().numel(); });
@@ -507,17 +517,22 @@ class Trainer {
     if (sync != nullptr) {
       // FP8 layers under delayed scaling: this step's amaxes go with the gradients, and come back as
       // their maximum over processes, so that every process computes the same scales (TE reduces
-      // them across the data-parallel group). FP8 layers train on the CPU only so far: on another
-      // device the list is empty.
+      // them across the data-parallel group). On the CPU they are gathered into a vector; on a GPU,
+      // where each layer's are device memory, into one device buffer by device-to-device copies,
+      // queued like the rest of the step (no host wait, and a CUDA graph records them).
       fp8_amaxes_.clear();
+      std::span<float> step_amaxes;
       if constexpr (std::is_same_v<Device, Host>) {
         nn::for_each_layer(model_, [&](auto& layer) {
           if constexpr (requires { layer.fp8_step_amaxes(); }) {
             for (const float amax : layer.fp8_step_amaxes()) fp8_amaxes_.push_back(amax);
           }
         });
+        step_amaxes = std::span(fp8_amaxes_);
+      } else {
+        step_amaxes = gather_fp8_amaxes(/*back=*/false);
       }
-      sync->finish(std::span(gradients_), state_.scalars(), std::span(fp8_amaxes_));
+      sync->finish(std::span(gradients_), state_.scalars(), step_amaxes);
       if constexpr (std::is_same_v<Device, Host>) {
         std::size_t next = 0;
         nn::for_each_layer(model_, [&](auto& layer) {
@@ -525,6 +540,8 @@ class Trainer {
             for (float& amax : layer.fp8_step_amaxes()) amax = fp8_amaxes_[next++];
           }
         });
+      } else {
+        (void)gather_fp8_amaxes(/*back=*/true);
       }
     }
     // FP8 layers' scales follow every backward, whether or not the optimizer then applies the step
@@ -536,6 +553,33 @@ class Trainer {
         std::span(gradients_), count, options_.max_grad_norm.value_or(0.0), scaler_.options(),
         optimizer_.update_preparation());
     optimizer_.step(state_.update_control());
+  }
+
+  // On a device other than the CPU: copies each FP8 layer's step amaxes (device memory) into
+  // `fp8_amax_buffer_`, one after another, and returns the buffer's span (empty without any); with
+  // `back`, copies the buffer's values back into the layers instead.
+  std::span<float> gather_fp8_amaxes(bool back) {
+    std::int64_t count = 0;
+    nn::for_each_layer(model_, [&](auto& layer) {
+      if constexpr (requires { layer.fp8_step_amaxes(); })
+        count += static_cast<std::int64_t>(layer.fp8_step_amaxes().size());
+    });
+    if (count == 0) return {};
+    if (fp8_amax_buffer_.numel() != count) fp8_amax_buffer_ = Tensor<float, Device>(Shape{count});
+    float* next = fp8_amax_buffer_.data();
+    nn::for_each_layer(model_, [&](auto& layer) {
+      if constexpr (requires { layer.fp8_step_amaxes(); }) {
+        const std::span<float> amaxes = layer.fp8_step_amaxes();
+        const std::size_t bytes = amaxes.size() * sizeof(float);
+        if (back) {
+          DeviceMemory<Device>::copy(amaxes.data(), next, bytes);
+        } else {
+          DeviceMemory<Device>::copy(next, amaxes.data(), bytes);
+        }
+        next += amaxes.size();
+      }
+    });
+    return {fp8_amax_buffer_.data(), static_cast<std::size_t>(count)};
   }
 
   // A micro-batch's inputs in the model's input type: the batch's own, or its fp32 inputs rounded
@@ -623,7 +667,8 @@ class Trainer {
   StepResult last_;
   TrainingState<Device, Grad> state_;
   std::vector<Tensor<Grad, Device>*> gradients_;         // the list handed to the gradient pass
-  std::vector<float> fp8_amaxes_;                        // the step's FP8 amaxes, for the sync
+  std::vector<float> fp8_amaxes_;                        // the step's FP8 amaxes, for the sync (CPU)
+  Tensor<float, Device> fp8_amax_buffer_;                // the same on a GPU, in its memory
   GradientSync<Device, Grad>* gradient_sync_ = nullptr;  // data parallelism; null: this process alone
   std::vector<Tensor<Grad, Device>*> layer_gradients_;   // one layer's, for gradient_sync_
   std::int64_t micro_batches_in_last_step_ = 1;

@@ -17,6 +17,7 @@
 #include "mpx/backend/cpu/elementwise.hpp"
 #include "mpx/backend/cpu/embedding.hpp"
 #include "mpx/backend/cpu/fp8_cast.hpp"
+#include "mpx/backend/cpu/fp8_statistics.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/cpu/gradient.hpp"
 #include "mpx/backend/cpu/graph.hpp"
@@ -65,6 +66,9 @@ struct Backend<Host> {
   static void gemm(Args&&... args) {
     cpu::gemm<Compute>(std::forward<Args>(args)...);
   }
+  /// @brief `cpu::gemm_scaled` reads its operands in any layout, so FP8 operands need no transposed
+  /// copies (the CUDA backend's cuBLASLt GEMMs do). `nn::Linear` reads it.
+  static constexpr bool fp8_gemm_needs_k_major_operands = false;
   /// @brief GEMM of two scaled operands in formats `AFormat` and `BFormat` (FP8); see
   /// `cpu::gemm_scaled`.
   template <NumericTag AFormat, NumericTag BFormat, AccumulationModel Accumulation = Fp32Accumulation,
@@ -77,6 +81,12 @@ struct Backend<Host> {
   template <NumericTag Format, class... Args>
   static void cast_scaled(Args&&... args) {
     cpu::cast_scaled<Format>(std::forward<Args>(args)...);
+  }
+  /// @brief What a cast into `Format` does to a tensor, counted (saturated, flushed, amax); see
+  /// `cpu::accumulate_fp8_statistics`.
+  template <NumericTag Format, class... Args>
+  static void accumulate_fp8_statistics(Args&&... args) {
+    cpu::accumulate_fp8_statistics<Format>(std::forward<Args>(args)...);
   }
   /// @brief 2-D convolution (channels-last) in the `Compute` precision; see `cpu::conv2d_forward`
   /// and backend/conv2d_spec.hpp.

@@ -30,8 +30,11 @@
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/dropout.cuh"
 #include "mpx/backend/cuda/embedding.cuh"
+#include "mpx/backend/cuda/fp8_cast.cuh"
+#include "mpx/backend/cuda/fp8_statistics.cuh"
 #include "mpx/backend/cuda/gemm.hpp"
 #include "mpx/backend/cuda/gemm_epilogue.cuh"  // sets gemm's unfused-path launchers
+#include "mpx/backend/cuda/gemm_scaled.cuh"
 #include "mpx/backend/cuda/gradient.cuh"
 #include "mpx/backend/cuda/graph.hpp"
 #include "mpx/backend/cuda/group_norm.cuh"
@@ -91,6 +94,35 @@ struct Backend<Cuda> {
   static void gemm(Args&&... args) {
     cuda::gemm<Compute>(std::forward<Args>(args)...);
   }
+  /// @brief cuBLASLt's FP8 GEMMs read both operands along K (`cuda::gemm_scaled`: A [M, K] and B
+  /// [N, K] with `transpose_b = Yes`), so an operand read along its other dimension by another GEMM
+  /// is cast with its transpose (`cast_transpose_scaled`). `nn::Linear` reads it.
+  static constexpr bool fp8_gemm_needs_k_major_operands = true;
+  /// @brief GEMM of two scaled FP8 operands through cuBLASLt (compute capability 8.9 or newer); see
+  /// `cuda::gemm_scaled`.
+  template <NumericTag AFormat, NumericTag BFormat, AccumulationModel Accumulation = Fp32Accumulation,
+            class... Args>
+  static void gemm_scaled(Args&&... args) {
+    cuda::gemm_scaled<AFormat, BFormat, Accumulation>(std::forward<Args>(args)...);
+  }
+  /// @brief A tensor times its scale, cast into `Format` (FP8), its amax recorded; see
+  /// `cuda::cast_scaled`.
+  template <NumericTag Format, class... Args>
+  static void cast_scaled(Args&&... args) {
+    cuda::cast_scaled<Format>(std::forward<Args>(args)...);
+  }
+  /// @brief `cast_scaled` with the codes' transpose written in the same pass; see
+  /// `cuda::cast_transpose_scaled`.
+  template <NumericTag Format, class... Args>
+  static void cast_transpose_scaled(Args&&... args) {
+    cuda::cast_transpose_scaled<Format>(std::forward<Args>(args)...);
+  }
+  /// @brief What a cast into `Format` does to a tensor, counted (saturated, flushed, amax); see
+  /// `cuda::accumulate_fp8_statistics`.
+  template <NumericTag Format, class... Args>
+  static void accumulate_fp8_statistics(Args&&... args) {
+    cuda::accumulate_fp8_statistics<Format>(std::forward<Args>(args)...);
+  }
   /// @brief 2-D convolution (channels-last) in the `Compute` precision on cuDNN; see
   /// `cuda::conv2d_forward` (needs <mpx/backend/cuda/conv2d.cuh>).
   template <NumericTag Compute, class... Args>
@@ -148,6 +180,7 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(add);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_uniform);
   MPX_DETAIL_FORWARD_TO_CUDA(flag_nonfinite);
+  MPX_DETAIL_FORWARD_TO_CUDA(accumulate_amax);
   MPX_DETAIL_FORWARD_TO_CUDA(fill_normal);
   MPX_DETAIL_FORWARD_TO_CUDA(embedding_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(embedding_backward);

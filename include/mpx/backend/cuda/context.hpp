@@ -28,6 +28,12 @@ namespace mpx {
   return compute_capability_major >= 9 ? std::size_t{32} << 20 : std::size_t{4} << 20;
 }
 
+/// @brief Whether a GPU of compute capability `major`.`minor` runs FP8 GEMMs (cuBLASLt's FP8
+/// matmuls, `cuda::gemm_scaled`): 8.9 (Ada) and newer.
+[[nodiscard]] constexpr bool fp8_gemm_capable(int major, int minor) noexcept {
+  return major > 8 || (major == 8 && minor >= 9);
+}
+
 /// @brief Number of CUDA devices the runtime sees; 0 when there is none or no usable driver (programs
 /// that fall back to the CPU test this).
 [[nodiscard]] inline int cuda_device_count() noexcept {

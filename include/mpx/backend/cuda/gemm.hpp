@@ -26,6 +26,9 @@
 /// <mpx/cuda.hpp> sets, so `gemm` has one body under every compiler; in a program with no such unit
 /// that path throws `mpx::error`.
 ///
+/// The body (`detail::run_gemm`) serves `gemm_scaled` too (gemm_scaled.cuh): FP8 operands of two types,
+/// their inverse scales as CUBLASLT_MATMUL_DESC_A/B_SCALE_POINTER and FAST_ACCUM in the plan's key.
+///
 /// A batched call (`GemmConfig::batch_count` > 1, Default epilogue only) is one strided-batched
 /// cuBLASLt matmul: each layout carries CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT and, as its
 /// CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, the element count of one of its matrices.
@@ -97,14 +100,17 @@ struct GemmKey {
   std::size_t workspace_bytes = 0;   // the heuristic only offers algorithms that fit this workspace
   std::int64_t m = 0, n = 0, k = 0;  // our (row-major) problem
   bool transpose_a = false, transpose_b = false;
-  cudaDataType_t ab_type{}, d_type{};
-  cudaDataType_t bias_type{};  // of the bias or bias gradient, where the epilogue has one
+  cudaDataType_t a_type{}, b_type{}, d_type{};  // our A's, our B's, D's
+  cudaDataType_t bias_type{};                   // of the bias or bias gradient, where the epilogue has one
   cublasComputeType_t compute_type{};
   Epilogue epilogue = Epilogue::Default;  // the one run by cuBLASLt (Default on the unfused path)
   bool separate_c = false;                // C is its own tensor rather than D
   bool beta_zero = true;
   int align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0, align_aux = 0;
   std::int64_t batch = 1;  // strided batch count (m, n, k and the a/b extents are per matrix)
+  // FP8 operands (gemm_scaled.cuh): each with its inverse scale (A/B_SCALE_POINTER), and whether
+  // cuBLASLt's fast accumulation is on (CUBLASLT_MATMUL_DESC_FAST_ACCUM).
+  bool scaled = false, fast_accumulation = false;
 
   bool operator==(const GemmKey&) const = default;
 };
@@ -121,7 +127,8 @@ struct GemmKeyHash {
                                  key.k,
                                  std::int64_t{key.transpose_a},
                                  std::int64_t{key.transpose_b},
-                                 std::int64_t{key.ab_type},
+                                 std::int64_t{key.a_type},
+                                 std::int64_t{key.b_type},
                                  std::int64_t{key.d_type},
                                  std::int64_t{key.bias_type},
                                  std::int64_t{key.compute_type},
@@ -134,7 +141,9 @@ struct GemmKeyHash {
                                  std::int64_t{key.align_d},
                                  std::int64_t{key.align_bias},
                                  std::int64_t{key.align_aux},
-                                 key.batch}) {
+                                 key.batch,
+                                 std::int64_t{key.scaled},
+                                 std::int64_t{key.fast_accumulation}}) {
       mix(v);
     }
     mix(static_cast<std::int64_t>(key.handle));
@@ -224,6 +233,10 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   (void)cublaslt_epilogue(key.epilogue, epilogue);
   set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue, "EPILOGUE");
+  if (key.scaled) {
+    const std::int8_t fast = key.fast_accumulation ? 1 : 0;
+    set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast, "FAST_ACCUM");
+  }
   if (reads_bias(key.epilogue) || writes_bias_grad(key.epilogue)) {
     set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<std::int32_t>(bias_type),
                   "BIAS_DATA_TYPE");
@@ -241,9 +254,9 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
                   "EPILOGUE_AUX_LD");
   }
   // Stored (pre-op) matrices, column-major view: our row-major R x C is column-major C x R, ld = C.
-  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, key.ab_type, static_cast<std::uint64_t>(b_cols),
+  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, key.b_type, static_cast<std::uint64_t>(b_cols),
                                               static_cast<std::uint64_t>(b_rows), b_cols));
-  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, key.ab_type, static_cast<std::uint64_t>(a_cols),
+  MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, key.a_type, static_cast<std::uint64_t>(a_cols),
                                               static_cast<std::uint64_t>(a_rows), a_cols));
   MPX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, c_type, static_cast<std::uint64_t>(g.n),
                                               static_cast<std::uint64_t>(g.m), g.n));
@@ -324,6 +337,9 @@ struct MatmulCall {
   const void* beta = nullptr;
   const void* bias = nullptr;  // bias or bias gradient pointer
   void* aux = nullptr;
+  // With key.scaled: what our A's and B's sums are multiplied by (device memory).
+  const float* a_scale_inverse = nullptr;
+  const float* b_scale_inverse = nullptr;
 };
 
 // What happened to one cuBLASLt call.
@@ -360,6 +376,12 @@ inline MatmulOutcome run_matmul(const MatmulCall& call, const GemmShape& g, Cuda
   if (call.aux != nullptr) {
     set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, call.aux, "EPILOGUE_AUX_POINTER");
   }
+  if (call.key.scaled) {  // cuBLASLt's A is our B
+    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                  static_cast<const void*>(call.b_scale_inverse), "A_SCALE_POINTER");
+    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                  static_cast<const void*>(call.a_scale_inverse), "B_SCALE_POINTER");
+  }
   const cublasStatus_t status = cublasLtMatmul(
       context.cublaslt(), plan.desc, call.alpha, call.b, plan.a, call.a, plan.b, call.beta, call.c, plan.c,
       call.d, plan.d, &plan.algo, context.workspace(), context.workspace_bytes(), context.stream());
@@ -377,7 +399,7 @@ inline MatmulOutcome run_matmul(const MatmulCall& call, const GemmShape& g, Cuda
 
 }  // namespace detail
 
-/// @brief How `mpx::cuda::gemm` calls on this thread ran, counted per call since the last
+/// @brief How `mpx::cuda::gemm` and `gemm_scaled` calls on this thread ran, counted per call since the last
 /// `reset_gemm_path_counts()`: the tests and benchmarks assert the path they mean to measure.
 struct GemmPathCounts {
   std::int64_t fused = 0;         ///< one cuBLASLt call with the epilogue fused (Default included)
@@ -385,6 +407,8 @@ struct GemmPathCounts {
   std::int64_t no_algorithm = 0;  ///< of the unfused: the heuristic offered no fused algorithm
   std::int64_t refused = 0;       ///< of the unfused: cublasLtMatmul refused the fused algorithm
                                   ///< (now, or earlier for the same plan, which remembers it)
+  std::int64_t decoded = 0;       ///< `gemm_scaled` calls cuBLASLt has no FP8 kernel for (a dimension or
+                                  ///< leading dimension off 16 bytes), run on the codes decoded into bf16
 
   /// @brief Every count equal.
   bool operator==(const GemmPathCounts&) const = default;
@@ -448,6 +472,16 @@ inline std::unordered_map<int, GemmScratch>& gemm_c_copies() {
   return copies;
 }
 
+// Where `gemm_scaled` decodes FP8 operands cuBLASLt has no FP8 kernel for (gemm_scaled.cuh): A's and
+// B's bf16 copies; the product goes to gemm_scratches(), which the bf16 GEMM of them does not use.
+struct DecodedOperands {
+  GemmScratch a, b;
+};
+inline std::unordered_map<int, DecodedOperands>& gemm_decoded_operands() {
+  thread_local std::unordered_map<int, DecodedOperands> operands;
+  return operands;
+}
+
 // The unfused path's kernel launchers. They are CUDA code, which only nvcc can compile, while
 // `gemm` must have one body whichever compiler includes this header (a second body of the same
 // inline function would break the one-definition rule). So the body calls them through these
@@ -463,6 +497,7 @@ struct UnfusedEpilogue {
 };
 template <class Acc, class ST, bool Tf32>
 struct UnfusedOperandReduction {
+  using Source = ST;  // the operand's device element type
   using Launch = void (*)(const ST* x, Acc* out, std::int64_t count_i, std::int64_t count_j,
                           std::int64_t stride_i, std::int64_t stride_j, cudaStream_t stream);
   static inline Launch launch = nullptr;
@@ -498,6 +533,10 @@ inline void clear_gemm_cache() noexcept {
   detail::gemm_plans().clear();
   for (auto& [device, scratch] : detail::gemm_scratches()) scratch.release();
   for (auto& [device, copy] : detail::gemm_c_copies()) copy.release();
+  for (auto& [device, decoded] : detail::gemm_decoded_operands()) {
+    decoded.a.release();
+    decoded.b.release();
+  }
 }
 
 /// @brief How this thread's `gemm` calls ran since the last reset (see `GemmPathCounts`).
@@ -514,6 +553,252 @@ inline void reset_gemm_path_counts() noexcept {
 [[nodiscard]] inline std::size_t gemm_cache_size() noexcept {
   return detail::gemm_plans().size();
 }
+
+namespace detail {
+
+// How `run_gemm` ran a call.
+enum class GemmRun {
+  fused,                 // one cuBLASLt call, the epilogue in it
+  unfused,               // a plain cuBLASLt product (or none, for K = 0) and mpx's epilogue kernel
+  no_product_algorithm,  // cuBLASLt has no kernel for the product itself; nothing was written
+};
+
+// A call's problem and operands: our row-major m, n, k and transposes, the operands' cuBLASLt types
+// and the compute type, the batch, and A's and B's memory with their per-matrix extents. `run_gemm`
+// adds the rest (device, handle, workspace, C and D, alignments, epilogue).
+inline MatmulCall operand_call(const GemmShape& g, const GemmConfig& config, const void* a,
+                               const Shape& a_shape, cudaDataType_t a_type, const void* b,
+                               const Shape& b_shape, cudaDataType_t b_type,
+                               cublasComputeType_t compute_type) {
+  MatmulCall call;
+  call.key.m = g.m;
+  call.key.n = g.n;
+  call.key.k = g.k;
+  call.key.transpose_a = config.transpose_a == Transpose::Yes;
+  call.key.transpose_b = config.transpose_b == Transpose::Yes;
+  call.key.a_type = a_type;
+  call.key.b_type = b_type;
+  call.key.compute_type = compute_type;
+  call.key.batch = g.batch;
+  call.a_rows = a_shape.rows() / g.batch;  // per matrix of a batch
+  call.a_cols = a_shape.cols();
+  call.b_rows = b_shape.rows() / g.batch;
+  call.b_cols = b_shape.cols();
+  call.a = a;
+  call.b = b;
+  return call;
+}
+
+// The body of `gemm` and `gemm_scaled` (gemm_scaled.cuh): D = epilogue(alpha op(A) op(B) + beta C),
+// `call` holding what `operand_call` sets (and, for FP8 operands, the scaled flags and the inverse
+// scales); `a_bytes` and `b_bytes` are the sizes of A's and B's elements. cuBLASLt with the epilogue
+// fused first, else the unfused path (see the file comment). `Reduction` is the unfused launcher
+// slot of an operand's bias gradient (BGradA/BGradB), or void for a caller that rejects those
+// epilogues. With `product_fallback`, a product cuBLASLt has no kernel for is reported
+// (`no_product_algorithm`, before anything is written) for the caller to run another way; without,
+// it throws mpx::cuda_error.
+template <class Acc, Element TD, class Reduction>
+GemmRun run_gemm(const char* where, const GemmShape& g, const GemmConfig& config,
+                 const mpx::GemmOperands<TD, Acc, Cuda>& operands, Tensor<TD, Cuda>& d, MatmulCall call,
+                 std::int64_t a_bytes, std::int64_t b_bytes, bool product_fallback, CudaContext& context) {
+  const Epilogue epilogue = config.epilogue;
+  GemmPathCounts& counts = gemm_path_counts_of_thread();
+
+  const Acc alpha = static_cast<Acc>(config.alpha);
+  const Acc beta = static_cast<Acc>(config.beta);
+  const void* c_pointer = operands.c != nullptr ? operands.c->data() : d.data();
+  // D += A B in place with a 16-bit D: cuBLASLt rounded the product into D's type before adding C
+  // when C was D's own memory (on an H200, cuBLASLt 13.1: every element from 64 x 48 x 32 up to
+  // 1024^3, bf16 and fp16; tests/cuda/gemm_mixed_host_test.cpp), and added the fp32 product to C
+  // before the one rounding when C was a separate copy. So C is given as a copy: one pass over D,
+  // small beside the product, for the fp32 accumulation the CPU does too.
+  bool c_copied = false;
+  if (beta != Acc(0) && c_pointer == d.data() && sizeof(TD) < sizeof(float) && g.k > 0) {
+    const std::size_t bytes = static_cast<std::size_t>(d.numel()) * sizeof(TD);
+    void* copy = gemm_c_copies()[context.device()].get(bytes);
+    MPX_CUDA_CHECK(cudaMemcpyAsync(copy, d.data(), bytes, cudaMemcpyDeviceToDevice, context.stream()));
+    c_pointer = copy;
+    c_copied = true;
+  }
+
+  call.key.device = context.device();
+  call.key.handle = reinterpret_cast<std::uintptr_t>(context.cublaslt());
+  call.key.workspace_bytes = context.workspace_bytes();
+  call.key.d_type = cuda_traits<tag_of_t<TD>>::data_type;
+  call.key.separate_c = operands.c != nullptr || c_copied;
+  call.key.beta_zero = beta == Acc(0);
+  if (g.batch > 1) {  // what holds for every matrix of the batch (row-major: ld = columns)
+    constexpr auto d_bytes = static_cast<std::int64_t>(sizeof(TD));
+    call.key.align_a = alignment_class(call.a, call.a_cols * a_bytes, call.a_rows * call.a_cols * a_bytes);
+    call.key.align_b = alignment_class(call.b, call.b_cols * b_bytes, call.b_rows * call.b_cols * b_bytes);
+    call.key.align_c = alignment_class(c_pointer, g.n * d_bytes, g.m * g.n * d_bytes);
+    call.key.align_d = alignment_class(d.data(), g.n * d_bytes, g.m * g.n * d_bytes);
+  } else {
+    call.key.align_a = alignment_class(call.a);
+    call.key.align_b = alignment_class(call.b);
+    call.key.align_c = alignment_class(c_pointer);
+    call.key.align_d = alignment_class(d.data());
+  }
+  call.c_type = call.key.d_type;
+  call.c = c_pointer;
+  call.d = d.data();
+  call.alpha = &alpha;
+  call.beta = &beta;
+
+  // A k = 0 product is all zeros; cuBLASLt's handling of k = 0 varies, so it goes the unfused way.
+  cublasLtEpilogue_t fused{};
+  // cuBLASLt requires the GELU aux leading dimension (our N) to be a multiple of 8.
+  const bool aux_ld_ok = !(writes_aux(epilogue) || reads_aux(epilogue)) || g.n % 8 == 0;
+  // fp64 is the reference precision: its GELU must be gelu_tanh in double, as on the CPU. cuBLASLt's
+  // fp64 GELU epilogues compute another GELU (on an H200 it missed the double one by more than
+  // 1e-13 relative), so fp64 GELU goes the unfused way, through mpx's kernel.
+  constexpr bool reference_precision = std::is_same_v<Acc, double>;
+  const bool gelu_ok = !(reference_precision && is_gelu_epilogue(epilogue));
+  MatmulOutcome fused_outcome = MatmulOutcome::no_algorithm;
+  if (g.k > 0 && aux_ld_ok && gelu_ok && cublaslt_epilogue(epilogue, fused)) {
+    MatmulCall fused_call = call;
+    fused_call.key.epilogue = epilogue;
+    if (reads_bias(epilogue)) {
+      fused_call.bias = operands.bias->data();
+      fused_call.bias_type = call.key.d_type;
+      fused_call.key.bias_type = fused_call.bias_type;
+      fused_call.key.align_bias = alignment_class(fused_call.bias);
+    } else if (writes_bias_grad(epilogue)) {
+      fused_call.bias = operands.bias_grad->data();
+      fused_call.bias_type = cuda_traits<tag_of_t<Acc>>::data_type;
+      fused_call.key.bias_type = fused_call.bias_type;
+      fused_call.key.align_bias = alignment_class(fused_call.bias);
+    }
+    if (operands.aux != nullptr && (writes_aux(epilogue) || reads_aux(epilogue))) {
+      fused_call.aux = operands.aux->data();
+      fused_call.key.align_aux = alignment_class(fused_call.aux);
+    } else if (writes_relu_mask(epilogue) || reads_relu_mask(epilogue)) {
+      fused_call.aux = operands.relu_mask->data();
+      fused_call.key.align_aux = alignment_class(fused_call.aux);
+    }
+    fused_outcome =
+        run_matmul(fused_call, g, context, /*may_refuse=*/epilogue != Epilogue::Default || product_fallback);
+    if (fused_outcome != MatmulOutcome::ran && epilogue == Epilogue::DRelu) {
+      // cublasLt.h documents its ReLU mask as an input of DRELU_BGRAD only. Where DRELU alone is
+      // not offered, DRELU_BGRAD gives the same D in one kernel; its bias gradient, in D's type
+      // (the type cublasLt.h documents), goes to scratch and is dropped.
+      MatmulCall with_bias_grad = fused_call;
+      with_bias_grad.key.epilogue = Epilogue::DReluBGrad;
+      with_bias_grad.bias = gemm_scratches()[context.device()].get(
+          static_cast<std::size_t>(g.n) * sizeof(std::int64_t));  // room for any D type
+      with_bias_grad.bias_type = call.key.d_type;
+      with_bias_grad.key.bias_type = call.key.d_type;
+      with_bias_grad.key.align_bias = alignment_class(with_bias_grad.bias);
+      fused_outcome = run_matmul(with_bias_grad, g, context, /*may_refuse=*/true);
+    }
+    if (fused_outcome == MatmulOutcome::ran) {
+      ++counts.fused;
+      return GemmRun::fused;
+    }
+    if (epilogue == Epilogue::Default) {  // nothing unfused to try: the product itself has no kernel
+      if (product_fallback) return GemmRun::no_product_algorithm;
+      throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n,
+                                           " K=", g.k, " (A ", call.a_rows, " x ", call.a_cols, ", B ",
+                                           call.b_rows, " x ", call.b_cols, " per matrix)"));
+    }
+  }
+  // Counted once the unfused path has its product (an FP8 product may have none either).
+  const auto count_unfused = [&] {
+    ++counts.unfused;
+    if (g.k > 0 && cublaslt_epilogue(epilogue, fused) && aux_ld_ok && gelu_ok) {
+      ++(fused_outcome == MatmulOutcome::refused ? counts.refused : counts.no_algorithm);
+    }
+  };
+
+  // The unfused path: look its kernels up first, so that a program without them fails before work.
+  using DT = typename cuda_traits<tag_of_t<TD>>::device_type;
+  const bool elementwise =
+      epilogue != Epilogue::Default && epilogue != Epilogue::BGradA && epilogue != Epilogue::BGradB;
+  const bool operand_bias_grad = epilogue == Epilogue::BGradA || epilogue == Epilogue::BGradB;
+  const auto apply_epilogue = elementwise || g.k == 0
+                                  ? unfused_launcher(UnfusedEpilogue<Acc, DT>::launch, where, epilogue, g)
+                                  : nullptr;
+  [[maybe_unused]] const auto reduce_operand = [&] {
+    if constexpr (std::is_void_v<Reduction>) {
+      if (operand_bias_grad) {
+        throw invalid_argument(
+            mpx::detail::concat(where, ": epilogue ", to_string(epilogue), " is not offered here"));
+      }
+      return nullptr;
+    } else {
+      return operand_bias_grad ? unfused_launcher(Reduction::launch, where, epilogue, g) : nullptr;
+    }
+  }();
+  const Acc zero = 0;
+  const cudaStream_t stream = context.stream();
+  if (!elementwise) {
+    // D = alpha op(A) op(B) + beta C without epilogue, then the operand's bias gradient.
+    if (g.k > 0) {
+      if (run_matmul(call, g, context, /*may_refuse=*/product_fallback) != MatmulOutcome::ran) {
+        if (product_fallback) return GemmRun::no_product_algorithm;
+        throw cuda_error(
+            mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n, " K=", g.k));
+      }
+    } else {  // a null product is zero: D = beta C, over every matrix of a batch
+      apply_epilogue(nullptr, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
+                     nullptr, nullptr, nullptr, nullptr, Epilogue::Default, g.batch * g.m, g.n, stream);
+    }
+    count_unfused();
+    if constexpr (!std::is_void_v<Reduction>) {
+      if (operand_bias_grad) {
+        const bool a_side = epilogue == Epilogue::BGradA;
+        const bool transposed = a_side ? call.key.transpose_a : call.key.transpose_b;
+        const std::int64_t cols = a_side ? call.a_cols : call.b_cols;
+        // BGradA sums op(A) (M x K) along k; BGradB sums op(B) (K x N) along k.
+        std::int64_t stride_i = 0;
+        std::int64_t stride_j = 0;
+        if (a_side) {
+          stride_i = transposed ? 1 : cols;
+          stride_j = transposed ? cols : 1;
+        } else {
+          stride_i = transposed ? cols : 1;
+          stride_j = transposed ? 1 : cols;
+        }
+        const auto* source = static_cast<const typename Reduction::Source*>(a_side ? call.a : call.b);
+        reduce_operand(source, operands.bias_grad->data(), a_side ? g.m : g.n, g.k, stride_i, stride_j,
+                       stream);
+      }
+    }
+    return GemmRun::unfused;
+  }
+  // t = alpha op(A) op(B) in Acc (in the thread's scratch buffer; null for K = 0, a zero product),
+  // then epilogue(t + beta C) rounded into D.
+  Acc* t = nullptr;
+  if (g.k > 0) {
+    t = static_cast<Acc*>(
+        gemm_scratches()[context.device()].get(static_cast<std::size_t>(g.m * g.n) * sizeof(Acc)));
+    MatmulCall plain = call;
+    plain.key.d_type = cuda_traits<tag_of_t<Acc>>::data_type;
+    plain.key.separate_c = false;
+    plain.key.beta_zero = true;
+    plain.key.align_c = alignment_class(t);
+    plain.key.align_d = plain.key.align_c;
+    plain.c_type = plain.key.d_type;
+    plain.c = t;
+    plain.d = t;
+    plain.beta = &zero;
+    if (run_matmul(plain, g, context, /*may_refuse=*/product_fallback) != MatmulOutcome::ran) {
+      if (product_fallback) return GemmRun::no_product_algorithm;
+      throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for the unfused M=", g.m,
+                                           " N=", g.n, " K=", g.k, " product"));
+    }
+  }
+  count_unfused();
+  apply_epilogue(t, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
+                 operands.bias != nullptr ? reinterpret_cast<const DT*>(operands.bias->data()) : nullptr,
+                 operands.aux != nullptr ? reinterpret_cast<DT*>(operands.aux->data()) : nullptr,
+                 operands.relu_mask != nullptr ? operands.relu_mask->data() : nullptr,
+                 writes_bias_grad(epilogue) ? operands.bias_grad->data() : nullptr, epilogue, g.m, g.n,
+                 stream);
+  return GemmRun::unfused;
+}
+
+}  // namespace detail
 
 /// @brief D = epilogue(alpha * op(A) * op(B) + beta * C) on the GPU, with the semantics of
 /// `mpx::cpu::gemm` (gemm_spec.hpp), queued on `context`'s stream (asynchronous).
@@ -536,199 +821,13 @@ void gemm(const Tensor<storage_t<Compute>, Cuda>& a, const Tensor<storage_t<Comp
                 "(float; double for mpx::Double)");
   constexpr const char* where = "mpx::cuda::gemm";
   const GemmShape g = validate_gemm(where, a.shape(), b.shape(), d.shape(), config, operands);
-  const Epilogue epilogue = config.epilogue;
   if (g.m == 0 || g.n == 0) return;
-  GemmPathCounts& counts = detail::gemm_path_counts_of_thread();
-
-  const Acc alpha = static_cast<Acc>(config.alpha);
-  const Acc beta = static_cast<Acc>(config.beta);
-  const void* c_pointer = operands.c != nullptr ? operands.c->data() : d.data();
-  // D += A B in place with a 16-bit D: cuBLASLt rounded the product into D's type before adding C
-  // when C was D's own memory (on an H200, cuBLASLt 13.1: every element from 64 x 48 x 32 up to
-  // 1024^3, bf16 and fp16; tests/cuda/gemm_mixed_host_test.cpp), and added the fp32 product to C
-  // before the one rounding when C was a separate copy. So C is given as a copy: one pass over D,
-  // small beside the product, for the fp32 accumulation the CPU does too.
-  bool c_copied = false;
-  if (beta != Acc(0) && c_pointer == d.data() && sizeof(TD) < sizeof(float) && g.k > 0) {
-    const std::size_t bytes = static_cast<std::size_t>(d.numel()) * sizeof(TD);
-    void* copy = detail::gemm_c_copies()[context.device()].get(bytes);
-    MPX_CUDA_CHECK(cudaMemcpyAsync(copy, d.data(), bytes, cudaMemcpyDeviceToDevice, context.stream()));
-    c_pointer = copy;
-    c_copied = true;
-  }
-
-  detail::MatmulCall call;
-  call.key.device = context.device();
-  call.key.handle = reinterpret_cast<std::uintptr_t>(context.cublaslt());
-  call.key.workspace_bytes = context.workspace_bytes();
-  call.key.m = g.m;
-  call.key.n = g.n;
-  call.key.k = g.k;
-  call.key.transpose_a = config.transpose_a == Transpose::Yes;
-  call.key.transpose_b = config.transpose_b == Transpose::Yes;
-  call.key.ab_type = cuda_traits<Compute>::data_type;
-  call.key.d_type = cuda_traits<tag_of_t<TD>>::data_type;
-  call.key.compute_type = cuda_traits<Compute>::compute_type;
-  call.key.separate_c = operands.c != nullptr || c_copied;
-  call.key.beta_zero = beta == Acc(0);
-  call.key.batch = g.batch;
-  call.a_rows = a.shape().rows() / g.batch;  // per matrix of a batch
-  call.a_cols = a.shape().cols();
-  call.b_rows = b.shape().rows() / g.batch;
-  call.b_cols = b.shape().cols();
-  if (g.batch > 1) {  // what holds for every matrix of the batch (row-major: ld = columns)
-    constexpr auto ab_bytes = static_cast<std::int64_t>(sizeof(storage_t<Compute>));
-    constexpr auto d_bytes = static_cast<std::int64_t>(sizeof(TD));
-    call.key.align_a =
-        detail::alignment_class(a.data(), call.a_cols * ab_bytes, call.a_rows * call.a_cols * ab_bytes);
-    call.key.align_b =
-        detail::alignment_class(b.data(), call.b_cols * ab_bytes, call.b_rows * call.b_cols * ab_bytes);
-    call.key.align_c = detail::alignment_class(c_pointer, g.n * d_bytes, g.m * g.n * d_bytes);
-    call.key.align_d = detail::alignment_class(d.data(), g.n * d_bytes, g.m * g.n * d_bytes);
-  } else {
-    call.key.align_a = detail::alignment_class(a.data());
-    call.key.align_b = detail::alignment_class(b.data());
-    call.key.align_c = detail::alignment_class(c_pointer);
-    call.key.align_d = detail::alignment_class(d.data());
-  }
-  call.c_type = call.key.d_type;
-  call.a = a.data();
-  call.b = b.data();
-  call.c = c_pointer;
-  call.d = d.data();
-  call.alpha = &alpha;
-  call.beta = &beta;
-
-  // A k = 0 product is all zeros; cuBLASLt's handling of k = 0 varies, so it goes the unfused way.
-  cublasLtEpilogue_t fused{};
-  // cuBLASLt requires the GELU aux leading dimension (our N) to be a multiple of 8.
-  const bool aux_ld_ok = !(writes_aux(epilogue) || reads_aux(epilogue)) || g.n % 8 == 0;
-  // fp64 is the reference precision: its GELU must be gelu_tanh in double, as on the CPU. cuBLASLt's
-  // fp64 GELU epilogues compute another GELU (on an H200 it missed the double one by more than
-  // 1e-13 relative), so fp64 GELU goes the unfused way, through mpx's kernel.
-  constexpr bool reference_precision = std::is_same_v<Acc, double>;
-  const bool gelu_ok = !(reference_precision && is_gelu_epilogue(epilogue));
-  if (g.k > 0 && aux_ld_ok && gelu_ok && detail::cublaslt_epilogue(epilogue, fused)) {
-    detail::MatmulCall fused_call = call;
-    fused_call.key.epilogue = epilogue;
-    if (reads_bias(epilogue)) {
-      fused_call.bias = operands.bias->data();
-      fused_call.bias_type = call.key.d_type;
-      fused_call.key.bias_type = fused_call.bias_type;
-      fused_call.key.align_bias = detail::alignment_class(fused_call.bias);
-    } else if (writes_bias_grad(epilogue)) {
-      fused_call.bias = operands.bias_grad->data();
-      fused_call.bias_type = cuda_traits<tag_of_t<Acc>>::data_type;
-      fused_call.key.bias_type = fused_call.bias_type;
-      fused_call.key.align_bias = detail::alignment_class(fused_call.bias);
-    }
-    if (operands.aux != nullptr && (writes_aux(epilogue) || reads_aux(epilogue))) {
-      fused_call.aux = operands.aux->data();
-      fused_call.key.align_aux = detail::alignment_class(fused_call.aux);
-    } else if (writes_relu_mask(epilogue) || reads_relu_mask(epilogue)) {
-      fused_call.aux = operands.relu_mask->data();
-      fused_call.key.align_aux = detail::alignment_class(fused_call.aux);
-    }
-    detail::MatmulOutcome outcome =
-        detail::run_matmul(fused_call, g, context, /*may_refuse=*/epilogue != Epilogue::Default);
-    if (outcome != detail::MatmulOutcome::ran && epilogue == Epilogue::DRelu) {
-      // cublasLt.h documents its ReLU mask as an input of DRELU_BGRAD only. Where DRELU alone is
-      // not offered, DRELU_BGRAD gives the same D in one kernel; its bias gradient, in D's type
-      // (the type cublasLt.h documents), goes to scratch and is dropped.
-      detail::MatmulCall with_bias_grad = fused_call;
-      with_bias_grad.key.epilogue = Epilogue::DReluBGrad;
-      with_bias_grad.bias = detail::gemm_scratches()[context.device()].get(
-          static_cast<std::size_t>(g.n) * sizeof(std::int64_t));  // room for any D type
-      with_bias_grad.bias_type = call.key.d_type;
-      with_bias_grad.key.bias_type = call.key.d_type;
-      with_bias_grad.key.align_bias = detail::alignment_class(with_bias_grad.bias);
-      outcome = detail::run_matmul(with_bias_grad, g, context, /*may_refuse=*/true);
-    }
-    if (outcome == detail::MatmulOutcome::ran) {
-      ++counts.fused;
-      return;
-    }
-    if (epilogue == Epilogue::Default) {
-      throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n,
-                                           " K=", g.k, " (A ", a.shape(), ", B ", b.shape(), ")"));
-    }
-    ++(outcome == detail::MatmulOutcome::refused ? counts.refused : counts.no_algorithm);
-  }
-
-  // The unfused path: look its kernels up first, so that a program without them fails before work.
-  using DT = typename cuda_traits<tag_of_t<TD>>::device_type;
-  using ST = typename cuda_traits<Compute>::device_type;
-  const bool elementwise =
-      epilogue != Epilogue::Default && epilogue != Epilogue::BGradA && epilogue != Epilogue::BGradB;
-  const bool operand_bias_grad = epilogue == Epilogue::BGradA || epilogue == Epilogue::BGradB;
-  const auto apply_epilogue =
-      elementwise || g.k == 0
-          ? detail::unfused_launcher(detail::UnfusedEpilogueFor<Compute, TD>::launch, where, epilogue, g)
-          : nullptr;
-  const auto reduce_operand =
-      operand_bias_grad
-          ? detail::unfused_launcher(detail::UnfusedOperandReductionFor<Compute>::launch, where, epilogue, g)
-          : nullptr;
-  const Acc zero = 0;
-  const cudaStream_t stream = context.stream();
-  ++counts.unfused;
-  if (!elementwise) {
-    // D = alpha op(A) op(B) + beta C without epilogue, then the operand's bias gradient.
-    if (g.k > 0) {
-      if (detail::run_matmul(call, g, context) != detail::MatmulOutcome::ran) {
-        throw cuda_error(
-            mpx::detail::concat(where, ": cuBLASLt has no algorithm for M=", g.m, " N=", g.n, " K=", g.k));
-      }
-    } else {  // a null product is zero: D = beta C, over every matrix of a batch
-      apply_epilogue(nullptr, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
-                     nullptr, nullptr, nullptr, nullptr, Epilogue::Default, g.batch * g.m, g.n, stream);
-    }
-    if (operand_bias_grad) {
-      const bool a_side = epilogue == Epilogue::BGradA;
-      const bool transposed = a_side ? call.key.transpose_a : call.key.transpose_b;
-      const std::int64_t cols = a_side ? call.a_cols : call.b_cols;
-      // BGradA sums op(A) (M x K) along k; BGradB sums op(B) (K x N) along k.
-      std::int64_t stride_i = 0;
-      std::int64_t stride_j = 0;
-      if (a_side) {
-        stride_i = transposed ? 1 : cols;
-        stride_j = transposed ? cols : 1;
-      } else {
-        stride_i = transposed ? cols : 1;
-        stride_j = transposed ? 1 : cols;
-      }
-      const auto* source = reinterpret_cast<const ST*>(a_side ? a.data() : b.data());
-      reduce_operand(source, operands.bias_grad->data(), a_side ? g.m : g.n, g.k, stride_i, stride_j, stream);
-    }
-    return;
-  }
-  // t = alpha op(A) op(B) in Acc (in the thread's scratch buffer; null for K = 0, a zero product),
-  // then epilogue(t + beta C) rounded into D.
-  Acc* t = nullptr;
-  if (g.k > 0) {
-    t = static_cast<Acc*>(
-        detail::gemm_scratches()[context.device()].get(static_cast<std::size_t>(g.m * g.n) * sizeof(Acc)));
-    detail::MatmulCall plain = call;
-    plain.key.d_type = cuda_traits<tag_of_t<Acc>>::data_type;
-    plain.key.separate_c = false;
-    plain.key.beta_zero = true;
-    plain.key.align_c = detail::alignment_class(t);
-    plain.key.align_d = plain.key.align_c;
-    plain.c_type = plain.key.d_type;
-    plain.c = t;
-    plain.d = t;
-    plain.beta = &zero;
-    if (detail::run_matmul(plain, g, context) != detail::MatmulOutcome::ran) {
-      throw cuda_error(mpx::detail::concat(where, ": cuBLASLt has no algorithm for the unfused M=", g.m,
-                                           " N=", g.n, " K=", g.k, " product"));
-    }
-  }
-  apply_epilogue(t, static_cast<const DT*>(c_pointer), beta, reinterpret_cast<DT*>(d.data()),
-                 operands.bias != nullptr ? reinterpret_cast<const DT*>(operands.bias->data()) : nullptr,
-                 operands.aux != nullptr ? reinterpret_cast<DT*>(operands.aux->data()) : nullptr,
-                 operands.relu_mask != nullptr ? operands.relu_mask->data() : nullptr,
-                 writes_bias_grad(epilogue) ? operands.bias_grad->data() : nullptr, epilogue, g.m, g.n,
-                 stream);
+  constexpr cudaDataType_t type = cuda_traits<Compute>::data_type;
+  const detail::MatmulCall call = detail::operand_call(g, config, a.data(), a.shape(), type, b.data(),
+                                                       b.shape(), type, cuda_traits<Compute>::compute_type);
+  constexpr auto bytes = static_cast<std::int64_t>(sizeof(storage_t<Compute>));
+  (void)detail::run_gemm<Acc, TD, detail::UnfusedOperandReductionFor<Compute>>(
+      where, g, config, operands, d, call, bytes, bytes, /*product_fallback=*/false, context);
 }
 
 }  // namespace mpx::cuda
