@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # The transformer job: trains the character-level GPT of examples/char_gpt.cpp on the text of Debian's
-# `fortunes` package in fp32, bf16_mixed, fp16_mixed and bf16_pure (and, on the CPU, the FP8
-# precisions fp8_hybrid_delayed and fp8_hybrid_current), prints the comparison table
-# (validation loss, bits per character, tokens/s, activation memory per token, skipped steps) and a
-# sample of text from each model. On the GPU when the build has CUDA and the machine a GPU.
+# `fortunes` package in fp32, bf16_mixed, fp16_mixed and bf16_pure (and the FP8 precisions
+# fp8_hybrid_delayed and fp8_hybrid_current: on the CPU, and on a GPU of capability 8.9+), prints the
+# comparison table (validation loss, bits per character, tokens/s, activation memory per token,
+# skipped steps) and a sample of text from each model, and draws the FP8 runs' diagnostics. On the
+# GPU when the build has CUDA and the machine a GPU.
 # Extra arguments go to the example, e.g. `scripts/gpt.sh --precision bf16 --steps 2000`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
