@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
-# The main job: trains the Fashion-MNIST MLP in fp32, tf32, fp16 and bf16 (and in FP8 with
-# delayed and with current scaling: on the CPU, and on a GPU of compute capability 8.9 or newer) and prints the comparison table (test accuracy, time per
-# epoch, activation memory, skipped steps, loss scale), and draws the FP8 runs' diagnostics (amax,
-# scale, saturated and flushed shares per layer and tensor). It trains on the GPU when the build has CUDA
-# and the machine a GPU (`--device auto`), else on the CPU.
+# The main job: trains the Fashion-MNIST MLP in fp32, tf32, fp16 and bf16 (and in FP8 with delayed
+# and with current scaling: on the CPU, and on a GPU of compute capability 8.9 or newer), prints the
+# comparison table (test accuracy, time per epoch, activation memory, skipped steps, loss scale) and
+# draws the FP8 runs' diagnostics (amax, scale, saturated and flushed shares per layer and tensor).
+# It trains on the GPU when the build has CUDA and the machine a GPU (`--device auto`), else on the CPU.
 # Extra arguments go to the example, e.g. `scripts/main.sh --precision bf16 --epochs 3 --device cpu`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
