@@ -45,6 +45,17 @@ using mpx::Shape;
 using mpx::Tensor;
 using mpx::Transpose;
 
+// A random code of an 8-bit format (mpx::Encoded), any but the non-finite ones, so that sums of
+// products of such codes stay finite.
+template <class Code>
+Code random_finite_code(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> code(0, 255);
+  Code x;
+  do x = Code::from_bits(static_cast<std::uint8_t>(code(rng)));
+  while (!std::isfinite(static_cast<float>(x)));
+  return x;
+}
+
 /// A precision under test and the element type of D (the compute type's storage or the accumulate type).
 template <mpx::NumericTag ComputeTag, mpx::Element DElement>
 struct GemmCase {
@@ -1060,19 +1071,16 @@ TEST_CASE("cpu::gemm_scaled multiplies FP8 operands of two formats, their invers
   using E5M2 = mpx::Encoded<mpx::Float8E5M2>;
   const std::int64_t m = 96, n = 160, k = 200;
   std::mt19937_64 rng(91);
-  std::uniform_int_distribution<int> code(0, 255);
   Tensor<E5M2> a(Shape{m, k});
   Tensor<E4M3> b(Shape{k, n});
   Tensor<float> a_wide(a.shape()), b_wide(b.shape());
   // Every code but the non-finite ones, so that the sums stay finite.
   for (std::int64_t i = 0; i < a.numel(); ++i) {
-    do a[i] = E5M2::from_bits(static_cast<std::uint8_t>(code(rng)));
-    while (!std::isfinite(static_cast<float>(a[i])));
+    a[i] = random_finite_code<E5M2>(rng);
     a_wide[i] = static_cast<float>(a[i]);
   }
   for (std::int64_t i = 0; i < b.numel(); ++i) {
-    do b[i] = E4M3::from_bits(static_cast<std::uint8_t>(code(rng)));
-    while (!std::isfinite(static_cast<float>(b[i])));
+    b[i] = random_finite_code<E4M3>(rng);
     b_wide[i] = static_cast<float>(b[i]);
   }
   Tensor<float> bias_fp32(Shape{n});
@@ -1126,11 +1134,7 @@ TEST_CASE("cpu::gemm_scaled under an accumulator model sums each output as the m
   using E5M2 = mpx::Encoded<mpx::Float8E5M2>;
   const std::int64_t m = 37, n = 45, k = 300;
   std::mt19937_64 rng(2511);
-  std::uniform_int_distribution<int> code(0, 255);
-  const auto finite_code = [&]<class Code>(Code& x) {
-    do x = Code::from_bits(static_cast<std::uint8_t>(code(rng)));
-    while (!std::isfinite(static_cast<float>(x)));
-  };
+  const auto finite_code = [&]<class Code>(Code& x) { x = random_finite_code<Code>(rng); };
   Tensor<float> bias(Shape{n});
   for (std::int64_t j = 0; j < n; ++j) bias[j] = 0.25f * static_cast<float>(j % 5);
   const float a_scale_inverse = 1.0f / 48.0f, b_scale_inverse = 3.0f;

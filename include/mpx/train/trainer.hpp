@@ -517,32 +517,11 @@ class Trainer {
     if (sync != nullptr) {
       // FP8 layers under delayed scaling: this step's amaxes go with the gradients, and come back as
       // their maximum over processes, so that every process computes the same scales (TE reduces
-      // them across the data-parallel group). On the CPU they are gathered into a vector; on a GPU,
-      // where each layer's are device memory, into one device buffer by device-to-device copies,
-      // queued like the rest of the step (no host wait, and a CUDA graph records them).
-      fp8_amaxes_.clear();
-      std::span<float> step_amaxes;
-      if constexpr (std::is_same_v<Device, Host>) {
-        nn::for_each_layer(model_, [&](auto& layer) {
-          if constexpr (requires { layer.fp8_step_amaxes(); }) {
-            for (const float amax : layer.fp8_step_amaxes()) fp8_amaxes_.push_back(amax);
-          }
-        });
-        step_amaxes = std::span(fp8_amaxes_);
-      } else {
-        step_amaxes = gather_fp8_amaxes(/*back=*/false);
-      }
-      sync->finish(std::span(gradients_), state_.scalars(), step_amaxes);
-      if constexpr (std::is_same_v<Device, Host>) {
-        std::size_t next = 0;
-        nn::for_each_layer(model_, [&](auto& layer) {
-          if constexpr (requires { layer.fp8_step_amaxes(); }) {
-            for (float& amax : layer.fp8_step_amaxes()) amax = fp8_amaxes_[next++];
-          }
-        });
-      } else {
-        (void)gather_fp8_amaxes(/*back=*/true);
-      }
+      // them across the data-parallel group). They are gathered into one buffer in the device's
+      // memory and copied back after the sync, queued like the rest of the step (on a GPU, no host
+      // wait, and a CUDA graph records the copies).
+      sync->finish(std::span(gradients_), state_.scalars(), gather_fp8_amaxes(/*back=*/false));
+      (void)gather_fp8_amaxes(/*back=*/true);
     }
     // FP8 layers' scales follow every backward, whether or not the optimizer then applies the step
     // (as Transformer Engine updates them): a skipped step's amaxes are what the next casts meet.
@@ -555,9 +534,9 @@ class Trainer {
     optimizer_.step(state_.update_control());
   }
 
-  // On a device other than the CPU: copies each FP8 layer's step amaxes (device memory) into
-  // `fp8_amax_buffer_`, one after another, and returns the buffer's span (empty without any); with
-  // `back`, copies the buffer's values back into the layers instead.
+  // Copies each FP8 layer's step amaxes (device memory) into `fp8_amax_buffer_`, one after another,
+  // and returns the buffer's span (empty without any); with `back`, copies the buffer's values back
+  // into the layers instead.
   std::span<float> gather_fp8_amaxes(bool back) {
     std::int64_t count = 0;
     nn::for_each_layer(model_, [&](auto& layer) {
@@ -667,8 +646,7 @@ class Trainer {
   StepResult last_;
   TrainingState<Device, Grad> state_;
   std::vector<Tensor<Grad, Device>*> gradients_;         // the list handed to the gradient pass
-  std::vector<float> fp8_amaxes_;                        // the step's FP8 amaxes, for the sync (CPU)
-  Tensor<float, Device> fp8_amax_buffer_;                // the same on a GPU, in its memory
+  Tensor<float, Device> fp8_amax_buffer_;                // the step's FP8 amaxes, for the sync
   GradientSync<Device, Grad>* gradient_sync_ = nullptr;  // data parallelism; null: this process alone
   std::vector<Tensor<Grad, Device>*> layer_gradients_;   // one layer's, for gradient_sync_
   std::int64_t micro_batches_in_last_step_ = 1;

@@ -138,10 +138,7 @@ void accumulate_amax(const Tensor<S, Host>& x, float* amax) {
 template <NumericTag Format, FloatingElement S>
 void cast_scaled(const Tensor<S, Host>& x, const float* scale, Tensor<Encoded<Format>, Host>& out,
                  float* amax = nullptr) {
-  if (!(x.shape() == out.shape())) {
-    throw shape_error(mpx::detail::concat("mpx::cpu::cast_scaled: the output's shape ", out.shape(),
-                                          " is not the input's ", x.shape()));
-  }
+  require_shape("mpx::cpu::cast_scaled", "the output", out.shape(), x.shape());
   const float factor = *scale;
   const S* in = x.data();
   using Bits = typename Encoded<Format>::bits_type;

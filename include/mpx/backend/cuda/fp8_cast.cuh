@@ -172,10 +172,7 @@ void accumulate_amax(const Tensor<S, Cuda>& x, float* amax) {
 template <NumericTag Format, FloatingElement S>
 void cast_scaled(const Tensor<S, Cuda>& x, const float* scale, Tensor<Encoded<Format>, Cuda>& out,
                  float* amax = nullptr) {
-  if (!(x.shape() == out.shape())) {
-    throw shape_error(mpx::detail::concat("mpx::cuda::cast_scaled: the output's shape ", out.shape(),
-                                          " is not the input's ", x.shape()));
-  }
+  require_shape("mpx::cuda::cast_scaled", "the output", out.shape(), x.shape());
   const std::int64_t count = x.numel();
   if (count == 0) return;
   const unsigned blocks = detail::elementwise_blocks(count);
@@ -206,10 +203,7 @@ void cast_transpose_scaled(const Tensor<S, Cuda>& x, const float* scale, Tensor<
                            Tensor<Encoded<Format>, Cuda>& out_transposed, float* amax = nullptr) {
   constexpr const char* where = "mpx::cuda::cast_transpose_scaled";
   const std::int64_t rows = x.shape().rows(), cols = x.shape().cols();
-  if (!(x.shape() == out.shape())) {
-    throw shape_error(
-        mpx::detail::concat(where, ": the output's shape ", out.shape(), " is not the input's ", x.shape()));
-  }
+  require_shape(where, "the output", out.shape(), x.shape());
   if (!(out_transposed.shape() == Shape{cols, rows})) {
     throw shape_error(mpx::detail::concat(where, ": the transposed output's shape ", out_transposed.shape(),
                                           " is not ", Shape{cols, rows}, ", the transpose of the input ",
