@@ -25,6 +25,7 @@
 #include <mpx/cuda.hpp>
 
 #include "../support/mismatch_log.hpp"
+#include "accumulation_bounds.hpp"
 #include "comparisons.hpp"
 
 // This file's own namespace: several test files compile as one translation unit
@@ -184,78 +185,6 @@ TEST_CASE("The GPU's FP8 casts name the shapes they refuse", "[cuda][fp8][cast]"
 
 // ---- GEMMs -----------------------------------------------------------------------------------------
 
-// An upper bound on |Model's sum - the exact sum| along the model's own groups (and runs): a group of
-// TruncatedAccumulation<F, G, R> loses less than 2^(E - F) per nonzero term it aligns (the
-// accumulator included; E its largest alignment exponent) and less than 2^(e + 1 - R) when it cuts
-// its sum (exponent e) to R fraction bits; PromotedAccumulation adds half an fp32 ulp of the
-// accumulator at each promotion. `acc` is the model's accumulator, advanced as the model advances it.
-template <class Model>
-struct ModelErrorBound;
-template <int FractionalBits, std::size_t Group, int ResultBits>
-struct ModelErrorBound<mpx::TruncatedAccumulation<FractionalBits, Group, ResultBits>> {
-  using Model = mpx::TruncatedAccumulation<FractionalBits, Group, ResultBits>;
-  template <class AFormat, class BFormat>
-  static double of(float& acc, std::span<const float> a, std::span<const float> b) {
-    double bound = 0.0;
-    for (std::size_t first = 0; first < a.size(); first += Group) {
-      const std::size_t count = std::min(Group, a.size() - first);
-      int largest = mpx::detail::alignment_exponent<mpx::Float>(acc);
-      int terms = acc != 0.0f ? 1 : 0;
-      for (std::size_t i = first; i < first + count; ++i) {
-        if (a[i] == 0.0f || b[i] == 0.0f) continue;
-        largest = std::max(largest, mpx::detail::alignment_exponent<AFormat>(a[i]) +
-                                        mpx::detail::alignment_exponent<BFormat>(b[i]));
-        ++terms;
-      }
-      if (terms > 0) bound += terms * std::ldexp(1.0, largest - FractionalBits);
-      acc =
-          Model::template accumulate<AFormat, BFormat>(acc, a.subspan(first, count), b.subspan(first, count));
-      if (acc != 0.0f) bound += std::ldexp(1.0, std::ilogb(acc) + 1 - ResultBits);
-    }
-    return bound;
-  }
-};
-template <std::size_t Interval, class Inner>
-struct ModelErrorBound<mpx::PromotedAccumulation<Interval, Inner>> {
-  template <class AFormat, class BFormat>
-  static double of(float& acc, std::span<const float> a, std::span<const float> b) {
-    double bound = 0.0;
-    for (std::size_t first = 0; first < a.size(); first += Interval) {
-      const std::size_t count = std::min(Interval, a.size() - first);
-      float run = 0.0f;
-      bound += ModelErrorBound<Inner>::template of<AFormat, BFormat>(run, a.subspan(first, count),
-                                                                     b.subspan(first, count));
-      acc = acc + run;
-      if (acc != 0.0f) bound += std::ldexp(1.0, std::ilogb(acc) - 24);
-    }
-    return bound;
-  }
-};
-
-// The model's error bound of each output of op(A) op(B) for A [m, k] and B [n, k] (row-major codes, B
-// transposed), and each output's magnitude sum_k |a b|.
-template <class Model, class AFormat, class BFormat>
-void model_bounds(const Codes<AFormat>& a, const Codes<BFormat>& b, std::int64_t m, std::int64_t n,
-                  std::int64_t k, std::vector<double>& bounds, std::vector<double>& magnitudes) {
-  std::vector<float> a_values(static_cast<std::size_t>(m * k)), b_values(static_cast<std::size_t>(n * k));
-  for (std::int64_t i = 0; i < m * k; ++i) a_values[static_cast<std::size_t>(i)] = static_cast<float>(a[i]);
-  for (std::int64_t i = 0; i < n * k; ++i) b_values[static_cast<std::size_t>(i)] = static_cast<float>(b[i]);
-  bounds.assign(static_cast<std::size_t>(m * n), 0.0);
-  magnitudes.assign(static_cast<std::size_t>(m * n), 0.0);
-  for (std::int64_t i = 0; i < m; ++i) {
-    const std::span<const float> row(a_values.data() + i * k, static_cast<std::size_t>(k));
-    for (std::int64_t j = 0; j < n; ++j) {
-      const std::span<const float> column(b_values.data() + j * k, static_cast<std::size_t>(k));
-      float acc = 0.0f;
-      const auto at = static_cast<std::size_t>(i * n + j);
-      bounds[at] = ModelErrorBound<Model>::template of<AFormat, BFormat>(acc, row, column);
-      double magnitude = 0.0;
-      for (std::int64_t p = 0; p < k; ++p) magnitude += std::abs(double(row[p]) * double(column[p]));
-      magnitudes[at] = magnitude;
-    }
-  }
-}
-
 // Random codes of Format: 16 x |N(0, 1)| (positive) or 16 x N(0, 1), cast as a scaled tensor is.
 template <class Format>
 Codes<Format> random_codes(const Shape& shape, bool positive, std::mt19937& rng) {
@@ -322,7 +251,7 @@ void check_gemm(const GemmCase& c, const char* model_name, std::mt19937& rng) {
   const Tensor<TD> d_back = mpx::to<mpx::Host>(d_gpu);
 
   std::vector<double> bounds, magnitudes;
-  model_bounds<Model>(a, b, c.m, c.n, c.k, bounds, magnitudes);
+  mpx_test::model_bounds<Model, AFormat, BFormat>(a, b, c.m, c.n, c.k, bounds, magnitudes);
   const double factor = std::abs(double(alpha * a_scale_inverse * b_scale_inverse));
   const double gain = mpx::is_gelu_epilogue(c.epilogue) ? 1.13 : 1.0;
   const std::string what = std::string(mpx::numeric_traits<AFormat>::name) + " x " +
@@ -471,7 +400,8 @@ TEST_CASE("An FP8 Linear layer on the GPU computes what it computes on the CPU",
   mpx::cpu::cast_scaled<E4M3>(x, &one, x8);
   mpx::cpu::cast_scaled<E4M3>(cpu.weight().master(), &one, w8);
   std::vector<double> bounds, magnitudes;
-  model_bounds<mpx::HopperFp8FastAccumulation>(x8, w8, batch, out, in, bounds, magnitudes);
+  mpx_test::model_bounds<mpx::HopperFp8FastAccumulation, E4M3, E4M3>(x8, w8, batch, out, in, bounds,
+                                                                     magnitudes);
   mpx_test::MismatchLog forward_log("Linear forward");
   for (std::int64_t i = 0; i < batch * out; ++i) {
     const double expected = mpx_test::to_double(y_cpu[i]), actual = mpx_test::to_double(y_gpu[i]);
@@ -519,7 +449,8 @@ TEST_CASE("An FP8 Linear layer on the GPU computes what it computes on the CPU",
   Codes<E4M3> wt8(Shape{in, out});
   for (std::int64_t j = 0; j < out; ++j)
     for (std::int64_t k = 0; k < in; ++k) wt8[k * out + j] = w8[j * in + k];
-  model_bounds<mpx::PromotedAccumulation<>>(dz8, wt8, batch, in, out, bounds, magnitudes);
+  mpx_test::model_bounds<mpx::PromotedAccumulation<>, E5M2, E4M3>(dz8, wt8, batch, in, out, bounds,
+                                                                  magnitudes);
   mpx_test::MismatchLog dx_log("Linear dx");
   for (std::int64_t i = 0; i < batch; ++i) {
     for (std::int64_t k = 0; k < in; ++k) {
@@ -548,7 +479,8 @@ TEST_CASE("An FP8 Linear layer on the GPU computes what it computes on the CPU",
     for (std::int64_t j = 0; j < out; ++j) dzt8[j * batch + i] = dz8[i * out + j];
     for (std::int64_t k = 0; k < in; ++k) xt8[k * batch + i] = x8[i * in + k];
   }
-  model_bounds<mpx::PromotedAccumulation<>>(dzt8, xt8, out, in, batch, bounds, magnitudes);
+  mpx_test::model_bounds<mpx::PromotedAccumulation<>, E5M2, E4M3>(dzt8, xt8, out, in, batch, bounds,
+                                                                  magnitudes);
   mpx_test::MismatchLog dw_log("Linear dW");
   for (std::int64_t j = 0; j < out; ++j) {
     for (std::int64_t k = 0; k < in; ++k) {

@@ -122,6 +122,16 @@ TEST_CASE("A format of the user's own: E3M2's 64 codes decode as its definition 
     CHECK(std::signbit(value) == (code >= 32));      // -0 is code 32
     CHECK(mpx::round_to<E3M2>(value).bits == code);  // every code is the encoding of its value
   }
+  // The CPU backend's vectorised widening computes the same values from the traits.
+  STATIC_REQUIRE(mpx::cpu::detail::decodes_by_arithmetic<E3M2>);
+  std::vector<Code> codes(64);
+  for (unsigned code = 0; code < 64; ++code) codes[code] = Code::from_bits(static_cast<std::uint8_t>(code));
+  std::vector<float> widened(64);
+  mpx::cpu::detail::widen_range<E3M2>(codes.data(), widened.data(), 0, 64);
+  for (unsigned code = 0; code < 64; ++code) {
+    CHECK(std::bit_cast<std::uint32_t>(widened[code]) ==
+          std::bit_cast<std::uint32_t>(static_cast<float>(codes[code])));
+  }
 }
 
 TEST_CASE("A format of the user's own: encoding into E3M2 rounds to nearest even and saturates",

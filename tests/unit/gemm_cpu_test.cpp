@@ -872,6 +872,30 @@ TEST_CASE("cpu::gemm's vectorised conversions give the scalar conversions' bits 
   CHECK(widen_mismatches == 0);
 }
 
+// Every byte (all 256, high bits of narrower formats included) widened as the format's scalar
+// decoding gives it: decode_code's arithmetic for the formats it serves, the table otherwise.
+template <class Format>
+std::int64_t byte_decoding_mismatches() {
+  std::vector<mpx::Encoded<Format>> codes(256);
+  for (std::uint32_t code = 0; code < 256; ++code) codes[code].bits = static_cast<std::uint8_t>(code);
+  std::vector<float> widened(256);
+  mpx::cpu::detail::widen_range<Format>(codes.data(), widened.data(), 0, 256);
+  std::int64_t mismatches = 0;
+  for (std::uint32_t code = 0; code < 256; ++code) {
+    const float expected = static_cast<float>(codes[code]);
+    mismatches += bits_of_value(widened[code]) != bits_of_value(expected) ? 1 : 0;
+  }
+  return mismatches;
+}
+
+TEST_CASE("cpu widening decodes every FP8 code as the format's definition does, NaN and infinities included",
+          "[gemm][cpu][fp8]") {
+  STATIC_REQUIRE(mpx::cpu::detail::decodes_by_arithmetic<mpx::Float8E4M3>);
+  STATIC_REQUIRE(mpx::cpu::detail::decodes_by_arithmetic<mpx::Float8E5M2>);
+  CHECK(byte_decoding_mismatches<mpx::Float8E4M3>() == 0);
+  CHECK(byte_decoding_mismatches<mpx::Float8E5M2>() == 0);
+}
+
 TEST_CASE("cpu::gemm's scratch memory counts in memory_stats during the call only", "[gemm][cpu][memory]") {
   // Converted operands and the fp32 t behind a 16-bit D are reused between calls, but memory_stats
   // reports them as if each call allocated them: in the peak, not in live bytes afterwards. fp16

