@@ -54,17 +54,19 @@ class PositionalEmbedding(torch.nn.Embedding):  # x + weight[:T], GPT-2's wpe
         return x + self.weight[: x.shape[1]]
 
 
-class CausalSelfAttention(torch.nn.Module):  # nanoGPT's: softmax(q k^T / sqrt(d) + causal mask) v per head
-    def __init__(self, d):
+class SelfAttention(torch.nn.Module):  # softmax(q k^T / sqrt(d) [+ causal mask]) v per head, nanoGPT's layout
+    def __init__(self, d, causal=False):
         super().__init__()
-        self.heads, c = d["num_heads"], d["embed_dim"]
+        self.heads, self.causal, c = d["num_heads"], causal, d["embed_dim"]
         self.qkv, self.proj = torch.nn.Linear(c, 3 * c, bias=d["bias"]), torch.nn.Linear(c, c, bias=d["bias"])
 
-    def forward(self, x):  # qkv.weight's rows are [Q | K | V]; head h: features h*d..(h+1)*d-1 of each
-        b, t, c = x.shape
+    def forward(self, x):  # x [b, ..., c]: an image [N, H, W, C] is the sequence of its H*W pixels
+        shape, c = x.shape, x.shape[-1]
+        x = x.reshape(shape[0], -1, c)
+        b, t, _ = x.shape  # qkv.weight's rows are [Q | K | V]; head h: features h*d..(h+1)*d-1 of each
         q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in self.qkv(x).split(c, 2))
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c)).reshape(shape)
 
 
 # Images stay channels-last [N, H, W, C] between layers, as in mpx; each image layer runs torch's NCHW op.
@@ -104,7 +106,8 @@ make = {"Sequential": Sequential, "Residual": Residual, "Concat": Concat, "Linea
         "Upsample": lambda d: channels_last(torch.nn.Upsample(scale_factor=(d["scale_factor_h"], d["scale_factor_w"]))),
         "GlobalAvgPool2d": lambda d: GlobalAvgPool2d(),
         "Flatten": lambda d: torch.nn.Flatten(), "SiLU": lambda d: torch.nn.SiLU(),
-        "PositionalEmbedding": PositionalEmbedding, "CausalSelfAttention": CausalSelfAttention,
+        "PositionalEmbedding": PositionalEmbedding, "SelfAttention": SelfAttention,
+        "CausalSelfAttention": lambda d: SelfAttention(d, causal=True),
         "Embedding": lambda d: torch.nn.Embedding(d["num_embeddings"], d["embedding_dim"]),
         "LayerNorm": lambda d: torch.nn.LayerNorm(d["normalized_shape"], eps=d["eps"], bias=d["bias"]),
         "Dropout": lambda d: torch.nn.Dropout(d["p"]), "ReLU": lambda d: torch.nn.ReLU(),

@@ -20,7 +20,7 @@ OPERATIONS = [
      r"libdnnl|^\s*[0-9a-f]+ \[unknown\]",
      r"^aten::(mm|addmm|bmm|matmul|linear|sum)$"),
     ("GELU (not in a GEMM epilogue)", r"gelu_(forward|backward)|gelu<", r"^aten::gelu"),
-    ("attention softmax and causal mask", r"causal_softmax", r"^aten::(_softmax|_softmax_backward_data|masked_fill_?)$"),
+    ("attention softmax and causal mask", r"(causal|attention)_softmax", r"^aten::(_softmax|_softmax_backward_data|masked_fill_?)$"),
     ("attention head split and merge (permutes)", r"attention_(split|merge)_heads",
      r"^aten::(copy_|cat|clone|contiguous|_to_copy|transpose|permute|view|reshape|_unsafe_view|t|split|"
      r"split_with_sizes|chunk|expand|as_strided|unsqueeze|squeeze|slice|select)$"),

@@ -6,7 +6,9 @@
 /// tools included (sweeps, records, the example models, the char-GPT's sampling, evaluation). Two
 /// more umbrellas add to it: <mpx/cuda.hpp> (the CUDA backend, from .cu files) and <mpx/dist.hpp>
 /// (data parallel over MPI). `experiment/data_parallel_job.hpp`, which uses MPI and CUDA where the
-/// program links them, is included on its own (docs/README.md lists what each header brings).
+/// program links them, and `experiment/frechet.hpp` and `experiment/diffusion.hpp` (sample scores,
+/// which bring Eigen's eigenvalue solvers), are included on their own (docs/README.md lists what each
+/// header brings).
 
 #include "mpx/config.hpp"
 #include "mpx/error.hpp"
@@ -50,6 +52,7 @@
 #include "mpx/backend/optimizer_settings.hpp"
 #include "mpx/backend/pool2d_spec.hpp"
 #include "mpx/backend/update_control.hpp"
+#include "mpx/backend/weight_average_spec.hpp"
 #include "mpx/backend/window2d_spec.hpp"
 
 #include "mpx/data/batcher.hpp"
@@ -62,6 +65,7 @@
 #include "mpx/data/text_windows.hpp"
 
 #include "mpx/nn/activation.hpp"
+#include "mpx/nn/add_time_embedding.hpp"
 #include "mpx/nn/batch_norm.hpp"
 #include "mpx/nn/cast.hpp"
 #include "mpx/nn/causal_self_attention.hpp"
@@ -85,8 +89,11 @@
 #include "mpx/nn/positional_embedding.hpp"
 #include "mpx/nn/predict.hpp"
 #include "mpx/nn/residual.hpp"
+#include "mpx/nn/self_attention.hpp"
 #include "mpx/nn/sequential.hpp"
 #include "mpx/nn/step_key.hpp"
+#include "mpx/nn/time_conditioned.hpp"
+#include "mpx/nn/time_embedding.hpp"
 #include "mpx/nn/training_mode.hpp"
 #include "mpx/nn/upsample.hpp"
 
@@ -100,19 +107,23 @@
 #include "mpx/train/step_scalars.hpp"
 #include "mpx/train/trainer.hpp"
 #include "mpx/train/training_state.hpp"
+#include "mpx/train/weight_average.hpp"
 
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/checkpoint.hpp"
 #include "mpx/io/description_differences.hpp"
 #include "mpx/io/model_json.hpp"
+#include "mpx/io/png.hpp"
 #include "mpx/io/safetensors.hpp"
 
 #include "mpx/experiment/char_gpt.hpp"
 #include "mpx/experiment/classification.hpp"
+#include "mpx/experiment/ddpm.hpp"
 #include "mpx/experiment/layer_precisions.hpp"
 #include "mpx/experiment/models.hpp"
 #include "mpx/experiment/progress.hpp"
 #include "mpx/experiment/records.hpp"
 #include "mpx/experiment/resnet.hpp"
 #include "mpx/experiment/sweep.hpp"
+#include "mpx/experiment/unet.hpp"
 #include "mpx/experiment/usage.hpp"

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
-// Causal self-attention on the GPU against the CPU backend: the strided-batched GEMM, the head
-// permutes, the causal softmax forward and backward (fully masked rows included) and the whole
-// layer's forward and backward. main() is in numeric_cuda_test.cu and skips (exit 77) without a
-// device.
+// Self-attention on the GPU against the CPU backend: the strided-batched GEMM, the head permutes
+// (sequences and channels-last images), the causal and bidirectional softmax forward and backward
+// (fully masked rows included) and the whole layer's forward and backward, CausalSelfAttention over
+// a sequence and SelfAttention over an image's pixels. main() is in numeric_cuda_test.cu and skips (exit 77)
+// without a device.
 //
 // Bounds (e = the accumulate type's epsilon, 2^-23 for fp32; each side errs by at most (n + 16) e
 // per unit of magnitude, n the longest sum, so twice that between them, plus one ulp of the stored
@@ -28,6 +29,7 @@
 #include <mpx/backend/cuda/attention.cuh>
 #include <mpx/cuda.hpp>
 #include <mpx/nn/causal_self_attention.hpp>
+#include <mpx/nn/self_attention.hpp>
 
 #include "../support/mismatch_log.hpp"
 #include "comparisons.hpp"
@@ -151,73 +153,92 @@ TEST_CASE("cuda head permutes give the cpu's bits", "[cuda][attention]") {
   }
   require_same_bits(mpx::to_host(merged_gpu), merged_cpu, "merge");
   require_same_bits(merged_cpu, qkv, "merge after split restores the tokens");
+  // A channels-last image [B, 3, 4, C] is the sequence of its 12 pixels.
+  const auto image = random_host<Eigen::bfloat16>(Shape{B, 3, 4, C}, rng);
+  Tensor<Eigen::bfloat16> image_heads_cpu(Shape{B, H, 12, d});
+  Tensor<Eigen::bfloat16, mpx::Cuda> image_heads_gpu(Shape{B, H, 12, d});
+  mpx::cpu::attention_split_heads(image, 0, image_heads_cpu);
+  mpx::cuda::attention_split_heads(mpx::to_device(image), 0, image_heads_gpu);
+  require_same_bits(mpx::to_host(image_heads_gpu), image_heads_cpu, "split of an image");
+  Tensor<Eigen::bfloat16, mpx::Cuda> image_gpu(Shape{B, 3, 4, C});
+  mpx::cuda::attention_merge_heads(image_heads_gpu, 0, image_gpu);
+  require_same_bits(mpx::to_host(image_gpu), image, "merge of an image after its split");
 }
 
-TEMPLATE_TEST_CASE("cuda causal softmax forward and backward match the cpu, fully masked rows included",
-                   "[cuda][attention]", float, Eigen::bfloat16, Eigen::half) {
+TEMPLATE_TEST_CASE(
+    "cuda causal and bidirectional softmax forward and backward match the cpu, fully masked rows included",
+    "[cuda][attention]", float, Eigen::bfloat16, Eigen::half) {
   using T = TestType;
   std::mt19937 rng(5300);
-  for (const std::int64_t S : {std::int64_t{1}, std::int64_t{7}, std::int64_t{300}}) {
-    const std::int64_t rows = 4 * S;  // 4 matrices
-    const auto scores = random_host<float>(Shape{4, S, S}, rng, -20.0, 20.0);
-    const auto dprobs = random_host<float>(Shape{4, S, S}, rng);
-    Tensor<std::int32_t> counts(Shape{rows});
-    std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(S));
-    for (std::int64_t r = 0; r < rows; ++r) counts[r] = r % 5 == 1 ? 0 : pick(rng);  // some fully masked
-    const auto counts_gpu = mpx::to_device(counts);
-    for (const bool with_counts : {false, true}) {
-      const std::string what =
-          "S = " + std::to_string(S) + (with_counts ? " with key counts" : " causal only");
-      Tensor<T> probs_cpu(Shape{4, S, S});
-      Tensor<T, mpx::Cuda> probs_gpu(Shape{4, S, S});
-      mpx::cpu::causal_softmax_forward(scores, probs_cpu, with_counts ? &counts : nullptr);
-      mpx::cuda::causal_softmax_forward(mpx::to_device(scores), probs_gpu,
-                                        with_counts ? &counts_gpu : nullptr);
-      const double e = eps_of<float>();
-      require_finite_and_close(
-          mpx::to_host(probs_gpu), probs_cpu, "softmax forward " + what, [&](std::int64_t, double p) {
-            return 2.0 * static_cast<double>(S + 16) * e * std::abs(p) + storage_slack<T>(p);
-          });
-      // The backward from the same (CPU) probabilities on both sides.
-      Tensor<T> ds_cpu(Shape{4, S, S});
-      Tensor<T, mpx::Cuda> ds_gpu(Shape{4, S, S});
-      mpx::cpu::causal_softmax_backward(probs_cpu, dprobs, ds_cpu, with_counts ? &counts : nullptr);
-      mpx::cuda::causal_softmax_backward(mpx::to_device(probs_cpu), mpx::to_device(dprobs), ds_gpu,
-                                         with_counts ? &counts_gpu : nullptr);
-      require_finite_and_close(
-          mpx::to_host(ds_gpu), ds_cpu, "softmax backward " + what, [&](std::int64_t index, double ds) {
-            const std::int64_t row = index / S;
-            double mean = 0;
-            for (std::int64_t j = 0; j < S; ++j) {
-              mean += std::abs(to_double(probs_cpu[row * S + j]) * static_cast<double>(dprobs[row * S + j]));
-            }
-            const double p = std::abs(to_double(probs_cpu[index]));
-            const double magnitude = p * std::abs(static_cast<double>(dprobs[index])) + p * mean;
-            return 2.0 * static_cast<double>(S + 16) * e * magnitude + storage_slack<T>(ds);
-          });
-      if (with_counts) {  // rows without an allowed key are exactly zero on the GPU
-        const auto probs = mpx::to_host(probs_gpu);
-        for (std::int64_t r = 1; r < rows; r += 5) {
-          for (std::int64_t j = 0; j < S; ++j) REQUIRE(to_double(probs[r * S + j]) == 0.0);
+  for (const auto mask : {mpx::AttentionMask::Causal, mpx::AttentionMask::Bidirectional}) {
+    for (const std::int64_t S : {std::int64_t{1}, std::int64_t{7}, std::int64_t{300}}) {
+      const std::int64_t rows = 4 * S;  // 4 matrices
+      const auto scores = random_host<float>(Shape{4, S, S}, rng, -20.0, 20.0);
+      const auto dprobs = random_host<float>(Shape{4, S, S}, rng);
+      Tensor<std::int32_t> counts(Shape{rows});
+      std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(S));
+      for (std::int64_t r = 0; r < rows; ++r) counts[r] = r % 5 == 1 ? 0 : pick(rng);  // some fully masked
+      const auto counts_gpu = mpx::to_device(counts);
+      for (const bool with_counts : {false, true}) {
+        const std::string what =
+            std::string(mask == mpx::AttentionMask::Causal ? "causal" : "bidirectional") +
+            ", S = " + std::to_string(S) + (with_counts ? " with key counts" : "");
+        Tensor<T> probs_cpu(Shape{4, S, S});
+        Tensor<T, mpx::Cuda> probs_gpu(Shape{4, S, S});
+        mpx::cpu::attention_softmax_forward(scores, probs_cpu, mask, with_counts ? &counts : nullptr);
+        mpx::cuda::attention_softmax_forward(mpx::to_device(scores), probs_gpu, mask,
+                                             with_counts ? &counts_gpu : nullptr);
+        const double e = eps_of<float>();
+        require_finite_and_close(
+            mpx::to_host(probs_gpu), probs_cpu, "softmax forward " + what, [&](std::int64_t, double p) {
+              return 2.0 * static_cast<double>(S + 16) * e * std::abs(p) + storage_slack<T>(p);
+            });
+        // The backward from the same (CPU) probabilities on both sides.
+        Tensor<T> ds_cpu(Shape{4, S, S});
+        Tensor<T, mpx::Cuda> ds_gpu(Shape{4, S, S});
+        mpx::cpu::attention_softmax_backward(probs_cpu, dprobs, ds_cpu, mask,
+                                             with_counts ? &counts : nullptr);
+        mpx::cuda::attention_softmax_backward(mpx::to_device(probs_cpu), mpx::to_device(dprobs), ds_gpu, mask,
+                                              with_counts ? &counts_gpu : nullptr);
+        require_finite_and_close(
+            mpx::to_host(ds_gpu), ds_cpu, "softmax backward " + what, [&](std::int64_t index, double ds) {
+              const std::int64_t row = index / S;
+              double mean = 0;
+              for (std::int64_t j = 0; j < S; ++j) {
+                mean +=
+                    std::abs(to_double(probs_cpu[row * S + j]) * static_cast<double>(dprobs[row * S + j]));
+              }
+              const double p = std::abs(to_double(probs_cpu[index]));
+              const double magnitude = p * std::abs(static_cast<double>(dprobs[index])) + p * mean;
+              return 2.0 * static_cast<double>(S + 16) * e * magnitude + storage_slack<T>(ds);
+            });
+        if (with_counts) {  // rows without an allowed key are exactly zero on the GPU
+          const auto probs = mpx::to_host(probs_gpu);
+          for (std::int64_t r = 1; r < rows; r += 5) {
+            for (std::int64_t j = 0; j < S; ++j) REQUIRE(to_double(probs[r * S + j]) == 0.0);
+          }
         }
       }
     }
   }
 }
 
-TEMPLATE_TEST_CASE("cuda CausalSelfAttention forward and backward follow the cpu layer", "[cuda][attention]",
-                   mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
-  using P = TestType;
+namespace {
+
+// The GPU layer's output, dx and the four parameter gradients against the CPU layer's, from the same
+// weights, x [batch, ..., C] and dy.
+template <template <class, class> class Layer, class P>
+void check_layer_against_cpu(const Shape& input, std::int64_t heads) {
   using T = mpx::compute_t<P>;
-  constexpr std::int64_t B = 3, S = 33, C = 48, H = 4;
+  const std::int64_t C = input.cols();
   const double u = std::is_same_v<T, float> ? 1e-4 / 16 : eps_of<T>() / 2;
-  mpx::nn::CausalSelfAttention<P, mpx::Host> cpu(C, H);
-  mpx::nn::CausalSelfAttention<P, mpx::Cuda> gpu(C, H);
+  Layer<P, mpx::Host> cpu(C, heads);
+  Layer<P, mpx::Cuda> gpu(C, heads);
   cpu.initialize(7, 3);  // the same Philox draws on both devices give the same weights
   gpu.initialize(7, 3);
   std::mt19937 rng(5400);
-  const auto x = random_host<T>(Shape{B, S, C}, rng);
-  const auto dy = random_host<T>(Shape{B, S, C}, rng);
+  const auto x = random_host<T>(input, rng);
+  const auto dy = random_host<T>(input, rng);
   const auto x_gpu = mpx::to_device(x);
   const auto dy_gpu = mpx::to_device(dy);
   const Tensor<T> y_cpu = cpu.forward(x).clone();
@@ -239,6 +260,18 @@ TEMPLATE_TEST_CASE("cuda CausalSelfAttention forward and backward follow the cpu
     ++index;
   });
   CHECK(index == 4);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("cuda CausalSelfAttention forward and backward follow the cpu layer", "[cuda][attention]",
+                   mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
+  check_layer_against_cpu<mpx::nn::CausalSelfAttention, TestType>(Shape{3, 33, 48}, 4);
+}
+
+TEMPLATE_TEST_CASE("cuda SelfAttention over an image's pixels follows the cpu layer", "[cuda][attention]",
+                   mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
+  check_layer_against_cpu<mpx::nn::SelfAttention, TestType>(Shape{2, 5, 7, 48}, 4);  // 35 pixels
 }
 
 }  // namespace MPX_UNITY_ID

@@ -1,22 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // The CNN layers' kernels of the CUDA backend (batch and group normalisation, pooling, upsampling,
-// channel concatenation, SiLU) against the CPU backend on the same random inputs. main() is in
-// numeric_cuda_test.cu and skips (exit 77) without a device.
+// channel concatenation, SiLU, the per-sample shift of time conditioning) against the CPU backend on the same
+// random inputs. main() is in numeric_cuda_test.cu and skips (exit 77) without a device.
 //
 // Bit for bit where both sides compute the same correctly rounded operations in the same order:
 // max pooling (ties and NaN included) and its backward, average pooling and its backward, global
-// average pooling, upsampling, concatenation and split (the GPU kernels gather the CPU's terms in the
-// CPU's order; sums and quotients of IEEE operations, no multiply-add to fuse). Within a bound
-// elsewhere, in kernels_cuda_test.cu's style: an error of (n + 16) eps of the accumulate type per
-// unit of magnitude (the sum of the absolute values of the terms; n the sum's length) on each side,
-// so twice that between them, plus one ulp of the stored type and its subnormal step. Where a result
-// is computed from statistics the test also reads (y from mean and rstd, dx from the sums in dgamma
-// and dbeta), the bound takes the measured difference of those statistics, which were checked on
-// their own, so that it stays tight for long sums. Sums over integers that stay below 2^24 are exact
-// in any order: those (a mean over a power-of-two count, dbeta) are checked bit for bit, which no
-// dropped or doubled tile could pass. Every reduction repeats bit for bit, also replayed from a CUDA
-// graph.
+// average pooling, upsampling, concatenation and split, the per-sample shift and its sums (the GPU kernels
+// gather the CPU's terms in the CPU's order; sums and quotients of IEEE operations, no multiply-add to fuse).
+// Within a bound elsewhere, in kernels_cuda_test.cu's style: an error of (n + 16) eps of the accumulate type
+// per unit of magnitude (the sum of the absolute values of the terms; n the sum's length) on each side, so
+// twice that between them, plus one ulp of the stored type and its subnormal step. Where a result is computed
+// from statistics the test also reads (y from mean and rstd, dx from the sums in dgamma and dbeta), the bound
+// takes the measured difference of those statistics, which were checked on their own, so that it stays tight
+// for long sums. Sums over integers that stay below 2^24 are exact in any order: those (a mean over a
+// power-of-two count, dbeta) are checked bit for bit, which no dropped or doubled tile could pass. Every
+// reduction repeats bit for bit, also replayed from a CUDA graph.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -34,6 +33,7 @@
 #include <mpx/backend/cuda/graph.hpp>
 #include <mpx/backend/cuda/group_norm.cuh>
 #include <mpx/backend/cuda/pool2d.cuh>
+#include <mpx/backend/cuda/sample_shift.cuh>
 #include <mpx/backend/cuda/upsample.cuh>
 #include <mpx/cuda.hpp>
 
@@ -106,12 +106,11 @@ mpx::Tensor<T> filled(const mpx::Shape& shape, double value) {
 
 // ---- SiLU ---------------------------------------------------------------------------------------
 
-// silu is the same source on both sides (activation_spec.hpp), with CUDA's exp (<= 2 ulp) on the
-// device and glibc's (possibly its vector form) on the host, and nvcc may fuse multiply-adds the host
-// compiler keeps apart. x / (1 + e) carries the relative error of e damped by e / (1 + e), so a
-// few eps of |x|; the derivative s (1 + x (1 - s)) carries s's error times |x|, so a few eps of
-// (1 + |x|) |dy|. The bounds are 64 eps (1 + |x|) and 64 eps (1 + |x|)^2 |dy|, plus one ulp of the
-// stored type.
+// silu is the same source on both sides (activation_spec.hpp: polynomial_exp in float, std::exp and
+// CUDA's exp in double), and nvcc fuses multiply-adds the host compiler keeps apart (the polynomial's
+// among them), so the two differ by a few ulp. x / (1 + e) carries the relative error of e damped by e / (1 +
+// e), so a few eps of |x|; the derivative s (1 + x (1 - s)) carries s's error times |x|, so a few eps of (1 +
+// |x|) |dy|. The bounds are 64 eps (1 + |x|) and 64 eps (1 + |x|)^2 |dy|, plus one ulp of the stored type.
 TEMPLATE_TEST_CASE("cuda silu matches the cpu within the exp and rounding bound", "[cuda][activation]", float,
                    double, Eigen::half, Eigen::bfloat16) {
   using T = TestType;
@@ -224,6 +223,34 @@ TEMPLATE_TEST_CASE("cuda upsample_nearest matches the cpu bit for bit", "[cuda][
   mpx::Tensor<T, mpx::Cuda> y4(mpx::Shape{1, 4, 5, 4});
   CHECK_THROWS_AS(mpx::cuda::upsample_nearest_forward(x4, y4, mpx::Size2d{2}), mpx::shape_error);
   CHECK_THROWS_AS(mpx::cuda::upsample_nearest_backward(y4, x4, mpx::Size2d{2}), mpx::shape_error);
+}
+
+TEMPLATE_TEST_CASE("cuda add_sample_shift and sample_shift_backward match the cpu bit for bit",
+                   "[cuda][time]", float, Eigen::half, Eigen::bfloat16) {
+  using T = TestType;
+  using Acc = mpx::accumulate_t<T>;
+  std::mt19937 rng(64);
+  for (const mpx::Shape& shape : {mpx::Shape{3, 5}, mpx::Shape{2, 7, 9}, mpx::Shape{4, 6, 5, 70}}) {
+    INFO("x " << shape);
+    const mpx::Shape shift_shape{shape[0], shape.cols()};
+    const auto x = with_specials<T>(shape, rng);
+    const auto shift = random_host<T>(shift_shape, rng, -2.0, 2.0);
+    const auto dy = random_host<T>(shape, rng, -2.0, 2.0);
+    mpx::Tensor<T> y_cpu(shape);
+    mpx::Tensor<Acc> dshift_cpu(shift_shape);
+    mpx::cpu::add_sample_shift(x, shift, y_cpu);
+    mpx::cpu::sample_shift_backward(dy, dshift_cpu);
+    mpx::Tensor<T, mpx::Cuda> y_gpu(shape);
+    mpx::Tensor<Acc, mpx::Cuda> dshift_gpu(shift_shape);
+    mpx::cuda::add_sample_shift(mpx::to_device(x), mpx::to_device(shift), y_gpu);
+    mpx::cuda::sample_shift_backward(mpx::to_device(dy), dshift_gpu);
+    require_same_bits(y_gpu, y_cpu, "add_sample_shift");
+    require_same_bits(dshift_gpu, dshift_cpu, "sample_shift_backward");
+  }
+  mpx::Tensor<T, mpx::Cuda> x(mpx::Shape{2, 3, 4});
+  mpx::Tensor<T, mpx::Cuda> bad_shift(mpx::Shape{3, 4});
+  mpx::Tensor<T, mpx::Cuda> y(mpx::Shape{2, 3, 4});
+  CHECK_THROWS_AS(mpx::cuda::add_sample_shift(x, bad_shift, y), mpx::shape_error);
 }
 
 // ---- pooling ------------------------------------------------------------------------------------

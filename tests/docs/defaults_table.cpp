@@ -364,8 +364,10 @@ Table sequence_layers() {
          "weight drawn from N(0, init_std^2)",
          "no such layer: GPT-2's `wpe` is an `nn.Embedding` (N(0, 1) by default), drawn from N(0, 0.02^2) by "
          "nanoGPT"});
+  // SelfAttention is the causal form's class template with another mask (nn::BasicSelfAttention): one
+  // set of defaults, read here from the causal form.
   using Attention = mpx::nn::CausalSelfAttention<mpx::fp32>;
-  t.add({"`CausalSelfAttention`", "`.bias`", code_number(Attention::Options{}.bias),
+  t.add({"`CausalSelfAttention`, `SelfAttention`", "`.bias`", code_number(Attention::Options{}.bias),
          "biases on the qkv and output projections; optional: `{.bias = false}`",
          versus(Attention::Options{}.bias, true, "nn.MultiheadAttention(bias)", "nanoGPT's default too")});
   Attention attention(4, 2);
@@ -377,12 +379,12 @@ Table sequence_layers() {
     }
   });
   t.add(
-      {"`CausalSelfAttention`", "projection weights",
+      {"`CausalSelfAttention`, `SelfAttention`", "projection weights",
        std::string(init_name(mpx::nn::Linear<mpx::fp32>::Options{}.init)), "`qkv` and `proj` are `Linear`s",
        "**differs** from nanoGPT: N(0, 0.02^2) (`c_proj`: 0.02 / sqrt(2 n_layer)); `nn.MultiheadAttention`'s "
        "in_proj is Xavier-uniform too"});
-  t.add({"`CausalSelfAttention`", "projection biases' initial value", bias_values, "as `Linear`'s",
-         "same as nanoGPT's"});
+  t.add({"`CausalSelfAttention`, `SelfAttention`", "projection biases' initial value", bias_values,
+         "as `Linear`'s", "same as nanoGPT's"});
   return t;
 }
 

@@ -264,6 +264,46 @@ TEST_CASE("An overflow on one rank skips the step on every rank and backs the sc
   }
 }
 
+TEST_CASE(
+    "The weight average stays bit-identical on every rank, a skip on one rank leaving it unchanged on all",
+    "[mpi][weight_average]") {
+  mpx::dist::Communicator comm;
+  const mpx::data::Dataset data = make_dataset(1024, 5u);
+  auto model = make_model<mpx::fp16_mixed>(7);
+  mpx::nn::SoftmaxCrossEntropy<mpx::fp32> loss;
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2});
+  mpx::dist::MpiGradientSync sync(comm, model, {.bucket_bytes = 2048, .overlap = false});
+  constexpr int fault_step = 3;
+  OverflowOnOneRank<float> faulty(sync, comm.rank() == comm.size() - 1, fault_step);
+  mpx::Trainer trainer(model, loss, optimizer, faulty);
+  // No communication: each rank averages its own weights, which are the same bits everywhere.
+  auto& average = trainer.keep_weight_average({.decay = 0.9, .warmup = true});
+  mpx::data::Batcher batcher(data, {.batch_size = local_batch,
+                                    .seed = 3,
+                                    .last_batch = mpx::data::LastBatch::Drop,
+                                    .shard = {comm.rank(), comm.size()}});
+  const auto average_hash = [&] {
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    average.for_each([&](std::string_view, const mpx::Tensor<float>& t) {
+      mpx::dist::detail::fnv1a(hash, t.data(), t.size_bytes());
+    });
+    return hash;
+  };
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  for (int s = 1; s <= 5; ++s) {
+    REQUIRE(batcher.next(x, y));
+    const std::uint64_t before = average_hash();
+    const mpx::StepResult result = trainer.step(x, y);
+    CAPTURE(s, comm.rank());
+    CHECK(result.stepped == (s != fault_step));
+    CHECK((average_hash() == before) == (s == fault_step));
+    CHECK(same_on_every_rank(comm, average_hash()));
+    CHECK(same_on_every_rank(comm, static_cast<std::uint64_t>(average.updates())));
+  }
+  CHECK(average.updates() == 4);
+}
+
 TEST_CASE("A non-finite input on one rank skips the step on every rank", "[mpi]") {
   mpx::dist::Communicator comm;
   const mpx::data::Dataset data = make_dataset(256, 5u);

@@ -394,6 +394,31 @@ TEST_CASE("load_fashion_mnist standardises both splits with the training set's m
   }
 }
 
+TEST_CASE("load_fashion_mnist with a given normalization maps pixels to [-1, 1] for diffusion",
+          "[data][fashion_mnist]") {
+  const TempDir dir;
+  const SyntheticSplit train = synthetic_split(6, 2, 3, 1);
+  const SyntheticSplit test = synthetic_split(4, 2, 3, 5);
+  write_fashion_mnist(dir, train, test);
+  const mpx::data::FashionMnist data =
+      mpx::data::load_fashion_mnist(dir.path(), mpx::data::InputNormalization{.mean = 0.5, .std_dev = 0.5});
+  CHECK(data.pixel_mean == 0.5);
+  CHECK(data.pixel_std == 0.5);
+  for (std::size_t i = 0; i < train.pixels.size(); ++i) {
+    CHECK(data.train.images()[static_cast<std::int64_t>(i)] ==
+          static_cast<float>((train.pixels[i] / 255.0 - 0.5) / 0.5));
+  }
+  for (std::size_t i = 0; i < test.pixels.size(); ++i) {
+    const float value = data.test.images()[static_cast<std::int64_t>(i)];
+    CHECK(value >= -1.0f);
+    CHECK(value <= 1.0f);
+    CHECK(value == static_cast<float>(2.0 * test.pixels[i] / 255.0 - 1.0));
+  }
+  CHECK_THROWS_AS(
+      mpx::data::load_fashion_mnist(dir.path(), mpx::data::InputNormalization{.mean = 0.0, .std_dev = 0.0}),
+      mpx::invalid_argument);
+}
+
 TEST_CASE("load_fashion_mnist rejects mismatched counts, labels above 9 and constant images",
           "[data][fashion_mnist]") {
   SECTION("five labels for six images") {

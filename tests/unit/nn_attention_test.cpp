@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
-// Causal self-attention on the CPU: fp64 gradients against central differences (alone and inside a
-// pre-LN residual block), the fp32/bf16/fp16 forward against a naive fp64 reference within bounds
-// derived below, fp16 with q.k beyond fp16's range, the masked softmax's fully masked row, the
-// causal property, and the batched GEMM against a loop of single GEMMs, bit for bit.
+// Self-attention on the CPU, causal (CausalSelfAttention) and bidirectional (SelfAttention): fp64
+// gradients against central differences (alone and inside a pre-LN residual block), the
+// fp32/bf16/fp16 forward against a naive fp64 reference within bounds derived below, the fp32/bf16
+// gradients against the fp64 layer's, fp16 with q.k beyond fp16's range, the masked softmax of both
+// masks against fp64 (key counts, fully masked rows), the causal property, a channels-last image
+// against the same values as a sequence, and the batched GEMM against a loop of single GEMMs.
 //
 // Error bound of the mixed-precision forward (u = unit roundoff of the compute type: 2^-24 fp32,
 // 2^-11 fp16, 2^-8 bf16; e = 2^-24, fp32's; first order, then a factor 1.25 for the higher-order
@@ -29,6 +31,7 @@
 #include <catch2/catch.hpp>
 
 #include "mpx/backend/cpu/attention.hpp"
+#include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/cpu/gemm.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/error.hpp"
@@ -37,6 +40,7 @@
 #include "mpx/nn/layer_norm.hpp"
 #include "mpx/nn/layers.hpp"
 #include "mpx/nn/residual.hpp"
+#include "mpx/nn/self_attention.hpp"
 #include "mpx/nn/sequential.hpp"
 #include "mpx/numeric/rounding.hpp"
 #include "mpx/numeric/traits.hpp"
@@ -58,6 +62,7 @@ using mpx::Tensor;
 
 template <class P>
 using Attention = nn::CausalSelfAttention<P>;
+using mpx::AttentionMask;
 
 constexpr double k_fp32_roundoff = 0x1p-24;
 
@@ -82,6 +87,8 @@ constexpr double unit_roundoff() {
 
 /// The naive fp64 forward (loops: projections, scores, mask, softmax, weighted sum, projection) on
 /// the layer's own operands, and the first-order bound on the layer's error from the file comment.
+/// The mask is the layer's (keys 0..t, or all keys); an input [B, d1, ..., dk, C] is the sequence of
+/// its d1 * ... * dk positions.
 struct Reference {
   std::vector<double> y;      // [B, T, C]
   std::vector<double> bound;  // |layer - y| must not exceed this, per element
@@ -93,7 +100,8 @@ template <class Layer, class T>
 Reference reference_forward(Layer& layer, const Tensor<T>& x, bool one_hot = false) {
   const double u = unit_roundoff<T>();
   const double e = k_fp32_roundoff;
-  const std::int64_t B = x.shape()[0], S = x.shape()[1], C = x.shape()[2];
+  constexpr bool causal = Layer::mask == AttentionMask::Causal;
+  const std::int64_t B = x.shape()[0], C = x.shape().cols(), S = x.numel() / (B * C);
   const std::int64_t H = layer.num_heads(), d = layer.head_dim();
   const auto& wqkv = layer.qkv().weight().compute();
   const auto& wproj = layer.proj().weight().compute();
@@ -127,9 +135,10 @@ Reference reference_forward(Layer& layer, const Tensor<T>& x, bool one_hot = fal
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
       for (std::int64_t t = 0; t < S; ++t) {
-        std::vector<double> s(static_cast<std::size_t>(t + 1)), e_s(s.size()), p(s.size()), e_p(s.size());
+        const std::int64_t keys = causal ? t + 1 : S;  // the mask: keys 0..t, or every key
+        std::vector<double> s(static_cast<std::size_t>(keys)), e_s(s.size()), p(s.size()), e_p(s.size());
         double max = -std::numeric_limits<double>::infinity();
-        for (std::int64_t j = 0; j <= t; ++j) {  // the causal mask: keys 0..t
+        for (std::int64_t j = 0; j < keys; ++j) {
           double dot = 0, magnitude = 0, e_dot = 0;
           for (std::int64_t i = 0; i < d; ++i) {
             const double q = at(qkv, b, t, 0, h, i), k = at(qkv, b, j, 1, h, i);
@@ -143,13 +152,13 @@ Reference reference_forward(Layer& layer, const Tensor<T>& x, bool one_hot = fal
           max = std::max(max, a * dot);
         }
         double sum = 0;
-        for (std::int64_t j = 0; j <= t; ++j) sum += std::exp(s[static_cast<std::size_t>(j)] - max);
+        for (std::int64_t j = 0; j < keys; ++j) sum += std::exp(s[static_cast<std::size_t>(j)] - max);
         double mean_e_s = 0;
-        for (std::int64_t j = 0; j <= t; ++j) {
+        for (std::int64_t j = 0; j < keys; ++j) {
           p[static_cast<std::size_t>(j)] = std::exp(s[static_cast<std::size_t>(j)] - max) / sum;
           mean_e_s += p[static_cast<std::size_t>(j)] * e_s[static_cast<std::size_t>(j)];
         }
-        for (std::int64_t j = 0; j <= t; ++j) {
+        for (std::int64_t j = 0; j < keys; ++j) {
           const double pj = p[static_cast<std::size_t>(j)];
           e_p[static_cast<std::size_t>(j)] = one_hot ? 1e-8 + u * pj
                                                      : pj * (e_s[static_cast<std::size_t>(j)] + mean_e_s) +
@@ -157,7 +166,7 @@ Reference reference_forward(Layer& layer, const Tensor<T>& x, bool one_hot = fal
         }
         for (std::int64_t i = 0; i < d; ++i) {
           double o = 0, e_o = 0, terms = 0;
-          for (std::int64_t j = 0; j <= t; ++j) {
+          for (std::int64_t j = 0; j < keys; ++j) {
             const double v = at(qkv, b, j, 2, h, i);
             const double pj = p[static_cast<std::size_t>(j)];
             o += pj * v;
@@ -212,15 +221,16 @@ Tensor<T> random_input(const Shape& shape, std::mt19937_64& rng, double low = -1
 
 /// The layer's output against the fp64 reference, element by element within the derived bound; the
 /// bound must also be tight enough to mean something: below `max_u` units of roundoff of the largest
-/// output.
-template <class P>
-void check_forward_against_reference(std::int64_t batch, std::int64_t sequence, std::int64_t embed,
-                                     std::int64_t heads, double max_u, std::uint64_t seed) {
+/// output. `input` is [batch, sequence, embed] or an image [batch, height, width, embed].
+template <class P, AttentionMask Mask = AttentionMask::Causal>
+void check_forward_against_reference(const Shape& input, std::int64_t heads, double max_u,
+                                     std::uint64_t seed) {
   using T = mpx::compute_t<P>;
+  const std::int64_t embed = input.cols();
   std::mt19937_64 rng(seed);
-  Attention<P> layer(embed, heads);
+  nn::BasicSelfAttention<P, mpx::Host, Mask> layer(embed, heads);
   randomize_scaled(layer, rng, 2.0 / std::sqrt(static_cast<double>(embed)));
-  const Tensor<T> x = random_input<T>(Shape{batch, sequence, embed}, rng);
+  const Tensor<T> x = random_input<T>(input, rng);
   const Tensor<T>& y = layer.forward(x);
   const Reference reference = reference_forward(layer, x);
   double largest = 0, largest_bound = 0, largest_error = 0;
@@ -284,12 +294,158 @@ TEST_CASE(
   // The bounds come to 18-26 u of the largest output in bf16 and fp16 (the roundings into the compute
   // type dominate) and about 1000-1800 u in fp32, where u = e and the worst-case fp32 sums (n e per
   // unit of magnitude) dominate; the bars below are 40 u and 4000 u. The errors measured are 0.5-2.3 u.
-  check_forward_against_reference<mpx::fp32>(3, 7, 24, 2, 4000, 4300);
-  check_forward_against_reference<mpx::fp32>(2, 9, 16, 2, 4000, 4301);
-  check_forward_against_reference<mpx::bf16_mixed>(3, 7, 24, 2, 40, 4302);
-  check_forward_against_reference<mpx::bf16_mixed>(1, 13, 36, 3, 40, 4303);
-  check_forward_against_reference<mpx::fp16_mixed>(3, 7, 24, 2, 40, 4304);
-  check_forward_against_reference<mpx::fp16_mixed>(2, 5, 16, 1, 40, 4305);
+  check_forward_against_reference<mpx::fp32>(Shape{3, 7, 24}, 2, 4000, 4300);
+  check_forward_against_reference<mpx::fp32>(Shape{2, 9, 16}, 2, 4000, 4301);
+  check_forward_against_reference<mpx::bf16_mixed>(Shape{3, 7, 24}, 2, 40, 4302);
+  check_forward_against_reference<mpx::bf16_mixed>(Shape{1, 13, 36}, 3, 40, 4303);
+  check_forward_against_reference<mpx::fp16_mixed>(Shape{3, 7, 24}, 2, 40, 4304);
+  check_forward_against_reference<mpx::fp16_mixed>(Shape{2, 5, 16}, 1, 40, 4305);
+}
+
+TEST_CASE("SelfAttention: dx and all four parameter gradients match finite differences in fp64",
+          "[nn][attention][gradient]") {
+  // Sequences 1 and 7, head sizes 8 and 12, an image [2, 3, 2, C] (6 pixels); one case without biases.
+  struct Case {
+    Shape input;
+    std::int64_t heads;
+    bool bias;
+  };
+  const Case cases[] = {{Shape{1, 7, 16}, 2, true},
+                        {Shape{3, 7, 24}, 2, true},
+                        {Shape{3, 1, 8}, 1, true},
+                        {Shape{2, 3, 2, 24}, 3, true},
+                        {Shape{3, 7, 24}, 3, false}};
+  std::uint64_t seed = 4150;
+  for (const Case& c : cases) {
+    INFO("input " << c.input << ", heads " << c.heads << ", bias " << c.bias);
+    std::mt19937_64 rng(seed++);
+    nn::SelfAttention<mpx::fp64> layer(c.input.cols(), c.heads, {.bias = c.bias});
+    mpx::test::randomize_parameters(layer, rng);
+    Tensor<double> x = random_input<double>(c.input, rng);
+    const Tensor<double> w = random_input<double>(c.input, rng);
+    mpx::test::check_layer_gradients(layer, x, w);
+  }
+}
+
+TEST_CASE("SelfAttention: fp32, bf16 and fp16 forwards lie within the derived bounds of an fp64 reference",
+          "[nn][attention]") {
+  // The bounds of the causal case's test above; every key now enters each row's softmax and sum.
+  constexpr AttentionMask all = AttentionMask::Bidirectional;
+  check_forward_against_reference<mpx::fp32, all>(Shape{3, 7, 24}, 2, 4000, 4310);
+  check_forward_against_reference<mpx::fp32, all>(Shape{2, 3, 3, 16}, 2, 4000, 4311);
+  check_forward_against_reference<mpx::bf16_mixed, all>(Shape{3, 7, 24}, 2, 40, 4312);
+  check_forward_against_reference<mpx::bf16_mixed, all>(Shape{2, 4, 3, 36}, 3, 40, 4313);
+  check_forward_against_reference<mpx::fp16_mixed, all>(Shape{3, 7, 24}, 2, 40, 4314);
+}
+
+namespace {
+
+/// The fp32 gradients of a mixed-precision SelfAttention (weights, biases; dx in the compute type)
+/// against those of an fp64 layer holding the same compute-copy weights, fed the same x and dy. The
+/// backward rounds into the compute type at each GEMM operand it makes (dO, P, dS, dQ, dK, dV, the
+/// qkv gradient, dx) and sums in fp32, so each gradient is off by a small multiple of u times the
+/// largest of its tensor (cancellation rules out an element-wise relative bound): the bar is
+/// `max_u` u max |g64|. Measured with these seeds: at most 4.3 u in fp32 (16 u allowed), 1.0 u
+/// in bf16 (4 u allowed); a missing term of the softmax's backward errs by far more than either.
+template <class P>
+void check_gradients_near_fp64(const Shape& input, std::int64_t heads, double max_u, std::uint64_t seed) {
+  using T = mpx::compute_t<P>;
+  const std::int64_t embed = input.cols();
+  std::mt19937_64 rng(seed);
+  nn::SelfAttention<P> layer(embed, heads);
+  randomize_scaled(layer, rng, 2.0 / std::sqrt(static_cast<double>(embed)));
+  nn::SelfAttention<mpx::fp64> reference(embed, heads);
+  std::vector<const Tensor<T>*> weights;
+  layer.for_each_parameter([&](const auto&, auto& parameter) { weights.push_back(&parameter.compute()); });
+  std::size_t index = 0;
+  reference.for_each_parameter([&](const auto&, auto& parameter) {
+    const Tensor<T>& from = *weights[index++];
+    for (std::int64_t i = 0; i < from.numel(); ++i) parameter.master()[i] = as_double(from[i]);
+    parameter.refresh_compute_copy();
+  });
+  const Tensor<T> x = random_input<T>(input, rng);
+  const Tensor<T> dy = random_input<T>(input, rng);
+  Tensor<double> x64(input), dy64(input);
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    x64[i] = as_double(x[i]);
+    dy64[i] = as_double(dy[i]);
+  }
+  layer.forward(x);
+  const Tensor<T>& dx = *layer.backward(dy);
+  reference.forward(x64);
+  const Tensor<double>& dx64 = *reference.backward(dy64);
+  const auto compare = [&](const std::string& what, const auto& got, const Tensor<double>& expected) {
+    REQUIRE(got.shape() == expected.shape());
+    double largest = 0, error = 0;
+    for (std::int64_t i = 0; i < expected.numel(); ++i) {
+      largest = std::max(largest, std::abs(expected[i]));
+      error = std::max(error, std::abs(as_double(got[i]) - expected[i]));
+    }
+    INFO(P::name << " " << what << ": largest |error| " << error << " = "
+                 << error / (unit_roundoff<T>() * largest) << " u of the largest |gradient| " << largest);
+    CHECK(largest > 0);
+    CHECK(error <= max_u * unit_roundoff<T>() * largest);
+  };
+  compare("dx", dx, dx64);
+  std::vector<Tensor<double>> expected;
+  std::vector<std::string> names;
+  reference.for_each_parameter([&](std::string_view name, auto& parameter) {
+    expected.push_back(parameter.grad().clone());
+    names.emplace_back(name);
+  });
+  index = 0;
+  layer.for_each_parameter([&](const auto&, auto& parameter) {
+    compare(names[index], parameter.grad(), expected[index]);
+    ++index;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("SelfAttention in fp32 and bf16: input, weight and bias gradients lie near the fp64 layer's",
+          "[nn][attention][gradient]") {
+  check_gradients_near_fp64<mpx::fp32>(Shape{3, 7, 24}, 2, 16, 4320);
+  check_gradients_near_fp64<mpx::fp32>(Shape{2, 3, 4, 16}, 2, 16, 4321);
+  check_gradients_near_fp64<mpx::bf16_mixed>(Shape{3, 7, 24}, 2, 4, 4322);
+  check_gradients_near_fp64<mpx::bf16_mixed>(Shape{2, 3, 4, 16}, 2, 4, 4323);
+}
+
+TEST_CASE("SelfAttention: a channels-last image [N, H, W, C] gives the bits of [N, H * W, C]",
+          "[nn][attention]") {
+  using P = mpx::bf16_mixed;
+  using T = mpx::compute_t<P>;
+  constexpr std::int64_t N = 2, H = 3, W = 4, C = 16;
+  std::mt19937_64 rng(4330);
+  nn::SelfAttention<P> image_layer(C, 2), sequence_layer(C, 2);  // the same weights (seed 0)
+  const Tensor<T> image = random_input<T>(Shape{N, H, W, C}, rng);
+  const Tensor<T> dy = random_input<T>(Shape{N, H, W, C}, rng);
+  Tensor<T> sequence = image.clone(), dy_sequence = dy.clone();
+  sequence.reshape(Shape{N, H * W, C});
+  dy_sequence.reshape(Shape{N, H * W, C});
+  const Tensor<T>& y_image = image_layer.forward(image);
+  const Tensor<T>& y_sequence = sequence_layer.forward(sequence);
+  CHECK(y_image.shape() == Shape{N, H, W, C});
+  REQUIRE(y_sequence.shape() == Shape{N, H * W, C});
+  CHECK(std::memcmp(y_image.data(), y_sequence.data(), y_image.size_bytes()) == 0);
+  const Tensor<T>& dx_image = *image_layer.backward(dy);
+  const Tensor<T>& dx_sequence = *sequence_layer.backward(dy_sequence);
+  CHECK(dx_image.shape() == Shape{N, H, W, C});
+  CHECK(std::memcmp(dx_image.data(), dx_sequence.data(), dx_image.size_bytes()) == 0);
+  std::vector<const Tensor<float>*> grads;
+  image_layer.for_each_parameter([&](const auto&, auto& parameter) { grads.push_back(&parameter.grad()); });
+  std::size_t index = 0;
+  sequence_layer.for_each_parameter([&](std::string_view name, auto& parameter) {
+    INFO(name);
+    const Tensor<float>& from_image = *grads[index++];
+    CHECK(std::memcmp(from_image.data(), parameter.grad().data(), from_image.size_bytes()) == 0);
+  });
+  CHECK(index == 4);
+  // The pixels do attend to each other: changing the last pixel of image 0 changes its first one.
+  Tensor<T> changed = image.clone();
+  for (std::int64_t i = 0; i < C; ++i) changed[(H * W - 1) * C + i] = T(static_cast<float>(i % 5) - 2.0f);
+  const Tensor<T> before = y_image.clone();
+  const Tensor<T>& after = image_layer.forward(changed);
+  CHECK(std::memcmp(before.data(), after.data(), static_cast<std::size_t>(C) * sizeof(T)) != 0);
 }
 
 TEST_CASE(
@@ -350,60 +506,70 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("causal softmax: a fully masked row gives zeros, never NaN, forward and backward",
-          "[nn][attention]") {
+TEST_CASE(
+    "attention softmax, causal and bidirectional: fp64's values with and without key counts; a fully "
+    "masked row gives zeros, never NaN, forward and backward",
+    "[nn][attention]") {
   constexpr std::int64_t S = 6;
   std::mt19937_64 rng(4500);
-  for (const auto bf16 : {false, true}) {
-    INFO((bf16 ? "bf16 probabilities" : "fp32 probabilities"));
-    const Tensor<float> scores = random_input<float>(Shape{2, S, S}, rng, -30.0, 30.0);  // 2 matrices
-    Tensor<std::int32_t> counts(Shape{2 * S});
-    const std::int32_t given[2 * S] = {6, 0, 2, 6, 1, 3, 0, 0, 6, 4, 2, 6};
-    for (std::int64_t r = 0; r < 2 * S; ++r) counts[r] = given[r];
-    const auto run = [&](auto tag) {
-      using T = decltype(tag);
-      Tensor<T> probs(Shape{2, S, S});
-      mpx::cpu::causal_softmax_forward(scores, probs, &counts);
-      const Tensor<float> dprobs = random_input<float>(Shape{2, S, S}, rng);
-      Tensor<T> dscores(Shape{2, S, S});
-      mpx::cpu::causal_softmax_backward(probs, dprobs, dscores, &counts);
-      for (std::int64_t r = 0; r < 2 * S; ++r) {
-        const std::int64_t allowed = std::min<std::int64_t>(r % S + 1, counts[r]);
-        double max = -std::numeric_limits<double>::infinity(), sum = 0;
-        for (std::int64_t j = 0; j < allowed; ++j)
-          max = std::max(max, static_cast<double>(scores[r * S + j]));
-        for (std::int64_t j = 0; j < allowed; ++j)
-          sum += std::exp(static_cast<double>(scores[r * S + j]) - max);
-        double dot = 0;
-        for (std::int64_t j = 0; j < allowed; ++j) {
-          dot += as_double(probs[r * S + j]) * static_cast<double>(dprobs[r * S + j]);
-        }
-        for (std::int64_t j = 0; j < S; ++j) {
-          INFO("row " << r << " (allowed keys " << allowed << "), key " << j);
-          const double p = as_double(probs[r * S + j]);
-          const double ds = as_double(dscores[r * S + j]);
-          REQUIRE(std::isfinite(p));
-          REQUIRE(std::isfinite(ds));
-          if (j >= allowed) {
-            CHECK(p == 0.0);
-            CHECK(ds == 0.0);
-            continue;
+  for (const AttentionMask mask : {AttentionMask::Causal, AttentionMask::Bidirectional}) {
+    for (const bool with_counts : {true, false}) {
+      for (const auto bf16 : {false, true}) {
+        INFO((mask == AttentionMask::Causal ? "causal" : "bidirectional")
+             << (with_counts ? ", key counts" : ", no key counts")
+             << (bf16 ? ", bf16 probabilities" : ", fp32 probabilities"));
+        const Tensor<float> scores = random_input<float>(Shape{2, S, S}, rng, -30.0, 30.0);  // 2 matrices
+        Tensor<std::int32_t> counts(Shape{2 * S});
+        const std::int32_t given[2 * S] = {6, 0, 2, 6, 1, 3, 0, 0, 6, 4, 2, 5};
+        for (std::int64_t r = 0; r < 2 * S; ++r) counts[r] = given[r];
+        const Tensor<std::int32_t>* key_counts = with_counts ? &counts : nullptr;
+        const auto run = [&](auto tag) {
+          using T = decltype(tag);
+          Tensor<T> probs(Shape{2, S, S});
+          mpx::cpu::attention_softmax_forward(scores, probs, mask, key_counts);
+          const Tensor<float> dprobs = random_input<float>(Shape{2, S, S}, rng);
+          Tensor<T> dscores(Shape{2, S, S});
+          mpx::cpu::attention_softmax_backward(probs, dprobs, dscores, mask, key_counts);
+          for (std::int64_t r = 0; r < 2 * S; ++r) {
+            const std::int64_t unmasked = mask == AttentionMask::Causal ? r % S + 1 : S;
+            const std::int64_t allowed = with_counts ? std::min<std::int64_t>(unmasked, counts[r]) : unmasked;
+            double max = -std::numeric_limits<double>::infinity(), sum = 0;
+            for (std::int64_t j = 0; j < allowed; ++j)
+              max = std::max(max, static_cast<double>(scores[r * S + j]));
+            for (std::int64_t j = 0; j < allowed; ++j)
+              sum += std::exp(static_cast<double>(scores[r * S + j]) - max);
+            double dot = 0;
+            for (std::int64_t j = 0; j < allowed; ++j) {
+              dot += as_double(probs[r * S + j]) * static_cast<double>(dprobs[r * S + j]);
+            }
+            for (std::int64_t j = 0; j < S; ++j) {
+              INFO("row " << r << " (allowed keys " << allowed << "), key " << j);
+              const double p = as_double(probs[r * S + j]);
+              const double ds = as_double(dscores[r * S + j]);
+              REQUIRE(std::isfinite(p));
+              REQUIRE(std::isfinite(ds));
+              if (j >= allowed) {
+                CHECK(p == 0.0);
+                CHECK(ds == 0.0);
+                continue;
+              }
+              // fp32 math then one rounding into T: s - max is rounded (relative error e, so e |s - max|
+              // in exp's result), exp and the division add a few e, the sum S e; then u for T.
+              const double u = unit_roundoff<T>() + 16 * k_fp32_roundoff;
+              const double shift = std::abs(static_cast<double>(scores[r * S + j]) - max);
+              const double expected = std::exp(static_cast<double>(scores[r * S + j]) - max) / sum;
+              CHECK(std::abs(p - expected) <= (u + (shift + S) * k_fp32_roundoff) * expected);
+              const double expected_ds = p * (static_cast<double>(dprobs[r * S + j]) - dot);
+              CHECK(std::abs(ds - expected_ds) <= u * (std::abs(expected_ds) + p * (std::abs(dot) + 1.0)));
+            }
           }
-          // fp32 math then one rounding into T: s - max is rounded (relative error e, so e |s - max|
-          // in exp's result), exp and the division add a few e, the sum S e; then u for T.
-          const double u = unit_roundoff<T>() + 16 * k_fp32_roundoff;
-          const double shift = std::abs(static_cast<double>(scores[r * S + j]) - max);
-          const double expected = std::exp(static_cast<double>(scores[r * S + j]) - max) / sum;
-          CHECK(std::abs(p - expected) <= (u + (shift + S) * k_fp32_roundoff) * expected);
-          const double expected_ds = p * (static_cast<double>(dprobs[r * S + j]) - dot);
-          CHECK(std::abs(ds - expected_ds) <= u * (std::abs(expected_ds) + p * (std::abs(dot) + 1.0)));
+        };
+        if (bf16) {
+          run(Eigen::bfloat16{});
+        } else {
+          run(float{});
         }
       }
-    };
-    if (bf16) {
-      run(Eigen::bfloat16{});
-    } else {
-      run(float{});
     }
   }
 }
@@ -556,6 +722,51 @@ TEST_CASE("CausalSelfAttention: names, description, factory and argument checks"
   CHECK_THROWS_WITH(layer.forward(narrow), Contains("[batch, sequence, 24]") && Contains("[2, 3, 16]"));
   auto fresh = L::causal_self_attention(8, 2);
   CHECK_THROWS_WITH(fresh.backward(Tensor<T>(Shape{1, 1, 8})), Contains("backward called before forward"));
+}
+
+TEST_CASE("SelfAttention: names, description, factory and shape errors naming the layer", "[nn][attention]") {
+  using L = nn::layers<mpx::bf16_mixed>;
+  auto layer = L::self_attention(24, 3);
+  static_assert(std::is_same_v<decltype(layer), nn::SelfAttention<mpx::bf16_mixed>>);
+  std::vector<std::string> names;
+  std::vector<Shape> shapes;
+  layer.for_each_parameter([&](std::string_view name, auto& parameter) {
+    names.emplace_back(name);
+    shapes.push_back(parameter.master().shape());
+  });
+  CHECK(names == std::vector<std::string>{"qkv.weight", "qkv.bias", "proj.weight", "proj.bias"});
+  CHECK(shapes == std::vector<Shape>{Shape{72, 24}, Shape{72}, Shape{24, 24}, Shape{24}});
+  CHECK(layer.head_dim() == 8);
+
+  const nn::LayerDescription description = nn::describe_layer(layer);
+  REQUIRE(description.size() == 5);
+  CHECK(std::get<std::string>(description[0].value) == "SelfAttention");
+  CHECK(description[2].key == "embed_dim");
+  CHECK(std::get<std::int64_t>(description[2].value) == 24);
+  CHECK(description[3].key == "num_heads");
+  CHECK(std::get<std::int64_t>(description[3].value) == 3);
+  CHECK(description[4].key == "bias");
+  CHECK(std::get<bool>(description[4].value));
+  int count = 0;
+  L::self_attention(8, 2, {.bias = false}).for_each_parameter([&](std::string_view, auto&) { ++count; });
+  CHECK(count == 2);
+
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(L::self_attention(10, 4), Contains("mpx::nn::SelfAttention") &&
+                                                  Contains("embed_dim = 10") && Contains("num_heads = 4"));
+  using T = mpx::compute_t<mpx::bf16_mixed>;
+  const Tensor<T> flat(Shape{4, 24}), narrow_image(Shape{2, 3, 4, 16}), empty_image(Shape{2, 0, 4, 24});
+  CHECK_THROWS_WITH(layer.forward(flat),
+                    Contains("SelfAttention") && Contains("[batch, sequence, 24]") && Contains("[4, 24]"));
+  CHECK_THROWS_AS(layer.forward(narrow_image), mpx::shape_error);
+  CHECK_THROWS_WITH(layer.forward(narrow_image), Contains("SelfAttention") &&
+                                                     Contains("[batch, d1, ..., dk, 24]") &&
+                                                     Contains("[2, 3, 4, 16]"));
+  CHECK_THROWS_WITH(layer.forward(empty_image), Contains("[2, 0, 4, 24]"));
+  const Tensor<T> image(Shape{2, 3, 4, 24}), dy_as_sequence(Shape{2, 12, 24});
+  layer.forward(image);
+  CHECK_THROWS_WITH(layer.backward(dy_as_sequence),
+                    Contains("SelfAttention") && Contains("[2, 12, 24]") && Contains("[2, 3, 4, 24]"));
 }
 
 }  // namespace MPX_UNITY_ID

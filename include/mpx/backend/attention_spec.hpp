@@ -2,15 +2,18 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief The causal-attention kernels' contracts, shared by the CPU and CUDA backends: the head
-/// permutes' shapes, the masked softmax's mask and its operand checks, so that both backends accept
-/// the same shapes, mask the same entries and name a mismatch the same way.
+/// @brief The attention kernels' contracts, shared by the CPU and CUDA backends: the head permutes'
+/// shapes, the masked softmax's masks and its operand checks, so that both backends accept the same
+/// shapes, mask the same entries and name a mismatch the same way.
 ///
 /// Shapes: tokens are [batch, sequence, width] (a QKV projection's output, width 3C, or an attention
-/// output, width C); heads are [batch, heads, sequence, head_dim]. Scores and probabilities are the
-/// matrix view [batch * heads * sequence, sequence]: row r is the query at position r % sequence, and
-/// its allowed keys are
-///   j <= r % sequence  (causal)   and, when a key-count tensor is given,   j < key_counts[r].
+/// output, width C), or [batch, d1, ..., dk, width] with the d1 * ... * dk positions in row-major
+/// order as the sequence (a channels-last image [N, H, W, C] is a sequence of its H * W pixels);
+/// heads are [batch, heads, sequence, head_dim]. Scores and probabilities are the matrix view
+/// [batch * heads * sequence, sequence]: row r is the query at position r % sequence, and its allowed
+/// keys are
+///   j <= r % sequence  (AttentionMask::Causal)  or every j  (AttentionMask::Bidirectional),
+/// and, when a key-count tensor is given, j < key_counts[r] (an encoder's key-padding mask).
 /// A row with no allowed key (key_counts[r] <= 0) has probabilities 0 and gradient 0, never NaN.
 
 #include <cstdint>
@@ -21,30 +24,55 @@
 
 namespace mpx {
 
-/// @brief How many keys (the first ones) row `row` of a causal score matrix with `sequence` columns
-/// may attend to: `row % sequence + 1`, capped by `key_count` (callers pass `sequence` when no key
-/// counts are given); 0 when `key_count` <= 0.
+/// @brief Which keys a query may attend to, before any per-row key count caps them.
+enum class AttentionMask {
+  Causal,        ///< keys 0 .. t for the query at position t (a decoder: GPT)
+  Bidirectional  ///< every key (an encoder, or attention over an image's pixels)
+};
+
+/// @brief How many keys (the first ones) row `row` of a score matrix with `sequence` columns may
+/// attend to: `row % sequence + 1` (causal) or `sequence` (bidirectional), capped by `key_count`;
+/// 0 when `key_count` <= 0.
+/// @param row       the row of the [matrices * sequence, sequence] score view.
+/// @param sequence  the number of keys (columns); positive.
+/// @param key_count the row's cap on the allowed keys (callers pass `sequence` when they have none).
+/// @param mask      causal or bidirectional.
 MPX_HOST_DEVICE inline std::int64_t attention_allowed_keys(std::int64_t row, std::int64_t sequence,
-                                                           std::int64_t key_count) {
-  const std::int64_t causal = row % sequence + 1;
-  const std::int64_t capped = key_count < causal ? key_count : causal;
+                                                           std::int64_t key_count, AttentionMask mask) {
+  const std::int64_t masked = mask == AttentionMask::Causal ? row % sequence + 1 : sequence;
+  const std::int64_t capped = key_count < masked ? key_count : masked;
   return capped < 0 ? 0 : capped;
 }
 
-/// @brief Throws `mpx::shape_error` naming `where` unless `tokens` is [batch, sequence, width],
-/// `heads` is [batch, heads, sequence, head_dim] and the heads' columns [column, column + heads *
-/// head_dim) lie inside the width.
+/// @brief The sequence length of tokens [batch, d1, ..., dk, width]: d1 * ... * dk (the positions
+/// between the batch and the features); 0 for a tensor of rank below 3.
+/// @param tokens the token-major tensor.
+inline std::int64_t attention_sequence(const Shape& tokens) {
+  if (tokens.rank() < 3) return 0;
+  std::int64_t sequence = 1;
+  for (int axis = 1; axis + 1 < tokens.rank(); ++axis) sequence *= tokens[axis];
+  return sequence;
+}
+
+/// @brief Throws `mpx::shape_error` naming `where` unless `tokens` is [batch, sequence, width] (or
+/// [batch, d1, ..., dk, width] with d1 * ... * dk = sequence), `heads` is [batch, heads, sequence,
+/// head_dim] and the heads' columns [column, column + heads * head_dim) lie inside the width.
+/// @param where  the calling function, for the message.
+/// @param tokens the token-major tensor.
+/// @param column the first column of the heads' group in the tokens' width.
+/// @param heads  the head-major tensor.
 template <class Tokens, class Heads>
 void validate_attention_heads(const char* where, const Tokens& tokens, std::int64_t column,
                               const Heads& heads) {
-  if (tokens.rank() != 3 || heads.rank() != 4) {
+  if (tokens.rank() < 3 || heads.rank() != 4) {
     throw shape_error(detail::concat(
-        where, ": expected tokens [batch, sequence, width] and heads [batch, heads, ",
-        "sequence, head_dim], received tokens ", tokens.shape(), " and heads ", heads.shape()));
+        where, ": expected tokens [batch, sequence, width] (or [batch, d1, ..., dk, width]) and heads ",
+        "[batch, heads, sequence, head_dim], received tokens ", tokens.shape(), " and heads ",
+        heads.shape()));
   }
   const Shape& t = tokens.shape();
   const Shape& h = heads.shape();
-  if (t[0] != h[0] || t[1] != h[2] || column < 0 || column + h[1] * h[3] > t[2]) {
+  if (t[0] != h[0] || attention_sequence(t) != h[2] || column < 0 || column + h[1] * h[3] > t.cols()) {
     throw shape_error(
         detail::concat(where, ": heads ", h, " do not fit tokens ", t, " at column ", column,
                        " (need equal batch and sequence, and column + heads * head_dim <= width)"));
@@ -53,9 +81,14 @@ void validate_attention_heads(const char* where, const Tokens& tokens, std::int6
 
 /// @brief Throws `mpx::shape_error` naming `where` unless `scores` is a matrix view [rows, sequence]
 /// with rows a multiple of sequence, `other` has its shape, and `key_counts` (when given) is [rows].
+/// @param where      the calling function, for the message.
+/// @param scores     the scores (forward) or their gradient dP (backward).
+/// @param other_name what `other` is, for the message.
+/// @param other      the tensor that must have the scores' shape.
+/// @param key_counts the per-row key counts, or null.
 template <class Scores, class Other, class Counts>
-void validate_causal_softmax(const char* where, const Scores& scores, const char* other_name,
-                             const Other& other, const Counts* key_counts) {
+void validate_attention_softmax(const char* where, const Scores& scores, const char* other_name,
+                                const Other& other, const Counts* key_counts) {
   const Shape& s = scores.shape();
   if (s.rank() < 2 || (s.cols() > 0 && s.rows() % s.cols() != 0)) {
     throw shape_error(detail::concat(

@@ -24,8 +24,9 @@
 /// Embeddings: `fill_normal` (initial weights), `embedding_forward`, `embedding_backward` (with the
 /// backend's `EmbeddingWorkspace` type), `positional_embedding_forward`,
 /// `positional_embedding_backward`.
-/// Causal self-attention adds `attention_split_heads`, `attention_merge_heads`,
-/// `causal_softmax_forward` and `causal_softmax_backward` (backend/attention_spec.hpp).
+/// Self-attention adds `attention_split_heads`, `attention_merge_heads`,
+/// `attention_softmax_forward` and `attention_softmax_backward` (causal or bidirectional mask;
+/// backend/attention_spec.hpp).
 /// Dropout: `dropout` (forward and backward, keyed as backend/dropout_spec.hpp says).
 /// Convolutions (backend/conv2d_spec.hpp): `conv2d_forward<Compute>`, `conv2d_backward_input<Compute>`,
 /// `conv2d_backward_weight<Compute>`, `conv2d_backward_bias`. Pooling (backend/pool2d_spec.hpp):
@@ -38,6 +39,10 @@
 /// `batch_norm_backward_input`; `group_norm_forward`, `group_norm_backward`
 /// (backend/group_norm_spec.hpp); `upsample_nearest_forward`, `upsample_nearest_backward`;
 /// `concat_channels`, `split_channels` (backend/channel_concat_spec.hpp; a UNet's skip).
+/// Time conditioning: `add_sample_shift`, `sample_shift_backward` (backend/sample_shift_spec.hpp; a
+/// diffusion UNet's timestep embedding added to every pixel).
+/// Weight averages (backend/weight_average_spec.hpp): `weight_average_update`, and
+/// `weight_average_updates` (a whole step's, collected like `sgd_updates`).
 /// FP8 (nn::Linear under an FP8 precision): `gemm_scaled<AFormat, BFormat, Accumulation>`,
 /// `cast_scaled<Format>`, `accumulate_amax`, `accumulate_fp8_statistics<Format>`, and the constant
 /// `fp8_gemm_needs_k_major_operands`; where it is true (cuBLASLt's FP8 GEMMs read both operands

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -120,11 +121,19 @@ struct RawSplit {
 /// pixels (computed here, not hard-coded); the test set gets the same transform, as it must to stay
 /// unseen. Images come out flattened to `[N, rows * columns]`.
 ///
+/// With `normalization`, pixels become `normalization(p / 255.0)` instead: `{.mean = 0.5,
+/// .std_dev = 0.5}` gives 2 p / 255 - 1, the [-1, 1] range diffusion models are trained in
+/// (`pixel_mean` and `pixel_std` then hold the given values).
+///
 /// @throws mpx::io_error for a missing directory or file (with how to install the dataset), any
 /// corrupt file (see `read_idx`), image and label counts that differ, a label outside 0..9,
-/// train and test images of different sizes, or constant training images (nothing to standardise).
+/// train and test images of different sizes, or constant training images (nothing to standardise);
+/// mpx::invalid_argument for a `normalization` whose mean is not finite or whose deviation is not
+/// finite and positive.
 [[nodiscard]] inline FashionMnist load_fashion_mnist(
-    const std::filesystem::path& dir = default_fashion_mnist_dir()) {
+    const std::filesystem::path& dir = default_fashion_mnist_dir(),
+    std::optional<InputNormalization> normalization = std::nullopt) {
+  if (normalization) normalization->validate("mpx::data::load_fashion_mnist");
   std::error_code status;
   if (!std::filesystem::is_directory(dir, status)) {
     throw io_error(mpx::detail::concat("mpx::data::load_fashion_mnist: directory \"", dir.string(),
@@ -156,12 +165,11 @@ struct RawSplit {
   }
 
   FashionMnist result;
-  result.pixel_mean = mean / 255.0;
-  result.pixel_std = std::sqrt(variance) / 255.0;
-  const InputNormalization normalization = result.input_normalization();
+  result.pixel_mean = normalization ? normalization->mean : mean / 255.0;
+  result.pixel_std = normalization ? normalization->std_dev : std::sqrt(variance) / 255.0;
+  const InputNormalization applied = result.input_normalization();
   std::array<float, 256> table{};
-  for (int pixel = 0; pixel < 256; ++pixel)
-    table[static_cast<std::size_t>(pixel)] = normalization(pixel / 255.0);
+  for (int pixel = 0; pixel < 256; ++pixel) table[static_cast<std::size_t>(pixel)] = applied(pixel / 255.0);
   result.train = detail::make_fashion_mnist_dataset(train, table);
   result.test = detail::make_fashion_mnist_dataset(test, table);
   return result;

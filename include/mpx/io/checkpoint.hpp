@@ -11,7 +11,9 @@
 /// - `<parameter>`: the master weights under `Model::for_each_parameter`'s names ("layers.0.weight"),
 ///   as F32 (F64 for fp64 masters; narrower masters are widened to F32, which is exact);
 /// - `optimizer.<parameter>.<slot>`: each allocated optimizer state slot under PyTorch's name
-///   (`momentum_buffer` for SGD, `exp_avg` and `exp_avg_sq` for AdamW), in the gradient type.
+///   (`momentum_buffer` for SGD, `exp_avg` and `exp_avg_sq` for AdamW), in the gradient type;
+/// - `ema.<parameter>`: the weight average of a trainer that keeps one (`keep_weight_average`), in
+///   the gradient type, with metadata `ema.decay`, `ema.warmup` ("true"/"false") and `ema.updates`.
 ///
 /// `__metadata__` (all strings): `mpx.format` = "mpx.checkpoint" (or "mpx.weights"),
 /// `mpx.format_version` = "1", `precision`, `model` (the model's layers as JSON, see
@@ -63,10 +65,18 @@ struct LoadedCheckpoint {
   /// @brief Whether the loss scaler's state came from the file (it does when the file's
   /// `scaler.policy` is the trainer's).
   bool scaler_restored = true;
+  /// @brief Whether the trainer's weight average (its tensors and update count) came from the file;
+  /// false for a trainer that keeps none.
+  bool weight_average_restored = false;
+  /// @brief When the file's `ema.decay` or `ema.warmup` differ from the trainer's (which the
+  /// average goes on with), a message naming both (also logged through `mpx::log` as a warning):
+  /// the run then no longer continues as the saved one would have; empty otherwise.
+  std::string weight_average_warning;
 };
 
 /// @brief Saves the training state of `trainer` (model weights, optimizer state and settings, loss
-/// scaler, step count), the model's description and `extra` metadata to `path`, atomically: the file
+/// scaler, step count, and its weight average if it keeps one), the model's description and `extra`
+/// metadata to `path`, atomically: the file
 /// is either the previous one or the new one, never a mix, whatever happens (crash, kill, full disk).
 ///
 /// @code
@@ -98,6 +108,16 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
     tensors.push_back({state_name, detail::saved_dtype<Grad>, detail::extents_of(state.shape()),
                        std::as_bytes(std::span<const Grad>(state.values()))});
   });
+  if (const auto* average = trainer.weight_average(); average != nullptr) {
+    metadata["ema.decay"] = detail::exact_text(average->options().decay);
+    metadata["ema.warmup"] = average->options().warmup ? "true" : "false";
+    metadata["ema.updates"] = detail::exact_text(average->updates());
+    average->for_each([&](std::string_view name, const auto& tensor) {
+      using Value = typename std::remove_cvref_t<decltype(tensor)>::value_type;
+      tensors.push_back({detail::concat(weight_average_prefix, name), detail::saved_dtype<Value>,
+                         detail::extents_of(tensor.shape()), std::as_bytes(tensor.values())});
+    });
+  }
   save_safetensors(path, tensors, metadata);
 }
 
@@ -116,6 +136,14 @@ void save_checkpoint(const std::filesystem::path& path, Trainer<Model, Loss, Opt
 /// run resumed from bf16 starts dynamic scaling at its initial scale, not at bf16's 1).
 /// The optimizer's hyper-parameters other than lr come from the optimizer as constructed.
 ///
+/// A trainer that keeps a weight average (`keep_weight_average`, called before loading) restores it
+/// from the file's `ema.<parameter>` tensors and `ema.updates`, bit for bit; its decay and warmup
+/// stay the trainer's (where they differ from the file's, `weight_average_warning` says so). A file without
+/// an average, loaded into such a trainer, or a file with one, loaded into a trainer without, throws (the
+/// average would be lost or invented); a missing or misshapen `ema.*` tensor is listed by name like any
+/// other. To start an average on a run saved without one, load the checkpoint first, then call
+/// `keep_weight_average`.
+///
 /// A checkpoint saved with another optimizer (AdamW, loaded with SGD), or with a setting that
 /// changes which state the optimizer keeps (SGD with momentum, loaded into SGD without), still loads
 /// the weights, the step count and the scaler: the optimizer then starts from its initial state
@@ -128,6 +156,12 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
                                  const LoadOptions& options = {}) {
   using Names = optimizer_state_names<Optimizer>;
   using mpx::detail::concat;
+  if (options.weight_average) {
+    throw invalid_argument(
+        concat("mpx::io::load_checkpoint(\"", path.string(),
+               "\"): LoadOptions::weight_average is load_weights' option; a trainer restores "
+               "its average when it keeps one (keep_weight_average before loading)"));
+  }
   const SafetensorsFile file = load_safetensors(path);
   const Metadata& metadata = file.metadata();
   std::vector<std::string> problems;
@@ -205,10 +239,47 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
       detail::check_tensor(file, state_name, detail::extents_of(state.shape()), expected, problems);
     });
   }
-  // The state of an optimizer that is not restored is not read, so not checked either.
+
+  // ---- weight average: the file has one exactly when the trainer keeps one ----
+  auto* const average = trainer.weight_average();
+  std::int64_t saved_average_tensors = 0;
+  for (const auto& [name, entry] : file.tensors())
+    saved_average_tensors += name.starts_with(weight_average_prefix) ? 1 : 0;
+  const bool file_has_average = saved_average_tensors > 0 || metadata.contains("ema.updates");
+  std::int64_t average_updates = 0;
+  if (average != nullptr && !file_has_average) {
+    std::string first;
+    average->for_each([&](std::string_view name, const auto&) {
+      if (first.empty()) first = concat(weight_average_prefix, name);
+    });
+    problems.push_back(
+        concat("this trainer keeps a weight average (keep_weight_average) but the checkpoint "
+               "holds none (no tensor \"",
+               first,
+               "\", no metadata \"ema.updates\"): it was saved without one; load it "
+               "before calling keep_weight_average, which then starts from the loaded weights"));
+  } else if (average != nullptr) {
+    average_updates = read.template get<std::int64_t>("ema.updates");
+    if (average_updates < 0)
+      problems.push_back(concat("metadata \"ema.updates\" = ", average_updates, " is negative"));
+    average->for_each([&](std::string_view name, const auto& tensor) {
+      detail::check_tensor(file, concat(weight_average_prefix, name), detail::extents_of(tensor.shape()),
+                           expected, problems);
+    });
+  } else if (file_has_average) {
+    problems.push_back(concat("the checkpoint holds a weight average (", saved_average_tensors,
+                              " \"ema.*\" tensors) but this trainer keeps none: call "
+                              "trainer.keep_weight_average(...) before loading to restore it (or load the "
+                              "weights alone with mpx::io::load_weights)"));
+  }
+  // The state of an optimizer that is not restored is not read, so not checked either; nor is an
+  // average the trainer does not keep (reported above).
   detail::check_unexpected(
       file, expected,
-      [&](const std::string& name) { return !restore_optimizer && name.starts_with("optimizer."); },
+      [&](const std::string& name) {
+        return (!restore_optimizer && name.starts_with("optimizer.")) ||
+               (average == nullptr && name.starts_with(weight_average_prefix));
+      },
       problems);
   detail::throw_if_problems("mpx::io::load_checkpoint", path, "this trainer", problems, note);
 
@@ -245,6 +316,26 @@ LoadedCheckpoint load_checkpoint(const std::filesystem::path& path,
         Names::optimizer, " starts from its initial state (update count 0, its own learning rate ",
         trainer.optimizer().options().lr, ")");
     mpx::log(LogLevel::Warning, loaded.optimizer_warning);
+  }
+  if (average != nullptr) {
+    average->for_each([&](std::string_view name, auto& tensor) {
+      detail::convert_into_tensor(file, *file.find(concat(weight_average_prefix, name)), tensor);
+    });
+    average->set_updates(average_updates);
+    loaded.weight_average_restored = true;
+    const std::string decay = detail::exact_text(average->options().decay);
+    const std::string warmup = average->options().warmup ? "true" : "false";
+    const auto saved = [&](const char* key) {
+      const auto found = metadata.find(key);
+      return found == metadata.end() ? std::string("(none)") : found->second;
+    };
+    if (saved("ema.decay") != decay || saved("ema.warmup") != warmup) {
+      loaded.weight_average_warning =
+          concat("mpx::io::load_checkpoint(\"", path.string(),
+                 "\"): the weight average was saved with decay ", saved("ema.decay"), ", warmup ",
+                 saved("ema.warmup"), "; it goes on with this trainer's decay ", decay, ", warmup ", warmup);
+      mpx::log(LogLevel::Warning, loaded.weight_average_warning);
+    }
   }
   if (restore_scaler) trainer.scaler().load_state(scaler.state());
   trainer.set_steps(step);

@@ -43,7 +43,18 @@ struct LoadOptions {
   /// weights trained for one network do not load silently into another of the same shapes;
   /// precision never has to agree.
   bool allow_description_mismatch = false;
+  /// @brief `load_weights` only: set the master weights from the checkpoint's weight average (its
+  /// `ema.<parameter>` tensors, `Trainer::keep_weight_average`) instead of its weights, for
+  /// evaluation or sampling with the averaged model. Buffers (BatchNorm's running statistics), which
+  /// are not averaged, still come from the file's own. Off by default; `load_checkpoint` refuses it
+  /// (a trainer that keeps an average restores it).
+  bool weight_average = false;
 };
+
+/// @brief The prefix of a checkpoint's weight average tensors: the average of parameter
+/// "layers.0.weight" is saved as "ema.layers.0.weight" (as diffusers' `EMAModel` state is kept apart
+/// from the model's), with metadata `ema.decay`, `ema.warmup` and `ema.updates`.
+inline constexpr std::string_view weight_average_prefix = "ema.";
 
 namespace detail {
 
@@ -101,7 +112,8 @@ void for_each_scaler_field(LossScalerState& s, F&& f) {
 /// Keys mpx writes itself; a caller's extra metadata may not use them.
 [[nodiscard]] inline bool is_reserved_key(std::string_view key) {
   return key == "mpx.format" || key == "mpx.format_version" || key == "precision" || key == "model" ||
-         key == "step" || key == "optimizer" || key.starts_with("optimizer.") || key.starts_with("scaler.");
+         key == "step" || key == "optimizer" || key.starts_with("optimizer.") || key.starts_with("scaler.") ||
+         key.starts_with(weight_average_prefix);
 }
 
 /// The metadata every mpx file starts with: `extra` (which may not use a reserved key; `caller`

@@ -112,12 +112,13 @@ inline bool is_precision_state(std::string_view name) {
 }
 
 /// Checks every parameter and buffer of `model` with `check_tensor` (a precision's state only when
-/// the file has it).
+/// the file has it); each parameter under its name after `parameter_prefix` (a checkpoint's weight
+/// average: "ema.").
 template <class Model>
 void check_master_weights(const SafetensorsFile& file, Model& model, std::vector<std::string>& expected,
-                          std::vector<std::string>& problems) {
+                          std::vector<std::string>& problems, std::string_view parameter_prefix = {}) {
   model.for_each_parameter([&](std::string_view name, auto& p) {
-    check_tensor(file, std::string(name), extents_of(p.shape()), expected, problems);
+    check_tensor(file, concat(parameter_prefix, name), extents_of(p.shape()), expected, problems);
   });
   nn::for_each_buffer(model, [&](std::string_view name, auto& buffer) {
     if (is_precision_state(name) && file.find(std::string(name)) == nullptr) return;
@@ -152,12 +153,12 @@ inline void throw_if_problems(const char* caller, const std::filesystem::path& p
   throw io_error(message);
 }
 
-/// Copies the file's master weights into `model` (checked by `check_master_weights` first) and
-/// refreshes the compute copies.
+/// Copies the file's master weights (under `parameter_prefix`, as `check_master_weights` checked
+/// them first) into `model` and refreshes the compute copies.
 template <class Model>
-void load_master_weights(const SafetensorsFile& file, Model& model) {
+void load_master_weights(const SafetensorsFile& file, Model& model, std::string_view parameter_prefix = {}) {
   model.for_each_parameter([&](std::string_view name, auto& p) {
-    convert_into_tensor(file, *file.find(name), p.master());
+    convert_into_tensor(file, *file.find(concat(parameter_prefix, name)), p.master());
     p.refresh_compute_copy();
   });
   nn::for_each_buffer(model, [&](std::string_view name, auto& buffer) {
@@ -193,7 +194,10 @@ void save_weights(Model& model, const std::filesystem::path& path, const Metadat
 ///
 /// Each parameter's master weights are set (converted to the master type: exact from F32 into fp32
 /// masters, rounded to nearest where narrower) and its compute copy refreshed. A checkpoint's
-/// optimizer state (`optimizer.*` tensors) is ignored; no trainer, optimizer or loss is involved.
+/// optimizer state (`optimizer.*` tensors) and weight average (`ema.*`) are ignored; no trainer,
+/// optimizer or loss is involved. With `{.weight_average = true}` the parameters come from the
+/// checkpoint's weight average instead (`ema.<parameter>`; its plain weights are then ignored), and a
+/// file without one throws, naming the missing tensors.
 ///
 /// Everything is validated before any parameter changes: a corrupt file, missing or unexpected
 /// tensors, a shape that differs from the model's, a non-floating dtype, an mpx file of another
@@ -223,11 +227,19 @@ Metadata load_weights(Model& model, const std::filesystem::path& path, const Loa
   }
   const std::string note = detail::check_model_description(metadata, model, options, problems);
   std::vector<std::string> expected;
-  detail::check_master_weights(file, model, expected, problems);
+  const std::string_view prefix = options.weight_average ? weight_average_prefix : std::string_view{};
+  detail::check_master_weights(file, model, expected, problems, prefix);
   detail::check_unexpected(
-      file, expected, [](const std::string& name) { return name.starts_with("optimizer."); }, problems);
+      file, expected,
+      [&](const std::string& name) {
+        // The weights that were not asked for: the average's, or the plain ones beside it.
+        return options.weight_average
+                   ? !name.starts_with(weight_average_prefix)
+                   : name.starts_with("optimizer.") || name.starts_with(weight_average_prefix);
+      },
+      problems);
   detail::throw_if_problems("mpx::io::load_weights", path, "this model", problems, note);
-  detail::load_master_weights(file, model);
+  detail::load_master_weights(file, model, prefix);
   return metadata;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mpx/nn/activation.hpp"
+#include "mpx/nn/add_time_embedding.hpp"
 #include "mpx/nn/batch_norm.hpp"
 #include "mpx/nn/causal_self_attention.hpp"
 #include "mpx/nn/conv2d.hpp"
@@ -21,6 +22,7 @@
 #include "mpx/nn/loss.hpp"
 #include "mpx/nn/pooling.hpp"
 #include "mpx/nn/positional_embedding.hpp"
+#include "mpx/nn/self_attention.hpp"
 #include "mpx/nn/upsample.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
@@ -91,6 +93,12 @@ struct layers {
       float epsilon = GroupNorm<P, Device>::default_epsilon) {
     return GroupNorm<P, Device>(num_groups, num_channels, epsilon);
   }
+  /// @brief y = x + (e W^T + b) at every position of each sample, e [N, embedding_dim] being the
+  /// time embedding of the `TimeConditioned` model it sits in (a diffusion UNet's residual blocks).
+  [[nodiscard]] static AddTimeEmbedding<P, Device> add_time_embedding(std::int64_t embedding_dim,
+                                                                      std::int64_t channels) {
+    return AddTimeEmbedding<P, Device>(embedding_dim, channels);
+  }
   /// @brief `nn::Upsample<P, Device>(scale_factor)`: nearest-neighbour upsampling (2 when left out).
   [[nodiscard]] static Upsample<P, Device> upsample(Size2d scale_factor = 2) {
     return Upsample<P, Device>(scale_factor);
@@ -136,6 +144,14 @@ struct layers {
       std::int64_t embed_dim, std::int64_t num_heads,
       typename CausalSelfAttention<P, Device>::Options options = {}) {
     return CausalSelfAttention<P, Device>(embed_dim, num_heads, options);
+  }
+  /// @brief `nn::SelfAttention<P, Device>(embed_dim, num_heads, options)`: bidirectional attention
+  /// (every position attends to every other) over [batch, sequence, embed_dim], or over the pixels of
+  /// a channels-last image [N, H, W, embed_dim] (a diffusion UNet's attention block).
+  [[nodiscard]] static SelfAttention<P, Device> self_attention(
+      std::int64_t embed_dim, std::int64_t num_heads,
+      typename SelfAttention<P, Device>::Options options = {}) {
+    return SelfAttention<P, Device>(embed_dim, num_heads, options);
   }
 
   /// @brief `nn::Dropout<P, Device>(p)`: drops each element with probability p in training.

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief exp for the softmaxes (attention's, the cross-entropy's): a range reduction and a
+/// @brief exp for the softmaxes (attention's, the cross-entropy's) and SiLU: a range reduction and a
 /// polynomial in float, which compilers vectorise, and `std::exp` in double.
 ///
 /// Why not `std::exp` in float: it is a library call per element that no loop vectorises; the CPU
@@ -56,8 +56,8 @@ MPX_HOST_DEVICE MPX_ALWAYS_INLINE float polynomial_exp(float x) {
   return x != x ? x : result;
 }
 
-/// @brief The exp the softmaxes use: `polynomial_exp` for float (the accumulate type of every
-/// compute type but fp64), `std::exp` for double.
+/// @brief The exp the softmaxes and SiLU use: `polynomial_exp` for float (the accumulate type of
+/// every compute type but fp64), `std::exp` for double.
 template <class T>
 MPX_HOST_DEVICE MPX_ALWAYS_INLINE T softmax_exp(T x) {
   if constexpr (std::is_same_v<T, float>) {

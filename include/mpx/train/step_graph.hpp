@@ -53,7 +53,8 @@ class StepGraph {
     if (!options_) {
       throw invalid_argument(
           "mpx::Trainer::replay_step: no step captured (or a later step had another input shape, which "
-          "reallocated the buffers the capture uses); call capture_step first");
+          "reallocated the buffers the capture uses, or keep_weight_average changed the step since); call "
+          "capture_step first");
     }
     current.lr = options_->lr;
     if (!(current == *options_)) {
@@ -74,15 +75,16 @@ class StepGraph {
   /// @brief Queues one replay (call `require_replayable` first).
   void launch() const { graph_.launch(); }
 
-  /// @brief The recording (`Backend<Device>::Graph`; empty when nothing is recorded), for inspection.
-  [[nodiscard]] const typename Backend<Device>::Graph& recording() const noexcept { return graph_; }
-
- private:
+  /// @brief Drops the recording (when the step it recorded changed: a weight average started).
   void drop() noexcept {
     options_.reset();
     graph_.reset();
   }
 
+  /// @brief The recording (`Backend<Device>::Graph`; empty when nothing is recorded), for inspection.
+  [[nodiscard]] const typename Backend<Device>::Graph& recording() const noexcept { return graph_; }
+
+ private:
   typename Backend<Device>::Graph graph_;
   std::optional<OptimizerOptions> options_;  // the settings the recording holds; empty: none
   Shape input_shape_;

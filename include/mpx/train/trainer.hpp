@@ -17,9 +17,13 @@
 /// the model runs on (`TrainingState`, train/training_state.hpp), and every decision is taken there.
 /// `queue_step` queues a whole step (on a GPU without waiting for it; on the CPU it runs), and
 /// `read_result()` tells what it did (on a GPU the one, optional, synchronisation).
+///
+/// `keep_weight_average` adds an exponential moving average of the weights to the step
+/// (train/weight_average.hpp), updated on the device after the optimizer's update and skipped with it.
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -43,6 +47,7 @@
 #include "mpx/train/step_graph.hpp"
 #include "mpx/train/step_scalars.hpp"
 #include "mpx/train/training_state.hpp"
+#include "mpx/train/weight_average.hpp"
 
 namespace mpx {
 
@@ -70,6 +75,8 @@ struct StepMemory {
   std::int64_t activations = 0;      ///< buffers the step left allocated: saved activations, activation
                                      ///< gradients, the input cast, the loss gradient
   std::int64_t peak = 0;             ///< most bytes live at once during the step, everything included
+  std::int64_t weight_average = 0;   ///< the weight average's tensors (`Trainer::keep_weight_average`
+                                     ///< before the first step), not in `bytes_per_parameter()`
 
   /// @brief Bytes of weights, gradient and optimizer state per trainable scalar.
   [[nodiscard]] double bytes_per_parameter() const noexcept {
@@ -373,6 +380,31 @@ class Trainer {
     state_.step_queued();
   }
 
+  /// @brief Starts keeping an exponential moving average of the master weights (EMA,
+  /// `mpx::WeightAverage`), from a copy of the weights as they are now: each step the optimizer takes
+  /// then updates it on the device, after the optimizer's update (a skipped step leaves it unchanged,
+  /// bit for bit), and checkpoints save and restore it (`ema.<parameter>`). A trainer keeps one
+  /// average: a second call throws `mpx::error` (so the reference the first returned stays valid). A
+  /// recorded step (`capture_step`) is dropped: capture again. Throws `mpx::invalid_argument` for a
+  /// decay outside [0, 1].
+  /// @param options the decay (0.9999 by default) and its warmup (off by default)
+  /// @return the average, which lives as long as the trainer
+  WeightAverage<Model>& keep_weight_average(const WeightAverageOptions& options = {}) {
+    if (average_ != nullptr) {
+      throw error(
+          "mpx::Trainer::keep_weight_average: this trainer already keeps a weight average (one per trainer; "
+          "weight_average() returns it)");
+    }
+    auto average = std::make_unique<WeightAverage<Model>>(model_, options);
+    average_ = std::move(average);
+    graph_.drop();
+    return *average_;
+  }
+  /// @brief The weight average `keep_weight_average` started, or null when it was not called.
+  [[nodiscard]] WeightAverage<Model>* weight_average() noexcept { return average_.get(); }
+  /// @brief The weight average, read-only, or null.
+  [[nodiscard]] const WeightAverage<Model>* weight_average() const noexcept { return average_.get(); }
+
   /// @brief What `capture_step()` recorded (`Backend<Device>::Graph`: on a GPU a `cuda::Graph`
   /// whose `graph()` lists the kernels a replay runs; empty when nothing is recorded).
   [[nodiscard]] const typename Backend<Device>::Graph& recorded_step() const noexcept {
@@ -409,6 +441,7 @@ class Trainer {
       first_step_memory_.weights = held.weights;
       first_step_memory_.gradients = held.gradient;
       first_step_memory_.optimizer_state = held.optimizer_state;
+      first_step_memory_.weight_average = average_ != nullptr ? average_->size_bytes() : 0;
       // What the step left allocated (the rounded input of an fp32 batch included), less any
       // optimizer state it allocated itself.
       first_step_memory_.activations = memory_stats<Device>().live_bytes() - window.live_at_start() -
@@ -528,10 +561,16 @@ class Trainer {
     nn::for_each_layer(model_, [](auto& layer) {
       if constexpr (requires { layer.update_fp8_scales(); }) layer.update_fp8_scales();
     });
+    // The weight average's decay is decided with the optimizer's per-update scalars, and its update
+    // follows the optimizer's, reading the same skip decision.
+    using Preparation = decltype(optimizer_.update_preparation());
+    const detail::PrepareUpdateAndAverage<Preparation> prepare{
+        optimizer_.update_preparation(),
+        average_ != nullptr ? average_->preparation() : PrepareWeightAverage{}};
     state_.template finish_step<Scaling::scales_loss, Scaling>(
-        std::span(gradients_), count, options_.max_grad_norm.value_or(0.0), scaler_.options(),
-        optimizer_.update_preparation());
+        std::span(gradients_), count, options_.max_grad_norm.value_or(0.0), scaler_.options(), prepare);
     optimizer_.step(state_.update_control());
+    if (average_ != nullptr) average_->queue_update(state_.update_control());
   }
 
   // Copies each FP8 layer's step amaxes (device memory) into `fp8_amax_buffer_`, one after another,
@@ -653,6 +692,7 @@ class Trainer {
   Shape eager_input_shape_;             // of the last step queued eagerly (rank 0: none yet)
   std::uint64_t eager_generation_ = 0;  // nn::buffer_generation<Device>() after that step
   StepGraph<Device, typename Optimizer::Options> graph_;
+  std::unique_ptr<WeightAverage<Model>> average_;       // keep_weight_average's; null: none
   typename Backend<Device>::StepThreads step_threads_;  // each CPU step's thread count
 };
 

@@ -28,9 +28,11 @@
 #include "mpx/backend/cpu/parallel.hpp"
 #include "mpx/backend/cpu/pool2d.hpp"
 #include "mpx/backend/cpu/positional_embedding.hpp"
+#include "mpx/backend/cpu/sample_shift.hpp"
 #include "mpx/backend/cpu/softmax_cross_entropy.hpp"
 #include "mpx/backend/cpu/step_threads.hpp"
 #include "mpx/backend/cpu/upsample.hpp"
+#include "mpx/backend/cpu/weight_average.hpp"
 #include "mpx/backend/normal_fill_spec.hpp"
 #include "mpx/numeric/random.hpp"
 #include "mpx/numeric/rounding.hpp"
@@ -136,6 +138,8 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(adamw_update);
   MPX_DETAIL_FORWARD_TO_CPU(sgd_updates);
   MPX_DETAIL_FORWARD_TO_CPU(adamw_updates);
+  MPX_DETAIL_FORWARD_TO_CPU(weight_average_update);
+  MPX_DETAIL_FORWARD_TO_CPU(weight_average_updates);
   MPX_DETAIL_FORWARD_TO_CPU(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CPU(flag_nonfinite);
   MPX_DETAIL_FORWARD_TO_CPU(embedding_forward);
@@ -144,8 +148,8 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(positional_embedding_backward);
   MPX_DETAIL_FORWARD_TO_CPU(attention_split_heads);
   MPX_DETAIL_FORWARD_TO_CPU(attention_merge_heads);
-  MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_forward);
-  MPX_DETAIL_FORWARD_TO_CPU(causal_softmax_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(attention_softmax_forward);
+  MPX_DETAIL_FORWARD_TO_CPU(attention_softmax_backward);
   MPX_DETAIL_FORWARD_TO_CPU(dropout);
   MPX_DETAIL_FORWARD_TO_CPU(conv2d_backward_bias);
   MPX_DETAIL_FORWARD_TO_CPU(accumulate_amax);
@@ -170,6 +174,8 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(upsample_nearest_backward);
   MPX_DETAIL_FORWARD_TO_CPU(concat_channels);
   MPX_DETAIL_FORWARD_TO_CPU(split_channels);
+  MPX_DETAIL_FORWARD_TO_CPU(add_sample_shift);
+  MPX_DETAIL_FORWARD_TO_CPU(sample_shift_backward);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.

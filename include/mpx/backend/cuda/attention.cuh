@@ -2,10 +2,10 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief Causal self-attention's own kernels on the GPU, with mpx::cpu's contracts and formulas
-/// (backend/cpu/attention.hpp, backend/attention_spec.hpp): the head permutes, and the causal
-/// softmax forward and backward with math in the accumulate type. The matmuls around them are
-/// strided-batched `cuda::gemm` calls.
+/// @brief Self-attention's own kernels on the GPU, with mpx::cpu's contracts and formulas
+/// (backend/cpu/attention.hpp, backend/attention_spec.hpp): the head permutes, and the masked
+/// (causal or bidirectional) softmax forward and backward with math in the accumulate type. The matmuls
+/// around them are strided-batched `cuda::gemm` calls.
 ///
 /// The softmax kernels give one block to each row (a query of one head): two block reductions for
 /// the forward (max, then the sum of exponentials), one for the backward (sum of P dP), each in a
@@ -56,13 +56,13 @@ __global__ void attention_permute_kernel(const T* in, T* out, std::int64_t count
 }
 
 template <class Acc, class T>
-__global__ void causal_softmax_forward_kernel(const Acc* scores, T* probs, const std::int32_t* key_counts,
-                                              std::int64_t sequence) {
+__global__ void attention_softmax_forward_kernel(const Acc* scores, T* probs, const std::int32_t* key_counts,
+                                                 std::int64_t sequence, AttentionMask mask) {
   const std::int64_t row = blockIdx.x;
   const Acc* s = scores + row * sequence;
   T* p = probs + row * sequence;
   const std::int64_t allowed =
-      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence);
+      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence, mask);
   Acc local = -static_cast<Acc>(INFINITY);
   for (std::int64_t j = threadIdx.x; j < allowed; j += blockDim.x) local = fmax(local, s[j]);
   const Acc max = block_reduce(local, Fmax{});
@@ -75,14 +75,15 @@ __global__ void causal_softmax_forward_kernel(const Acc* scores, T* probs, const
 }
 
 template <class T, class Acc>
-__global__ void causal_softmax_backward_kernel(const T* probs, const Acc* dprobs, T* dscores,
-                                               const std::int32_t* key_counts, std::int64_t sequence) {
+__global__ void attention_softmax_backward_kernel(const T* probs, const Acc* dprobs, T* dscores,
+                                                  const std::int32_t* key_counts, std::int64_t sequence,
+                                                  AttentionMask mask) {
   const std::int64_t row = blockIdx.x;
   const T* p = probs + row * sequence;
   const Acc* dp = dprobs + row * sequence;
   T* ds = dscores + row * sequence;
   const std::int64_t allowed =
-      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence);
+      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence, mask);
   Acc local = 0;
   for (std::int64_t j = threadIdx.x; j < allowed; j += blockDim.x) local += static_cast<Acc>(p[j]) * dp[j];
   const Acc dot = block_reduce(local, Plus{});
@@ -104,53 +105,68 @@ void launch_attention_permute(const T* in, T* out, const Shape& heads, std::int6
 }  // namespace detail
 
 /// @brief heads[b, h, t, :] = tokens[b, t, column + h * head_dim + :]; see `cpu::attention_split_heads`.
+/// @param tokens [batch, sequence, width] (or [batch, d1, ..., dk, width]).
+/// @param column the first column of the group to read.
+/// @param heads  [batch, heads, sequence, head_dim], written.
 template <Element T>
 void attention_split_heads(const Tensor<T, Cuda>& tokens, std::int64_t column, Tensor<T, Cuda>& heads) {
   validate_attention_heads("mpx::cuda::attention_split_heads", tokens, column, heads);
-  detail::launch_attention_permute<true>(tokens.data(), heads.data(), heads.shape(), tokens.shape()[2],
+  detail::launch_attention_permute<true>(tokens.data(), heads.data(), heads.shape(), tokens.shape().cols(),
                                          column);
 }
 
 /// @brief tokens[b, t, column + h * head_dim + :] = heads[b, h, t, :]; see `cpu::attention_merge_heads`.
+/// @param heads  [batch, heads, sequence, head_dim].
+/// @param column the first column of the group to write.
+/// @param tokens [batch, sequence, width] (or [batch, d1, ..., dk, width]), written in that group.
 template <Element T>
 void attention_merge_heads(const Tensor<T, Cuda>& heads, std::int64_t column, Tensor<T, Cuda>& tokens) {
   validate_attention_heads("mpx::cuda::attention_merge_heads", tokens, column, heads);
-  detail::launch_attention_permute<false>(heads.data(), tokens.data(), heads.shape(), tokens.shape()[2],
+  detail::launch_attention_permute<false>(heads.data(), tokens.data(), heads.shape(), tokens.shape().cols(),
                                           column);
 }
 
-/// @brief The causal softmax of each row of `scores` into `probs`; masked keys and rows with no
-/// allowed key give 0, never NaN. See `cpu::causal_softmax_forward`.
+/// @brief The masked softmax of each row of `scores` into `probs`; masked keys and rows with no
+/// allowed key give 0, never NaN. See `cpu::attention_softmax_forward`.
+/// @param scores     [matrices * sequence, sequence] in the accumulate type.
+/// @param probs      same shape, compute type, written.
+/// @param mask       `AttentionMask::Causal` or `AttentionMask::Bidirectional`.
+/// @param key_counts optional [rows] int32: per-row cap on the allowed keys.
 template <Element Acc, Element T>
-void causal_softmax_forward(const Tensor<Acc, Cuda>& scores, Tensor<T, Cuda>& probs,
-                            const Tensor<std::int32_t, Cuda>* key_counts = nullptr) {
-  validate_causal_softmax("mpx::cuda::causal_softmax_forward", scores, "probs", probs, key_counts);
+void attention_softmax_forward(const Tensor<Acc, Cuda>& scores, Tensor<T, Cuda>& probs, AttentionMask mask,
+                               const Tensor<std::int32_t, Cuda>* key_counts = nullptr) {
+  validate_attention_softmax("mpx::cuda::attention_softmax_forward", scores, "probs", probs, key_counts);
   const std::int64_t rows = scores.shape().rows();
   const std::int64_t sequence = scores.shape().cols();
   if (rows == 0 || sequence == 0) return;
-  detail::causal_softmax_forward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
-                                          detail::stream()>>>(
-      scores.data(), probs.data(), key_counts != nullptr ? key_counts->data() : nullptr, sequence);
-  MPX_CUDA_CHECK_LAUNCH("causal_softmax_forward_kernel");
+  detail::attention_softmax_forward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
+                                             detail::stream()>>>(
+      scores.data(), probs.data(), key_counts != nullptr ? key_counts->data() : nullptr, sequence, mask);
+  MPX_CUDA_CHECK_LAUNCH("attention_softmax_forward_kernel");
 }
 
 /// @brief dscores = P * (dP - sum_k P_k dP_k) over the allowed keys, 0 elsewhere. See
-/// `cpu::causal_softmax_backward`.
+/// `cpu::attention_softmax_backward`.
+/// @param probs      [matrices * sequence, sequence], the forward's output in the compute type.
+/// @param dprobs     same shape, dL/dP in the accumulate type.
+/// @param dscores    same shape, dL/dS in the compute type, written.
+/// @param mask       the forward's mask.
+/// @param key_counts the forward's key counts, or null.
 template <Element T, Element Acc>
-void causal_softmax_backward(const Tensor<T, Cuda>& probs, const Tensor<Acc, Cuda>& dprobs,
-                             Tensor<T, Cuda>& dscores,
-                             const Tensor<std::int32_t, Cuda>* key_counts = nullptr) {
-  constexpr const char* where = "mpx::cuda::causal_softmax_backward";
-  validate_causal_softmax(where, dprobs, "probs", probs, key_counts);
+void attention_softmax_backward(const Tensor<T, Cuda>& probs, const Tensor<Acc, Cuda>& dprobs,
+                                Tensor<T, Cuda>& dscores, AttentionMask mask,
+                                const Tensor<std::int32_t, Cuda>* key_counts = nullptr) {
+  constexpr const char* where = "mpx::cuda::attention_softmax_backward";
+  validate_attention_softmax(where, dprobs, "probs", probs, key_counts);
   require_shape(where, "dscores", dscores.shape(), probs.shape());
   const std::int64_t rows = probs.shape().rows();
   const std::int64_t sequence = probs.shape().cols();
   if (rows == 0 || sequence == 0) return;
-  detail::causal_softmax_backward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
-                                           detail::stream()>>>(
+  detail::attention_softmax_backward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
+                                              detail::stream()>>>(
       probs.data(), dprobs.data(), dscores.data(), key_counts != nullptr ? key_counts->data() : nullptr,
-      sequence);
-  MPX_CUDA_CHECK_LAUNCH("causal_softmax_backward_kernel");
+      sequence, mask);
+  MPX_CUDA_CHECK_LAUNCH("attention_softmax_backward_kernel");
 }
 
 }  // namespace mpx::cuda

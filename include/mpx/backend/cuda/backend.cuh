@@ -45,9 +45,11 @@
 #include "mpx/backend/cuda/optimizer.cuh"
 #include "mpx/backend/cuda/pool2d.cuh"
 #include "mpx/backend/cuda/positional_embedding.cuh"
+#include "mpx/backend/cuda/sample_shift.cuh"
 #include "mpx/backend/cuda/softmax_cross_entropy.cuh"
 #include "mpx/backend/cuda/tensor_ops.cuh"
 #include "mpx/backend/cuda/upsample.cuh"
+#include "mpx/backend/cuda/weight_average.cuh"
 #include "mpx/tensor/device.hpp"
 
 namespace mpx {
@@ -175,6 +177,8 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(adamw_update);
   MPX_DETAIL_FORWARD_TO_CUDA(sgd_updates);
   MPX_DETAIL_FORWARD_TO_CUDA(adamw_updates);
+  MPX_DETAIL_FORWARD_TO_CUDA(weight_average_update);
+  MPX_DETAIL_FORWARD_TO_CUDA(weight_average_updates);
   MPX_DETAIL_FORWARD_TO_CUDA(scale_in_place);
   MPX_DETAIL_FORWARD_TO_CUDA(add_into);
   MPX_DETAIL_FORWARD_TO_CUDA(add);
@@ -188,8 +192,8 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(positional_embedding_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(attention_split_heads);
   MPX_DETAIL_FORWARD_TO_CUDA(attention_merge_heads);
-  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_forward);
-  MPX_DETAIL_FORWARD_TO_CUDA(causal_softmax_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_softmax_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_softmax_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(dropout);
   MPX_DETAIL_FORWARD_TO_CUDA(silu_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(silu_backward);
@@ -214,6 +218,8 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(upsample_nearest_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(concat_channels);
   MPX_DETAIL_FORWARD_TO_CUDA(split_channels);
+  MPX_DETAIL_FORWARD_TO_CUDA(add_sample_shift);
+  MPX_DETAIL_FORWARD_TO_CUDA(sample_shift_backward);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 
