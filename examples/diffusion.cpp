@@ -81,7 +81,7 @@ struct EpochRecord {
 
 struct Summary {
   std::string precision;
-  double final_loss = 0, samples_per_second = 0, sampling_seconds = 0;
+  double final_loss = 0, samples_per_second = 0;
   std::optional<mpx::experiment::SampleQuality> quality;
   std::int64_t activation_bytes = 0, skipped_steps = 0;
   float final_loss_scale = 1;
@@ -200,15 +200,12 @@ Summary train(const Settings& s, const DataParallelJob& job, const mpx::data::Fa
   auto& sampler_model = trainer.weight_average() != nullptr ? averaged : model;
 
   // Samples, the same seeds for every precision; every rank draws them (the weights are the same).
-  const auto sampling_start = std::chrono::steady_clock::now();
   const mpx::Tensor<float> samples = mpx::experiment::draw_samples(
       sampler_model, schedule,
       {.sampler = s.sampler == "ddpm" ? mpx::experiment::Sampler::Ddpm : mpx::experiment::Sampler::Ddim,
        .steps = s.sample_steps,
        .seed = s.seed + 1},
       s.samples, mpx::Shape{28, 28, 1});
-  summary.sampling_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - sampling_start).count();
   summary.shown = mpx::Tensor<float>(mpx::Shape{shown_per_precision, 28, 28, 1});
   std::copy(samples.data(), samples.data() + summary.shown.numel(), summary.shown.data());
 
