@@ -23,6 +23,8 @@
 #include <mpx/io/checkpoint.hpp>
 #include <mpx/mpx.hpp>
 
+#include "../support/model_state.hpp"
+
 // This file's own namespace: the unity build compiles several test files as one translation
 // unit (MPX_UNITY_ID, tests/CMakeLists.txt).
 namespace {
@@ -110,35 +112,6 @@ std::vector<unsigned char> average_bytes(const Average& average) {
   average.for_each([&](std::string_view, const auto& tensor) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(tensor.data());
     out.insert(out.end(), bytes, bytes + tensor.size_bytes());
-  });
-  return out;
-}
-
-/// The bytes of a model's master weights, compute copies and optimizer state.
-template <class Model>
-std::vector<unsigned char> model_bytes(Model& model) {
-  std::vector<unsigned char> out;
-  const auto add = [&](const auto& tensor) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(tensor.data());
-    out.insert(out.end(), bytes, bytes + tensor.size_bytes());
-  };
-  model.for_each_parameter([&](std::string_view, auto& p) {
-    add(p.master());
-    add(p.compute());
-    for (int slot = 0; slot < p.state_slots; ++slot) {
-      if (p.has_state(slot)) add(p.state(slot));
-    }
-  });
-  return out;
-}
-
-/// The bytes of a model's master weights.
-template <class Model>
-std::vector<unsigned char> master_bytes(Model& model) {
-  std::vector<unsigned char> out;
-  model.for_each_parameter([&](std::string_view, auto& p) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(p.master().data());
-    out.insert(out.end(), bytes, bytes + p.master().size_bytes());
   });
   return out;
 }
@@ -364,12 +337,12 @@ TEST_CASE("The weight average is read by parameter name and copied into a model 
   CHECK_THROWS_WITH(average.at("layers.7.weight"), Contains("no parameter \"layers.7.weight\"") &&
                                                        Contains("layers.0.weight, layers.0.bias"));
   auto wider = make_model<mpx::fp32>(0, 13);
-  const auto untouched = model_bytes(wider);
+  const auto untouched = mpx::test::state_bytes(wider);
   CHECK_THROWS_WITH(average.copy_into(wider),
                     Contains("parameter \"layers.0.weight\" has shape [13, 6] in the target, [12, 6] in the "
                              "average") &&
                         Contains("nothing was copied"));
-  CHECK(model_bytes(wider) == untouched);
+  CHECK(mpx::test::state_bytes(wider) == untouched);
 }
 
 TEST_CASE("A CPU-recorded step (capture_step / replay_step) updates the weight average as eager steps do",
@@ -399,7 +372,7 @@ TEST_CASE("A CPU-recorded step (capture_step / replay_step) updates the weight a
   }
   CHECK(replayed_average.updates() == 5);
   CHECK(average_bytes(replayed_average) == average_bytes(eager_average));
-  CHECK(model_bytes(replayed_model) == model_bytes(eager_model));
+  CHECK(mpx::test::state_bytes(replayed_model) == mpx::test::state_bytes(eager_model));
 }
 
 TEST_CASE("Checkpoints keep the weight average: resume continues it bit for bit, skipped steps included",
@@ -427,7 +400,7 @@ TEST_CASE("Checkpoints keep the weight average: resume continues it bit for bit,
     train(trainer, 0, n, poisoned);
     mpx::io::save_checkpoint(path, trainer);
     saved_average = average_bytes(*trainer.weight_average());
-    saved_weights = master_bytes(model);
+    saved_weights = mpx::test::weight_and_buffer_bytes(model);
     CHECK(trainer.weight_average()->updates() == n - 1);
   }
 
@@ -461,15 +434,15 @@ TEST_CASE("Checkpoints keep the weight average: resume continues it bit for bit,
   CHECK(average.updates() == straight.weight_average()->updates());
   CHECK(average.last_decay() == straight.weight_average()->last_decay());
   CHECK(average_bytes(average) == average_bytes(*straight.weight_average()));
-  CHECK(model_bytes(model) == model_bytes(straight_model));
+  CHECK(mpx::test::state_bytes(model) == mpx::test::state_bytes(straight_model));
 
   // The file's weights (its average ignored), or its average, into a bare model.
   auto plain = make_model<mpx::fp32>(0);
   mpx::io::load_weights(plain, path);
-  CHECK(master_bytes(plain) == saved_weights);
+  CHECK(mpx::test::weight_and_buffer_bytes(plain) == saved_weights);
   auto averaged = make_model<mpx::fp32>(0);
   mpx::io::load_weights(averaged, path, {.weight_average = true});
-  CHECK(master_bytes(averaged) == saved_average);
+  CHECK(mpx::test::weight_and_buffer_bytes(averaged) == saved_average);
   CHECK(saved_average != saved_weights);
   // load_checkpoint refuses load_weights' option rather than ignore it.
   CHECK_THROWS_WITH(mpx::io::load_checkpoint(path, trainer, {.weight_average = true}),
@@ -508,12 +481,12 @@ TEST_CASE("A checkpoint that does not fit the trainer's weight average is refuse
   SECTION("an average expected but absent") {
     auto& average = trainer.keep_weight_average();
     const auto before = average_bytes(average);
-    const auto weights_before = model_bytes(model);
+    const auto weights_before = mpx::test::state_bytes(model);
     CHECK_THROWS_WITH(mpx::io::load_checkpoint(without_average, trainer),
                       Contains("keeps a weight average") && Contains("\"ema.layers.0.weight\"") &&
                           Contains("nothing was loaded"));
     CHECK(average_bytes(average) == before);
-    CHECK(model_bytes(model) == weights_before);
+    CHECK(mpx::test::state_bytes(model) == weights_before);
   }
   SECTION("an average in the file, none in the trainer") {
     CHECK_THROWS_WITH(mpx::io::load_checkpoint(with_average, trainer),
