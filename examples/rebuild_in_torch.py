@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Rebuilds an mpx model in PyTorch from its checkpoint alone and checks it against mpx's fp32 logits.
-import json, sys, torch
+import json, math, sys, torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
@@ -69,6 +69,39 @@ class SelfAttention(torch.nn.Module):  # softmax(q k^T / sqrt(d) [+ causal mask]
         return self.proj(y.transpose(1, 2).reshape(b, t, c)).reshape(shape)
 
 
+def timestep_features(timesteps, dim, max_period):  # [cos(t f_i) | sin(t f_i)], f_i = max_period^(-i / (dim / 2))
+    half = dim // 2  # in double, rounded once to fp32, as mpx computes them
+    frequency = torch.exp(-math.log(max_period) * torch.arange(half, dtype=torch.float64) / half)
+    angle = timesteps.to(torch.float64)[:, None] * frequency[None, :]
+    return torch.cat([angle.cos(), angle.sin()], dim=1).float()
+
+
+class TimeConditioned(torch.nn.Module):  # body(x), its AddTimeEmbedding layers reading time(features(t)); "time.*", "body.*"
+    def __init__(self, d):
+        super().__init__()
+        features, time, body = d["layers"]
+        self.dim, self.max_period = features["dim"], features["max_period"]
+        self.time, self.body = build(time), build(body)
+        self.embedding = [None]  # the time embedding of the current forward, shared with the body's readers
+        for module in self.body.modules():
+            if isinstance(module, AddTimeEmbedding):
+                module.embedding = self.embedding
+
+    def forward(self, x, timesteps):  # x [N, ...], timesteps [N]
+        self.embedding[0] = self.time(timestep_features(timesteps, self.dim, self.max_period))
+        return self.body(x)
+
+
+class AddTimeEmbedding(torch.nn.Module):  # x + proj(embedding) per sample, the same at every pixel; "proj.*"
+    def __init__(self, d):
+        super().__init__()
+        self.proj, self.embedding = torch.nn.Linear(d["embedding_dim"], d["channels"]), [None]
+
+    def forward(self, x):  # x [N, ..., C] channels-last
+        shift = self.proj(self.embedding[0])
+        return x + shift.view(shift.shape[0], *([1] * (x.dim() - 2)), shift.shape[1])
+
+
 # Images stay channels-last [N, H, W, C] between layers, as in mpx; each image layer runs torch's NCHW op.
 def channels_last(module):  # a torch module of NCHW images on mpx's NHWC ones; parameter names unchanged
     forward = module.forward
@@ -99,6 +132,7 @@ def window(d):
 
 
 make = {"Sequential": Sequential, "Residual": Residual, "Concat": Concat, "Linear": Linear, "Conv2d": Conv2d,
+        "TimeConditioned": TimeConditioned, "AddTimeEmbedding": AddTimeEmbedding,
         "BatchNorm2d": lambda d: channels_last(torch.nn.BatchNorm2d(d["num_features"], d["eps"], d["momentum"])),
         "GroupNorm": lambda d: channels_last(torch.nn.GroupNorm(d["num_groups"], d["num_channels"], d["eps"])),
         "MaxPool2d": lambda d: channels_last(torch.nn.MaxPool2d(**window(d))),
@@ -121,7 +155,7 @@ def build(d):  # one entry of the metadata "model", and the layers inside it
 if __name__ == "__main__":  # importable: tests build models with `build` too
     with safe_open(sys.argv[1], "pt") as f:  # metadata "model": what to build, layer by layer
         model = build(json.loads(f.metadata()["model"])).eval()  # eval(): dropout off
-    state = {k: v for k, v in load_file(sys.argv[1]).items() if not k.startswith("optimizer.")}
+    state = {k: v for k, v in load_file(sys.argv[1]).items() if not k.startswith(("optimizer.", "ema."))}
     missing, unexpected = model.load_state_dict(state, strict=False)  # mpx keeps no num_batches_tracked
     assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), (missing, unexpected)
     probe = load_file(sys.argv[2])  # a few inputs and the logits mpx computed for them in fp32
