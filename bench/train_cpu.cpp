@@ -20,15 +20,23 @@
 // bench/peers/torch_resnet_step.py (channels_last torch.nn, eager fp32 and autocast; PyTorch has no
 // tf32 on the CPU, so that row has no peer).
 //
+// The UNet workload (mpx/experiment/unet.hpp: the diffusion UNet of width 16, 119,041 parameters, batch
+// 128 of noised 28 x 28 x 1 images with their timesteps; MSE loss, AdamW without weight decay, the
+// gradient norm clipped to 1 and the EMA of the weights, as examples/diffusion.cpp trains it) is timed
+// the same way in fp32, tf32, bf16_mixed and fp16_mixed against bench/peers/torch_unet_step.py
+// (channels_last torch.nn with scaled_dot_product_attention, eager fp32 and autocast, the same
+// clipping and EMA; it checks that its parameter count is mpx's).
+//
 // `--profile fp32|bf16_mixed|fp16_mixed` runs only the char-GPT step of that precision (with
-// `--workload resnet`, the ResNet step; with `--workload mlp`, the Fashion-MNIST MLP's), `--steps`
-// times (200 by default; ResNet 30, MLP 500) after 3 warm-up steps, and prints its median (with `--workload
-// mlp`, also `--profile fp8_hybrid_delayed` and `fp8_hybrid_delayed_fp32acc`): the process to
+// `--workload resnet` or `unet`, that step; with `--workload mlp`, the Fashion-MNIST MLP's), `--steps`
+// times (200 by default; ResNet and UNet 30, MLP 500) after 3 warm-up steps, and prints its median (with
+// `--workload mlp`, also `--profile fp8_hybrid_delayed` and `fp8_hybrid_delayed_fp32acc`): the process to
 // sample with `perf record -e cpu-clock` (scripts/profile_char_gpt.sh turns both sides of the char-GPT into a
 // table per operation).
 //
-// Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|resnet|all] [--torch PYTHON]
+// Usage: train_cpu [--json PATH] [--steps N] [--workload mlp|char_gpt|resnet|unet|all] [--torch PYTHON]
 //                  [--profile PRECISION]
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -45,8 +53,10 @@
 #include <boost/hana/type.hpp>
 
 #include "mpx/experiment/char_gpt.hpp"
+#include "mpx/experiment/ddpm.hpp"
 #include "mpx/experiment/models.hpp"
 #include "mpx/experiment/resnet.hpp"
+#include "mpx/experiment/unet.hpp"
 #include "mpx/mpx.hpp"
 #include "report.hpp"
 
@@ -210,7 +220,7 @@ Result measure(const Workload& w, double reference_loss) {
   return result;
 }
 
-// ---- Workloads against a PyTorch peer: char-GPT and ResNet ----------------------------------------
+// ---- Workloads against a PyTorch peer: char-GPT, ResNet and UNet ----------------------------------
 
 // A workload timed against its PyTorch peer in the same run, with the same threads. A step processes
 // `items` of `unit` (tokens, samples): what throughput and activation memory count.
@@ -311,6 +321,63 @@ struct ResnetRun {
     batch.inputs.reshape(mpx::Shape{k_resnet_batch, 28, 28, 1});
   }
   mpx::StepResult step() { return trainer.step(batch.inputs, batch.labels); }
+};
+
+constexpr std::int64_t k_unet_batch = 128, k_unet_width = 16;
+
+PeerWorkload unet_workload(int timed_steps) {
+  // The peer refuses to run a network whose parameter count differs from this one's.
+  const std::int64_t parameters = mpx::experiment::unet<mpx::fp32>(k_unet_width).parameter_count();
+  return {"unet",
+          "diffusion UNet (width " + std::to_string(k_unet_width) + ", " + std::to_string(parameters) +
+              " parameters; batch " + std::to_string(k_unet_batch) +
+              " of noised 28 x 28 x 1 channels-last images; MSE, AdamW, gradient norm clipped to 1, EMA)",
+          "sample",
+          "AdamW (lr 2e-3, weight decay 0), clip 1.0, EMA 0.999",
+          k_unet_batch,
+          "torch_unet_step.py --batch " + std::to_string(k_unet_batch) + " --width " +
+              std::to_string(k_unet_width) + " --parameters " + std::to_string(parameters),
+          timed_steps};
+}
+
+// The diffusion UNet (mpx/experiment/unet.hpp) in precision P, initialised from seed 5, trained as
+// examples/diffusion.cpp trains it (MSE, AdamW without weight decay, clipping, the weight average
+// updated in the step; a constant lr of 2e-3, as the peer's: the rate does not change a step's cost)
+// on one fixed noised batch: the MLPs' random batch (seed 11) scaled into [-1, 1] as the clean
+// images, noised by the linear schedule (DdpmSchedule::noised_batch, seed 42, step 0). Every precision gets
+// the same batch and weights, so the fp64 model's first loss is the reference. x_t and the noise stay fp32
+// (fp64 for the fp64 model, whose loss takes fp64 targets), as the peer's.
+template <class P>
+struct UnetRun {
+  decltype(mpx::experiment::unet<P>(0)) model = mpx::experiment::unet<P>(k_unet_width);
+  decltype(mpx::nn::layers<P>::mse_loss()) loss;
+  mpx::optim::AdamW<decltype(model)> optimizer{model, {.lr = 2e-3, .weight_decay = 0.0}};
+  mpx::Trainer<decltype(model), decltype(loss), decltype(optimizer)> trainer{
+      model, loss, optimizer, {.max_grad_norm = 1.0}};
+  mpx::Tensor<float> x_t{mpx::Shape{k_unet_batch, 28, 28, 1}};
+  mpx::Tensor<mpx::accumulate_t<P>> noise{mpx::Shape{k_unet_batch, 28, 28, 1}};  // MSELoss's target type
+  std::vector<float> timesteps;
+  UnetRun() {
+    model.initialize(5);
+    trainer.keep_weight_average({.decay = 0.999, .warmup = true});
+    Batch clean = make_batch({"unet", {28 * 28, 0, 0, 1}, k_unet_batch, 0});
+    float largest = 0;
+    for (const float v : clean.inputs.values()) largest = std::max(largest, std::abs(v));
+    for (float& v : clean.inputs.values()) v /= largest;
+    mpx::experiment::NoisedBatch noised;
+    mpx::experiment::DdpmSchedule().noised_batch(
+        std::span<const float>(clean.inputs.data(), std::size_t(clean.inputs.numel())), 28 * 28, 42, 0, 0,
+        noised);
+    std::copy(noised.noisy.begin(), noised.noisy.end(), x_t.data());
+    std::copy(noised.noise.begin(), noised.noise.end(), noise.data());
+    timesteps = noised.timestep_values;
+  }
+  // The timesteps are set every step, as in the example (their features are computed anew, as the
+  // peer's are).
+  mpx::StepResult step() {
+    model.set_timesteps(timesteps);
+    return trainer.step(x_t, noise);
+  }
 };
 
 template <template <class> class Run, class P>
@@ -465,7 +532,7 @@ std::string to_json(const std::vector<Result>& results, const std::vector<PeerRe
   return out + peer_json(peer_results) + "  ]\n}\n";
 }
 
-// One workload's step (Run<P>: GptRun or ResnetRun) alone, `steps` times after 3 warm-up steps:
+// One workload's step (Run<P>: GptRun, ResnetRun or UnetRun) alone, `steps` times after 3 warm-up steps:
 // the profiled process.
 template <template <class> class Run, class P>
 int profile_step(const char* name, int steps) {
@@ -505,7 +572,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "train_cpu: unknown argument '%s'; usage: train_cpu [--json PATH] [--steps N] "
-                   "[--workload mlp|char_gpt|resnet|all] [--torch PYTHON] [--profile PRECISION]\n",
+                   "[--workload mlp|char_gpt|resnet|unet|all] [--torch PYTHON] [--profile PRECISION]\n",
                    argv[i]);
       return EXIT_FAILURE;
     }
@@ -527,6 +594,11 @@ int main(int argc, char** argv) {
     if (profile == "fp32") return profile_step<ResnetRun, mpx::fp32>("resnet", n);
     if (profile == "bf16_mixed") return profile_step<ResnetRun, mpx::bf16_mixed>("resnet", n);
     if (profile == "fp16_mixed") return profile_step<ResnetRun, mpx::fp16_mixed>("resnet", n);
+  } else if (!profile.empty() && workload == "unet") {
+    const int n = steps > 0 ? steps : 30;
+    if (profile == "fp32") return profile_step<UnetRun, mpx::fp32>("unet", n);
+    if (profile == "bf16_mixed") return profile_step<UnetRun, mpx::bf16_mixed>("unet", n);
+    if (profile == "fp16_mixed") return profile_step<UnetRun, mpx::fp16_mixed>("unet", n);
   } else if (!profile.empty()) {
     const int n = steps > 0 ? steps : 200;
     if (profile == "fp32") return profile_step<GptRun, mpx::fp32>("char_gpt", n);
@@ -544,8 +616,9 @@ int main(int argc, char** argv) {
   const bool run_mlp = workload == "all" || workload == "mlp";
   const bool run_gpt = workload == "all" || workload == "char_gpt";
   const bool run_resnet = workload == "all" || workload == "resnet";
-  if (!run_mlp && !run_gpt && !run_resnet) {
-    std::fprintf(stderr, "train_cpu: --workload %s: expected mlp, char_gpt, resnet or all\n",
+  const bool run_unet = workload == "all" || workload == "unet";
+  if (!run_mlp && !run_gpt && !run_resnet && !run_unet) {
+    std::fprintf(stderr, "train_cpu: --workload %s: expected mlp, char_gpt, resnet, unet or all\n",
                  workload.c_str());
     return EXIT_FAILURE;
   }
@@ -602,6 +675,11 @@ int main(int argc, char** argv) {
     run_against_peer<ResnetRun>(resnet_workload(peer_steps),
                                 boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::bf16_mixed, mpx::fp16_mixed>,
                                 torch_python, peer_results);
+  }
+  if (run_unet) {
+    run_against_peer<UnetRun>(unet_workload(peer_steps),
+                              boost::hana::tuple_t<mpx::fp32, mpx::tf32, mpx::bf16_mixed, mpx::fp16_mixed>,
+                              torch_python, peer_results);
   }
   mpx::bench::write_json(json_path, to_json(results, peer_results));
   return EXIT_SUCCESS;
