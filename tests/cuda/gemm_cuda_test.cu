@@ -138,18 +138,27 @@ void check_case(const Case& c, std::mt19937& rng) {
       if (mpx::reads_bias(e)) magnitude += std::abs(to_double(bias[j]));
       magnitude *= 1.2;
       column_magnitude[static_cast<std::size_t>(j)] += magnitude;
+      // Some of cuBLASLt's kernels round the product into a 16-bit D before they add the bias (H200,
+      // CUDA 13.0, 2026-11-28: every element of Bias with a C operand, ReluAuxBias and GeluBias at
+      // 37 x 19 x 23 was round(round(t) + bias), t the exact alpha A B + beta C), where the CPU
+      // rounds once: the bound allows that one rounding of t more (docs/cuda.md).
+      const double pre_bias = c.alpha * product + c.beta * to_double(c_source[i * c.n + j]);
+      const double bias_rounding =
+          sizeof(TD) == 2 && mpx::reads_bias(e) ? 1.2 * mpx::epsilon_v<OutTag> * std::abs(pre_bias) : 0.0;
       const double expected = to_double(d_cpu[i * c.n + j]);
       const double actual = to_double(d_back[i * c.n + j]);
-      const bool close = std::abs(actual - expected) <= 2 * tol.bound(magnitude, expected) ||
-                         (std::isnan(actual) && std::isnan(expected));
+      const double bound = 2 * tol.bound(magnitude, expected) + bias_rounding;
+      const bool close = std::abs(actual - expected) <= bound || (std::isnan(actual) && std::isnan(expected));
       if (!close && failures++ < 5) {
-        FAIL_CHECK("D[" << i << "," << j << "] gpu " << actual << " cpu " << expected << " bound "
-                        << 2 * tol.bound(magnitude, expected));
+        FAIL_CHECK("D[" << i << "," << j << "] gpu " << actual << " cpu " << expected << " bound " << bound
+                        << " (exact pre-bias " << pre_bias << ", bias "
+                        << (mpx::reads_bias(e) ? to_double(bias[j]) : 0.0) << ")");
       }
       if (mpx::writes_aux(e)) {
         const double aux_expected = to_double(aux_cpu[i * c.n + j]);
         const double aux_actual = to_double(aux_back[i * c.n + j]);
-        if (std::abs(aux_actual - aux_expected) > 2 * tol.bound(magnitude, aux_expected) && failures++ < 5) {
+        if (std::abs(aux_actual - aux_expected) > 2 * tol.bound(magnitude, aux_expected) + bias_rounding &&
+            failures++ < 5) {
           FAIL_CHECK("aux[" << i << "," << j << "] gpu " << aux_actual << " cpu " << aux_expected);
         }
       }

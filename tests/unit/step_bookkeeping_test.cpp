@@ -199,5 +199,29 @@ TEST_CASE("The CPU backend's fused step forms run their functor before or after 
   CHECK(s.updates == 1);
 }
 
+TEST_CASE("unscale_and_inspect: an fp64 gradient whose square overflows is finite, as the GPU finds it",
+          "[train][step]") {
+  // 1e200 squared is inf in fp64: the sum of squares is inf, yet every value is finite, so the step
+  // is not skipped (the CPU flagged it until an H200 run of the same case disagreed).
+  mpx::Tensor<double> grad(mpx::Shape{3});
+  grad[0] = 1e200;
+  grad[1] = -2.0;
+  mpx::Tensor<double>* const gradients[] = {&grad};
+  const float scale = 8.0f;
+  double sum_of_squares = 0.0;
+  int nonfinite = 0;
+  mpx::Backend<mpx::Host>::GradientWorkspace workspace;
+  mpx::Backend<mpx::Host>::unscale_and_inspect<true>(std::span<mpx::Tensor<double>* const>(gradients), &scale,
+                                                     1, &sum_of_squares, &nonfinite, workspace);
+  CHECK(nonfinite == 0);
+  CHECK(std::isinf(sum_of_squares));
+  CHECK(grad[0] == 1.25e199);
+  grad[2] = std::numeric_limits<double>::quiet_NaN();
+  sum_of_squares = 0.0;
+  mpx::Backend<mpx::Host>::unscale_and_inspect<true>(std::span<mpx::Tensor<double>* const>(gradients), &scale,
+                                                     1, &sum_of_squares, &nonfinite, workspace);
+  CHECK(nonfinite == 1);
+}
+
 }  // namespace MPX_UNITY_ID
 }  // namespace

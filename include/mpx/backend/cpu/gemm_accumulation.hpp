@@ -133,15 +133,12 @@ AlignedOperand align_operand(const storage_t<Format>* stored, std::int64_t rows,
 using FloatLanes = float __attribute__((vector_size(4 * model_lanes)));
 using IntLanes = std::int32_t __attribute__((vector_size(4 * model_lanes)));
 
-inline FloatLanes load_lanes(const float* p) noexcept {
-  FloatLanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline IntLanes load_lanes(const std::int32_t* p) noexcept {
-  IntLanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+// Loads the lanes from p (any alignment). Into a reference rather than returned: built without
+// AVX-512, GCC warns that returning a 64-byte vector changes the ABI (-Wpsabi).
+template <class Lanes, class Element>
+inline void load_lanes(Lanes& lanes, const Element* p) noexcept {
+  static_assert(sizeof(Lanes) == model_lanes * sizeof(Element));
+  std::memcpy(&lanes, p, sizeof lanes);
 }
 
 // For each of `Rows` rows r of op(A) (a + r * lda, their exponents likewise), acc[r] plus the
@@ -170,7 +167,8 @@ bool add_truncated_groups(const float* a, const std::int32_t* a_exponents, std::
       largest[r] = (bits & 0x7fffffff) == 0 ? none : exponent;
     }
     for (std::int64_t k = first; k < last; ++k) {
-      const IntLanes eb = load_lanes(b_exponents + k * ldb);
+      IntLanes eb;
+      load_lanes(eb, b_exponents + k * ldb);
 #pragma GCC unroll 8
       for (int r = 0; r < Rows; ++r) {
         const IntLanes e = eb + a_exponents[r * lda + k];
@@ -190,7 +188,8 @@ bool add_truncated_groups(const float* a, const std::int32_t* a_exponents, std::
       sum[r] = __builtin_convertvector(acc[r] * scale[r], IntLanes);  // toward zero
     }
     for (std::int64_t k = first; k < last; ++k) {
-      const FloatLanes bv = load_lanes(b + k * ldb);
+      FloatLanes bv;
+      load_lanes(bv, b + k * ldb);
 #pragma GCC unroll 8
       for (int r = 0; r < Rows; ++r) {
         // a * b is exact (FP8 products), and so is its scaling by a power of two unless it falls

@@ -37,10 +37,14 @@ GradientStats unscale_and_inspect(Tensor<G, Host>& grad, G factor, G divisor = G
           return static_cast<double>(g[i]) * static_cast<double>(g[i]);
         });
         // A float's square cannot overflow a double, so for float gradients an inf or NaN sum is
-        // exactly "some value was inf or NaN"; doubles need the per-element check.
-        bool finite = std::isfinite(sum);
+        // exactly "some value was inf or NaN"; a double's square can overflow (1e200), so doubles are
+        // checked element by element and their sum may be inf while every value is finite, as on the
+        // GPU (the H200 found the difference).
+        bool finite = true;
         if constexpr (std::is_same_v<G, double>) {
           for (std::int64_t k = begin; k < end; ++k) finite = finite && std::isfinite(g[k]);
+        } else {
+          finite = std::isfinite(sum);
         }
         return GradientStats{sum, finite};
       });

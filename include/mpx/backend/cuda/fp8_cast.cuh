@@ -9,10 +9,10 @@
 ///
 /// Each code is `Encoded<Format>::rounded<Overflow::Saturate>(x * scale)` run as device code: the
 /// product rounded to fp32, then to nearest even, saturating at the format's largest finite value,
-/// NaN kept; the CPU's branch-free encoder is that same function bit for bit
-/// (tests/unit/fp8_linear_test.cpp), and tests/cuda/fp8_cuda_test.cu compares the two backends. An
-/// amax is the largest |x| of the tensor as it was (NaN passed over, infinities counted), taken as
-/// the largest bit pattern of |x| (non-negative floats order as their bits do): a block reduces its
+/// a NaN kept with its sign (not the GPU multiply's canonical +NaN); the CPU's branch-free encoder is that
+/// same function bit for bit (tests/unit/fp8_linear_test.cpp), and tests/cuda/fp8_cuda_test.cu compares the
+/// two backends. An amax is the largest |x| of the tensor as it was (NaN passed over, infinities counted),
+/// taken as the largest bit pattern of |x| (non-negative floats order as their bits do): a block reduces its
 /// threads' and folds the result into `*amax` with one `atomicMax` on those bits, so the result does
 /// not depend on the grid or the order of the blocks. Everything is queued on the context's stream:
 /// the scale is read and the amax written when the kernel runs, with no host wait.
@@ -60,10 +60,12 @@ __device__ inline void fold_amax(std::uint32_t bits, float* amax) {
   }
 }
 
-// The code of x * scale in Format: the CPU's rule, the product rounded to fp32 first.
+// The code of x * scale in Format: the CPU's rule, the product rounded to fp32 first. A NaN x is
+// encoded as it is: the GPU's multiply returns its canonical NaN, whose sign is +, where the CPU's
+// keeps x's NaN, sign included (a -NaN's E4M3 code is 0xff, not 0x7f; the H200 showed it).
 template <class Format>
 __device__ inline Encoded<Format> encode_scaled(float x, float scale) {
-  return Encoded<Format>::template rounded<Overflow::Saturate>(__fmul_rn(x, scale));
+  return Encoded<Format>::template rounded<Overflow::Saturate>(isnan(x) ? x : __fmul_rn(x, scale));
 }
 
 // *amax = max(*amax, the largest |x[i]|) over a grid-stride loop.
