@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 # Builds the CUDA targets for a lent GPU machine HERE (it has no Eigen, Boost or Catch2 headers) and
-# leaves only what must travel in build-gpu/: stripped binaries in bin/ (the Fashion-MNIST, char-GPT
-# and ResNet examples, with their nvcc halves, as bin/fashion_mnist, bin/char_gpt and bin/resnet), the
-# Fashion-MNIST files in fashion-mnist/ and the fortunes text in corpus/ when they fit (the device has
+# leaves only what must travel in build-gpu/: stripped binaries packed in bin.tar.xz (for bin/: the
+# Fashion-MNIST, char-GPT,
+# ResNet and diffusion examples, with their nvcc halves, as bin/fashion_mnist, bin/char_gpt,
+# bin/resnet and bin/diffusion), the Fashion-MNIST files in fashion-mnist/, the fortunes text in
+# corpus/ and the diffusion score's classifier (resnet.fp32.safetensors) when they fit (the device has
 # no Debian packages) and, where a binary links them, libgomp and zlib in lib/ as fallbacks for an
 # image that lacks them (scripts/gpu_session.sh puts them last on the library path). Release, sm_90
 # machine code only (90-real: no PTX to carry), no -march=native (the device's CPU is another one),
@@ -30,9 +32,10 @@ cd "$(dirname "$0")/.."
 tree=build/gpu-tree
 carry=build-gpu
 targets=(mpx_cuda_tests mpx_nccl_smoke gemm_cuda linear_cuda mlp_step_cuda fashion_mnist_step_cuda
-         example_fashion_mnist example_char_gpt example_resnet)
+         example_fashion_mnist example_char_gpt example_resnet example_diffusion)
 if [[ ${SESSION:-} == all ]]; then
-  targets=(mpx_cuda_tests mpx_nccl_smoke gemm_cuda mlp_step_cuda example_fashion_mnist example_char_gpt)
+  targets=(mpx_cuda_tests mpx_nccl_smoke gemm_cuda mlp_step_cuda example_fashion_mnist example_char_gpt
+           example_resnet example_diffusion)
 fi
 if [[ -n "${TARGETS:-}" ]]; then read -r -a targets <<<"$TARGETS"; fi
 # The device tool carries 64 MiB: the working tree (tracked and untracked files git does not ignore)
@@ -81,6 +84,11 @@ for library in libgomp.so.1 libz.so.1; do
   if [[ -n "$path" ]]; then cp -L "$path" "$staging/lib/"; fi
 done
 
+# The binaries travel as one xz archive (53 MB stripped, 7 MB packed: room for the dataset beside
+# them); scripts/gpu_session.sh unpacks it into build-gpu/bin/ on the device.
+tar -cf - -C "$staging" bin | xz -T"${JOBS:-2}" -6 >"$staging/bin.tar.xz"
+rm -rf "$staging/bin"
+
 # The data the example stages read, each if it fits beside the binaries: Fashion-MNIST (30 MB; the
 # trainer test uses it when present, Gaussian blobs otherwise) and the char-GPT's text corpus (from
 # the fortunes package's text files; the device has no Debian packages).
@@ -100,6 +108,16 @@ dataset=${MPX_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 [[ -d "$dataset" ]] && copy_if_it_fits Fashion-MNIST fashion-mnist "$dataset"/*-ubyte.gz
 # The corpus: the first fortunes files (by name) up to about 500 kB, enough for 300 steps of 16 x 64
 # characters and the validation windows, and 2 MB less to carry than all of them.
+# The classifier that scores the diffusion example's samples: examples/resnet.cpp's fp32 ResNet,
+# trained on the CPU by scripts/diffusion.sh (1.2 MB), so the GPU's scores compare with the CPU's.
+classifier=build/default/resnet.fp32.safetensors
+if [[ " ${targets[*]} " == *" example_diffusion "* ]]; then
+  if [[ -f "$classifier" ]]; then
+    copy_if_it_fits "the diffusion score's classifier" . "$classifier"
+  else
+    echo "gpu_build.sh: no $classifier (scripts/diffusion.sh trains it): the diffusion stage will fail" >&2
+  fi
+fi
 fortunes=/usr/share/games/fortunes
 if [[ -d "$fortunes" ]]; then
   texts=()
@@ -113,7 +131,7 @@ if [[ -d "$fortunes" ]]; then
 fi
 
 bytes=$(du -sb "$staging" | cut -f1)
-du -sh "$staging"/bin/* "$staging"/lib/* "$staging"/fashion-mnist "$staging"/corpus 2>/dev/null || true
+du -sh "$staging"/* "$staging"/lib/* 2>/dev/null || true
 if ((bytes > limit_bytes)); then
   echo "gpu_build.sh: the new $carry would hold $bytes bytes, more than the $limit_bytes that can travel;" \
     "the previous $carry is kept" >&2

@@ -8,17 +8,22 @@
 # first, each stage with its own cap, each allowed to fail without stopping the rest:
 #
 #   run1 (at most 7 minutes; `all`: run1 and run2 in one call of 570 s, in the order tests example
-#   gemm mlp chargpt memcheck nccl racecheck, for a lease whose second call might not get a warm machine)
+#   resnet diffusion gemm mlp chargpt memcheck nccl racecheck, for a lease whose second call might not
+#   get a warm machine)
 #   tests      mpx_cuda_tests, one process per tag (its tests not run under an earlier tag), each tag
 #              capped and the whole stage capped, so that a crash or a hang loses one tag; a failed
 #              GEMM tag ([gemm], [paths], or a log naming a cuBLAS status) runs again with
 #              CUBLASLT_LOG_LEVEL=2 and its cuBLASLt log kept
 #   example    examples/fashion_mnist.cpp on the GPU: --device cuda, all four precisions, one epoch
 #              (--full: 10 epochs), Fashion-MNIST from build-gpu/fashion-mnist
-#   gemm       gemm_cuda against raw cuBLASLt, bf16 at 4096^3 and 8192^3
+#   resnet     examples/resnet.cpp on cuDNN: all precisions, one epoch of 8192 images
+#   diffusion  examples/diffusion.cpp on the GPU: its default run (fp32, bf16, fp16; 3 epochs; 500
+#              samples scored by the carried classifier build-gpu/resnet.fp32.safetensors), the samples'
+#              picture in the logs
 #   memcheck   compute-sanitizer --tool memcheck on a short subset of tags (MEMCHECK_TAGS), mpx's
 #              own kernels only (--kernel-name kns=mpx: cuBLASLt's are not ours to check)
 #   run2 (only when at least 6 minutes remain)
+#   gemm       gemm_cuda against raw cuBLASLt, bf16 at 4096^3 and 8192^3
 #   mlp        mlp_step_cuda, then its PyTorch peer bench/peers/torch_mlp_step.py (eager AMP and
 #              torch.compile)
 #   chargpt    examples/char_gpt.cpp on the GPU (all precisions, 300 steps, the fortunes corpus from
@@ -27,8 +32,7 @@
 #              NCCL_DEBUG=INFO into its log, 45 s at most, never run again after a timeout
 #   racecheck  compute-sanitizer racecheck, then synccheck, on RACECHECK_TAGS, mpx's kernels only
 #   and on their own (--full, a later lease): linear (linear_cuda), fashion (fashion_mnist_step_cuda
-#   and its peer), resnet (examples/resnet.cpp on cuDNN: all precisions, one epoch of 8192 images;
-#   its binary comes from gpu_build.sh's default targets, not SESSION=all).
+#   and its peer).
 #
 # Results go to $OUT/bench/results/ AS THEY COME: after every step, summary.md (device, clocks, each
 # step's status and time, the bars of bench/peers/compare.py) and logs.tar.gz (every log so far) are
@@ -53,26 +57,27 @@ full=0
 dry_run=0
 budget=""
 stages=()
-usage="usage: scripts/gpu_session.sh [--full] [--dry-run] [--budget SECONDS] [run1 | run2 | all | tests example gemm memcheck mlp chargpt nccl racecheck linear fashion resnet]"
+usage="usage: scripts/gpu_session.sh [--full] [--dry-run] [--budget SECONDS] [run1 | run2 | all | tests example resnet diffusion memcheck gemm mlp chargpt nccl racecheck linear fashion]"
 while (($#)); do
   case $1 in
     --full) full=1 ;;
     --dry-run) dry_run=1 ;;
     --budget) budget=$2; shift ;;
-    run1) stages+=(tests example gemm memcheck); : "${budget:=420}" ;;
-    run2) stages+=(mlp chargpt nccl racecheck); : "${budget:=330}" ;;
-    all) stages+=(tests example gemm mlp chargpt memcheck nccl racecheck); : "${budget:=570}" ;;
-    tests | example | gemm | memcheck | mlp | chargpt | nccl | racecheck | linear | fashion | resnet) stages+=("$1") ;;
+    run1) stages+=(tests example resnet diffusion memcheck); : "${budget:=420}" ;;
+    run2) stages+=(gemm mlp chargpt nccl racecheck); : "${budget:=330}" ;;
+    all) stages+=(tests example resnet diffusion gemm mlp chargpt memcheck nccl racecheck); : "${budget:=570}" ;;
+    tests | example | resnet | diffusion | memcheck | gemm | mlp | chargpt | nccl | racecheck | linear | fashion)
+      stages+=("$1") ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
   shift
 done
-((${#stages[@]})) || { stages=(tests example gemm memcheck); : "${budget:=420}"; }
+((${#stages[@]})) || { stages=(tests example resnet diffusion memcheck); : "${budget:=420}"; }
 : "${budget:=540}"
 
 # Each stage's cap in seconds: the plan. A stage never runs past its cap or the call's budget.
-declare -A planned=([tests]=160 [example]=50 [gemm]=40 [memcheck]=60 [mlp]=110 [chargpt]=80
-                    [nccl]=30 [racecheck]=40 [linear]=60 [fashion]=150 [resnet]=90)
+declare -A planned=([tests]=150 [example]=40 [resnet]=80 [diffusion]=90 [memcheck]=60 [gemm]=40
+                    [mlp]=110 [chargpt]=80 [nccl]=30 [racecheck]=40 [linear]=60 [fashion]=150)
 lease=900          # device seconds in one lease
 machine_start=120  # seconds a cold start has taken (1-2 minutes)
 
@@ -118,6 +123,12 @@ for stage in "${stages[@]}"; do plan_seconds=$((plan_seconds + planned[$stage]))
     echo "  carry: **build-gpu/ is missing: run scripts/gpu_build.sh**"
   fi
 } | tee "$logs/plan.log"
+
+# gpu_build.sh packs the binaries (bin.tar.xz): unpacked once, on the device only (unpacked here,
+# they would travel with the next call and overflow its 64 MiB).
+if ((!dry_run)) && [[ -f "$root/build-gpu/bin.tar.xz" && ! -d "$root/build-gpu/bin" ]] && nvidia-smi -L >/dev/null 2>&1; then
+  tar -xJf "$root/build-gpu/bin.tar.xz" -C "$root/build-gpu" || echo "gpu_session.sh: cannot unpack build-gpu/bin.tar.xz"
+fi
 
 # ---- libraries: the device's CUDA runtime and cuBLASLt first, the carried fallbacks last ----------
 # find_library NAME: the folder of NAME where the loader's cache does not know it: the CUDA toolkit's
@@ -344,6 +355,12 @@ for stage in "${stages[@]}"; do
       # convolution plans).
       run_step resnet_example "${planned[resnet]}" "$bin/resnet" --device cuda --precision all --epochs 1 \
         --train-samples 8192 --test-samples 2000 --csv "$logs/resnet_cuda.csv" ;;
+    diffusion)
+      # The default run (its table is the result); the classifier that scores it was trained on the
+      # CPU here and carried (gpu_build.sh), so the scores compare with docs/diffusion.md's.
+      run_step diffusion_example "${planned[diffusion]}" "$bin/diffusion" --device cuda \
+        --classifier "$root/build-gpu/resnet.fp32.safetensors" --csv "$logs/diffusion_cuda.csv" \
+        --png "$logs/diffusion_samples_cuda.png" ;;
     gemm)
       bench_ran=1
       run_step gemm_cuda "${planned[gemm]}" "$bin/gemm_cuda" "${quick[@]}" --sizes 4096,8192 --json "$results/gemm_cuda.json" ;;
