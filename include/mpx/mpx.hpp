@@ -83,6 +83,7 @@
 #include "mpx/nn/layers.hpp"
 #include "mpx/nn/linear.hpp"
 #include "mpx/nn/loss.hpp"
+#include "mpx/nn/padded_sequences.hpp"
 #include "mpx/nn/parameter.hpp"
 #include "mpx/nn/parameter_list.hpp"
 #include "mpx/nn/pooling.hpp"

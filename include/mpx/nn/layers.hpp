@@ -153,6 +153,15 @@ struct layers {
       typename SelfAttention<P, Device>::Options options = {}) {
     return SelfAttention<P, Device>(embed_dim, num_heads, options);
   }
+  /// @brief `nn::PaddedSelfAttention<P, Device>(embed_dim, num_heads, options)`: bidirectional
+  /// attention over padded sequences [batch, sequence, embed_dim], each attending to its first
+  /// `length` positions (an encoder's key-padding mask; the lengths come from the
+  /// `nn::PaddedSequences` model around it).
+  [[nodiscard]] static PaddedSelfAttention<P, Device> padded_self_attention(
+      std::int64_t embed_dim, std::int64_t num_heads,
+      typename PaddedSelfAttention<P, Device>::Options options = {}) {
+    return PaddedSelfAttention<P, Device>(embed_dim, num_heads, options);
+  }
 
   /// @brief `nn::Dropout<P, Device>(p)`: drops each element with probability p in training.
   [[nodiscard]] static Dropout<P, Device> dropout(float p) { return Dropout<P, Device>(p); }
