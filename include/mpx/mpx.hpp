@@ -74,6 +74,7 @@
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/dropout.hpp"
 #include "mpx/nn/embedding.hpp"
+#include "mpx/nn/first_token.hpp"
 #include "mpx/nn/flatten.hpp"
 #include "mpx/nn/fp8_statistics.hpp"
 #include "mpx/nn/group_norm.hpp"

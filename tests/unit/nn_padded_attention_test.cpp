@@ -15,6 +15,7 @@
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/error.hpp"
+#include "mpx/nn/first_token.hpp"
 #include "mpx/nn/layers.hpp"
 #include "mpx/nn/padded_sequences.hpp"
 #include "mpx/nn/residual.hpp"
@@ -207,6 +208,47 @@ TEST_CASE("PaddedSequences and PaddedSelfAttention: names, descriptions and ever
   CHECK_THROWS_AS(nn::PaddedSequences{nn::Sequential{L64::linear(8, 8)}}, mpx::invalid_argument);
   CHECK_THROWS_WITH(nn::PaddedSequences{nn::Sequential{L64::linear(8, 8)}},
                     Catch::Contains("has no PaddedSelfAttention layer"));
+}
+
+TEST_CASE("FirstToken: position 0 of each sequence forward, dy there and zeros elsewhere backward",
+          "[nn][padding]") {
+  std::mt19937_64 rng(4703);
+  nn::FirstToken<mpx::bf16_mixed> layer;
+  using T = mpx::compute_t<mpx::bf16_mixed>;
+  const Tensor<T> x = mpx::test::uniform_tensor<T>(Shape{3, 5, 4}, rng, -1.0, 1.0);
+  const Tensor<T>& y = layer.forward(x);
+  REQUIRE(y.shape() == Shape{3, 4});
+  for (std::int64_t n = 0; n < 3; ++n) {
+    for (std::int64_t c = 0; c < 4; ++c) CHECK(y[n * 4 + c] == x[n * 5 * 4 + c]);
+  }
+  const Tensor<T> dy = mpx::test::uniform_tensor<T>(Shape{3, 4}, rng, -1.0, 1.0);
+  const Tensor<T>& dx = *layer.backward(dy, true);
+  REQUIRE(dx.shape() == x.shape());
+  for (std::int64_t i = 0; i < dx.numel(); ++i) {
+    const std::int64_t n = i / 20, t = (i / 4) % 5, c = i % 4;
+    CHECK(dx[i] == (t == 0 ? dy[n * 4 + c] : T(0)));
+  }
+  CHECK(layer.backward(dy, false) == nullptr);
+  const Tensor<T> empty(Shape{3, 0, 4}), rows(Shape{3, 4});
+  CHECK_THROWS_WITH(layer.forward(empty), Catch::Contains("expected sequences [batch, sequence, features]"));
+  CHECK_THROWS_AS(layer.forward(rows), mpx::shape_error);
+  Tensor<T> wrong(Shape{3, 5});
+  CHECK_THROWS_WITH(mpx::cpu::take_position(x, 5, wrong), Catch::Contains("position 5 in [0, T)"));
+  CHECK_THROWS_WITH(mpx::cpu::take_position(x, 0, wrong), Catch::Contains("tokens"));
+  STATIC_REQUIRE(nn::FirstToken<mpx::fp32>::kind == "FirstToken");
+}
+
+TEST_CASE("A padded encoder's [CLS] classifier: gradients match finite differences in fp64",
+          "[nn][attention][padding][gradient]") {
+  std::mt19937_64 rng(4704);
+  nn::PaddedSequences model{
+      nn::Sequential{padded_block(8, 2), L64::layer_norm(8), L64::first_token(), L64::linear(8, 3)}};
+  mpx::test::randomize_parameters(model, rng);
+  const std::vector<std::int32_t> lengths = {4, 1, 3};
+  model.set_lengths(lengths);
+  Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{3, 4, 8}, rng, -1.0, 1.0);
+  const Tensor<double> w = mpx::test::uniform_tensor<double>(Shape{3, 3}, rng, -1.0, 1.0);
+  mpx::test::check_layer_gradients(model, x, w);
 }
 
 }  // namespace MPX_UNITY_ID

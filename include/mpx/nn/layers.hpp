@@ -14,6 +14,7 @@
 #include "mpx/nn/conv2d.hpp"
 #include "mpx/nn/dropout.hpp"
 #include "mpx/nn/embedding.hpp"
+#include "mpx/nn/first_token.hpp"
 #include "mpx/nn/flatten.hpp"
 #include "mpx/nn/group_norm.hpp"
 #include "mpx/nn/layer.hpp"
@@ -116,6 +117,9 @@ struct layers {
   [[nodiscard]] static GlobalAvgPool2d<P, Device> global_avg_pool2d() { return {}; }
   /// @brief `nn::Flatten<P, Device>()`: [N, ...] to [N, the rest's product].
   [[nodiscard]] static Flatten<P, Device> flatten() { return {}; }
+  /// @brief `nn::FirstToken<P, Device>()`: each sequence's first token, [N, T, C] to [N, C] (an
+  /// encoder's [CLS] token, for its classification head).
+  [[nodiscard]] static FirstToken<P, Device> first_token() { return {}; }
 
   /// @brief `nn::LayerNorm<P, Device>(features, epsilon)` (epsilon `LayerNorm::default_epsilon`, 1e-5,
   /// when left out).
