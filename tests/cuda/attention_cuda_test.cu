@@ -26,10 +26,15 @@
 #include <vector>
 
 #include <mpx/backend/cpu/attention.hpp>
+#include <mpx/backend/cpu/sequence_position.hpp>
 #include <mpx/backend/cuda/attention.cuh>
 #include <mpx/cuda.hpp>
 #include <mpx/nn/causal_self_attention.hpp>
+#include <mpx/nn/layers.hpp>
+#include <mpx/nn/padded_sequences.hpp>
+#include <mpx/nn/residual.hpp>
 #include <mpx/nn/self_attention.hpp>
+#include <mpx/nn/sequential.hpp>
 
 #include "../support/mismatch_log.hpp"
 #include "comparisons.hpp"
@@ -172,17 +177,21 @@ TEMPLATE_TEST_CASE(
   std::mt19937 rng(5300);
   for (const auto mask : {mpx::AttentionMask::Causal, mpx::AttentionMask::Bidirectional}) {
     for (const std::int64_t S : {std::int64_t{1}, std::int64_t{7}, std::int64_t{300}}) {
-      const std::int64_t rows = 4 * S;  // 4 matrices
-      const auto scores = random_host<float>(Shape{4, S, S}, rng, -20.0, 20.0);
+      const auto scores = random_host<float>(Shape{4, S, S}, rng, -20.0, 20.0);  // 4 matrices
       const auto dprobs = random_host<float>(Shape{4, S, S}, rng);
-      Tensor<std::int32_t> counts(Shape{rows});
-      std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(S));
-      for (std::int64_t r = 0; r < rows; ++r) counts[r] = r % 5 == 1 ? 0 : pick(rng);  // some fully masked
-      const auto counts_gpu = mpx::to_device(counts);
-      for (const bool with_counts : {false, true}) {
+      // One count per matrix (matrix 1 fully masked), and one per two matrices (2 sequences of 2 heads).
+      Tensor<std::int32_t> per_matrix(Shape{4}), per_pair(Shape{2});
+      std::uniform_int_distribution<std::int32_t> pick(1, static_cast<std::int32_t>(S));
+      for (std::int64_t m = 0; m < 4; ++m) per_matrix[m] = m == 1 ? 0 : pick(rng);
+      per_pair[0] = pick(rng);
+      per_pair[1] = 0;
+      for (const int groups : {0, 4, 2}) {
+        const bool with_counts = groups > 0;
+        const Tensor<std::int32_t>& counts = groups == 2 ? per_pair : per_matrix;
+        const auto counts_gpu = mpx::to_device(counts);
         const std::string what =
             std::string(mask == mpx::AttentionMask::Causal ? "causal" : "bidirectional") +
-            ", S = " + std::to_string(S) + (with_counts ? " with key counts" : "");
+            ", S = " + std::to_string(S) + ", " + std::to_string(groups) + " key counts";
         Tensor<T> probs_cpu(Shape{4, S, S});
         Tensor<T, mpx::Cuda> probs_gpu(Shape{4, S, S});
         mpx::cpu::attention_softmax_forward(scores, probs_cpu, mask, with_counts ? &counts : nullptr);
@@ -212,11 +221,11 @@ TEMPLATE_TEST_CASE(
               const double magnitude = p * std::abs(static_cast<double>(dprobs[index])) + p * mean;
               return 2.0 * static_cast<double>(S + 16) * e * magnitude + storage_slack<T>(ds);
             });
-        if (with_counts) {  // rows without an allowed key are exactly zero on the GPU
+        if (with_counts) {  // the matrices without an allowed key are exactly zero on the GPU
           const auto probs = mpx::to_host(probs_gpu);
-          for (std::int64_t r = 1; r < rows; r += 5) {
-            for (std::int64_t j = 0; j < S; ++j) REQUIRE(to_double(probs[r * S + j]) == 0.0);
-          }
+          const std::int64_t first = groups == 2 ? 2 * S * S : S * S,
+                             end = groups == 2 ? 4 * S * S : 2 * S * S;
+          for (std::int64_t i = first; i < end; ++i) REQUIRE(to_double(probs[i]) == 0.0);
         }
       }
     }
@@ -272,6 +281,52 @@ TEMPLATE_TEST_CASE("cuda CausalSelfAttention forward and backward follow the cpu
 TEMPLATE_TEST_CASE("cuda SelfAttention over an image's pixels follows the cpu layer", "[cuda][attention]",
                    mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
   check_layer_against_cpu<mpx::nn::SelfAttention, TestType>(Shape{2, 5, 7, 48}, 4);  // 35 pixels
+}
+
+TEST_CASE("cuda take_position and its backward give the cpu's bits", "[cuda][attention]") {
+  std::mt19937 rng(5600);
+  const auto x = random_host<Eigen::bfloat16>(Shape{5, 9, 24}, rng);
+  const auto dy = random_host<Eigen::bfloat16>(Shape{5, 24}, rng);
+  for (const std::int64_t position : {std::int64_t{0}, std::int64_t{8}}) {
+    Tensor<Eigen::bfloat16> y_cpu(Shape{5, 24}), dx_cpu(Shape{5, 9, 24});
+    Tensor<Eigen::bfloat16, mpx::Cuda> y_gpu(Shape{5, 24}), dx_gpu(Shape{5, 9, 24});
+    mpx::cpu::take_position(x, position, y_cpu);
+    mpx::cuda::take_position(mpx::to_device(x), position, y_gpu);
+    require_same_bits(mpx::to_host(y_gpu), y_cpu, "take_position " + std::to_string(position));
+    mpx::cpu::take_position_backward(dy, position, dx_cpu);
+    mpx::cuda::take_position_backward(mpx::to_device(dy), position, dx_gpu);
+    require_same_bits(mpx::to_host(dx_gpu), dx_cpu, "take_position_backward " + std::to_string(position));
+  }
+}
+
+TEMPLATE_TEST_CASE("cuda PaddedSelfAttention in a padded encoder block follows the cpu, lengths 0 to full",
+                   "[cuda][attention]", mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed) {
+  using P = TestType;
+  using T = mpx::compute_t<P>;
+  const auto block = [](auto device) {
+    using L = mpx::nn::layers<P, decltype(device)>;
+    return mpx::nn::PaddedSequences{
+        mpx::nn::Residual{mpx::nn::Sequential{L::layer_norm(48), L::padded_self_attention(48, 4)}}};
+  };
+  auto cpu = block(mpx::Host{});
+  auto gpu = block(mpx::Cuda{});
+  cpu.initialize(7);  // the same Philox draws on both devices give the same weights
+  gpu.initialize(7);
+  const std::vector<std::int32_t> lengths = {33, 10, 0, 1};
+  cpu.set_lengths(lengths);
+  gpu.set_lengths(lengths);
+  std::mt19937 rng(5500);
+  const auto x = random_host<T>(Shape{4, 33, 48}, rng);
+  const auto dy = random_host<T>(Shape{4, 33, 48}, rng);
+  const double u = std::is_same_v<T, float> ? 1e-4 / 16 : eps_of<T>() / 2;
+  const Tensor<T> y_cpu = cpu.forward(x).clone();
+  const Tensor<T> y_gpu = mpx::to_host(gpu.forward(mpx::to_device(x)));
+  const double y_scale = largest(y_cpu);
+  require_finite_and_close(y_gpu, y_cpu, "forward", [&](std::int64_t, double) { return 16 * u * y_scale; });
+  const Tensor<T> dx_cpu = cpu.backward(dy, true)->clone();
+  const Tensor<T> dx_gpu = mpx::to_host(*gpu.backward(mpx::to_device(dy), true));
+  const double dx_scale = largest(dx_cpu);
+  require_finite_and_close(dx_gpu, dx_cpu, "dx", [&](std::int64_t, double) { return 16 * u * dx_scale; });
 }
 
 }  // namespace MPX_UNITY_ID

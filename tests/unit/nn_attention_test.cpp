@@ -507,32 +507,34 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "attention softmax, causal and bidirectional: fp64's values with and without key counts; a fully "
-    "masked row gives zeros, never NaN, forward and backward",
+    "attention softmax, causal and bidirectional: fp64's values without key counts, with one per "
+    "matrix and with one per two matrices (a sequence's length shared by its heads); a fully masked "
+    "row gives zeros, never NaN, forward and backward",
     "[nn][attention]") {
   constexpr std::int64_t S = 6;
+  constexpr std::int64_t M = 4;  // score matrices
   std::mt19937_64 rng(4500);
   for (const AttentionMask mask : {AttentionMask::Causal, AttentionMask::Bidirectional}) {
-    for (const bool with_counts : {true, false}) {
+    for (const std::int64_t groups : {0, 4, 2}) {  // 0: no key counts
       for (const auto bf16 : {false, true}) {
         INFO((mask == AttentionMask::Causal ? "causal" : "bidirectional")
-             << (with_counts ? ", key counts" : ", no key counts")
-             << (bf16 ? ", bf16 probabilities" : ", fp32 probabilities"));
-        const Tensor<float> scores = random_input<float>(Shape{2, S, S}, rng, -30.0, 30.0);  // 2 matrices
-        Tensor<std::int32_t> counts(Shape{2 * S});
-        const std::int32_t given[2 * S] = {6, 0, 2, 6, 1, 3, 0, 0, 6, 4, 2, 5};
-        for (std::int64_t r = 0; r < 2 * S; ++r) counts[r] = given[r];
-        const Tensor<std::int32_t>* key_counts = with_counts ? &counts : nullptr;
+             << ", " << groups << " key counts" << (bf16 ? ", bf16 probabilities" : ", fp32 probabilities"));
+        const Tensor<float> scores = random_input<float>(Shape{M, S, S}, rng, -30.0, 30.0);
+        Tensor<std::int32_t> counts(Shape{std::max<std::int64_t>(groups, 1)});
+        const std::int32_t given[M] = {6, 0, 2, 4};  // a full, an empty and two partial masks
+        for (std::int64_t g = 0; g < groups; ++g) counts[g] = given[groups == 2 ? g + 1 : g];
+        const Tensor<std::int32_t>* key_counts = groups > 0 ? &counts : nullptr;
         const auto run = [&](auto tag) {
           using T = decltype(tag);
-          Tensor<T> probs(Shape{2, S, S});
+          Tensor<T> probs(Shape{M, S, S});
           mpx::cpu::attention_softmax_forward(scores, probs, mask, key_counts);
-          const Tensor<float> dprobs = random_input<float>(Shape{2, S, S}, rng);
-          Tensor<T> dscores(Shape{2, S, S});
+          const Tensor<float> dprobs = random_input<float>(Shape{M, S, S}, rng);
+          Tensor<T> dscores(Shape{M, S, S});
           mpx::cpu::attention_softmax_backward(probs, dprobs, dscores, mask, key_counts);
-          for (std::int64_t r = 0; r < 2 * S; ++r) {
+          for (std::int64_t r = 0; r < M * S; ++r) {
             const std::int64_t unmasked = mask == AttentionMask::Causal ? r % S + 1 : S;
-            const std::int64_t allowed = with_counts ? std::min<std::int64_t>(unmasked, counts[r]) : unmasked;
+            const std::int64_t allowed =
+                groups > 0 ? std::min<std::int64_t>(unmasked, counts[r / S / (M / groups)]) : unmasked;
             double max = -std::numeric_limits<double>::infinity(), sum = 0;
             for (std::int64_t j = 0; j < allowed; ++j)
               max = std::max(max, static_cast<double>(scores[r * S + j]));
@@ -571,6 +573,21 @@ TEST_CASE(
         }
       }
     }
+  }
+}
+
+TEST_CASE("attention softmax refuses key counts that do not divide the score matrices, naming both",
+          "[nn][attention]") {
+  const Tensor<float> scores(Shape{4 * 3, 3});  // 4 matrices of 3 x 3
+  Tensor<float> probs(Shape{4 * 3, 3});
+  for (const Shape& wrong : {Shape{3}, Shape{0}, Shape{2, 2}}) {
+    const Tensor<std::int32_t> counts(wrong);
+    INFO("key_counts " << wrong);
+    CHECK_THROWS_WITH(
+        mpx::cpu::attention_softmax_forward(scores, probs, AttentionMask::Bidirectional, &counts),
+        Catch::Contains("mpx::cpu::attention_softmax_forward: key_counts must be [g] with g "
+                        "dividing the 4 score matrices") &&
+            Catch::Contains("received [" + std::to_string(wrong[0])));
   }
 }
 

@@ -10,11 +10,13 @@
 /// output, width C), or [batch, d1, ..., dk, width] with the d1 * ... * dk positions in row-major
 /// order as the sequence (a channels-last image [N, H, W, C] is a sequence of its H * W pixels);
 /// heads are [batch, heads, sequence, head_dim]. Scores and probabilities are the matrix view
-/// [batch * heads * sequence, sequence]: row r is the query at position r % sequence, and its allowed
-/// keys are
+/// [batch * heads * sequence, sequence] of M = batch * heads matrices: row r is the query at position
+/// r % sequence of matrix m = r / sequence, and its allowed keys are
 ///   j <= r % sequence  (AttentionMask::Causal)  or every j  (AttentionMask::Bidirectional),
-/// and, when a key-count tensor is given, j < key_counts[r] (an encoder's key-padding mask).
-/// A row with no allowed key (key_counts[r] <= 0) has probabilities 0 and gradient 0, never NaN.
+/// and, when a key-count tensor [g] is given (g dividing M), j < key_counts[m / (M / g)]: one count
+/// per group of M / g consecutive matrices. With g = batch that is one count per sequence, shared by
+/// its heads: an encoder's key-padding mask, the sequence's length. A row with no allowed key (a
+/// count <= 0) has probabilities 0 and gradient 0, never NaN.
 
 #include <cstdint>
 
@@ -42,6 +44,17 @@ MPX_HOST_DEVICE inline std::int64_t attention_allowed_keys(std::int64_t row, std
   const std::int64_t masked = mask == AttentionMask::Causal ? row % sequence + 1 : sequence;
   const std::int64_t capped = key_count < masked ? key_count : masked;
   return capped < 0 ? 0 : capped;
+}
+
+/// @brief The entry of a key-count tensor that row `row` of the score view reads: its matrix
+/// row / sequence, divided by the number of matrices that share one count.
+/// @param row                the row of the [matrices * sequence, sequence] score view.
+/// @param sequence           the number of keys (columns); positive.
+/// @param matrices_per_count the number of matrices over the number of counts (heads, for one count
+///                           per sequence).
+MPX_HOST_DEVICE inline std::int64_t attention_key_count_index(std::int64_t row, std::int64_t sequence,
+                                                              std::int64_t matrices_per_count) {
+  return row / sequence / matrices_per_count;
 }
 
 /// @brief The sequence length of tokens [batch, d1, ..., dk, width]: d1 * ... * dk (the positions
@@ -80,7 +93,8 @@ void validate_attention_heads(const char* where, const Tokens& tokens, std::int6
 }
 
 /// @brief Throws `mpx::shape_error` naming `where` unless `scores` is a matrix view [rows, sequence]
-/// with rows a multiple of sequence, `other` has its shape, and `key_counts` (when given) is [rows].
+/// with rows a multiple of sequence, `other` has its shape, and `key_counts` (when given) is [g] with
+/// g > 0 dividing the number of matrices rows / sequence.
 /// @param where      the calling function, for the message.
 /// @param scores     the scores (forward) or their gradient dP (backward).
 /// @param other_name what `other` is, for the message.
@@ -95,7 +109,24 @@ void validate_attention_softmax(const char* where, const Scores& scores, const c
         where, ": scores must be [matrices * sequence, sequence] (rank 2 or more), ", "received ", s));
   }
   require_shape(where, other_name, other.shape(), s);
-  if (key_counts != nullptr) require_shape(where, "key_counts", key_counts->shape(), Shape{s.rows()});
+  if (key_counts != nullptr && s.cols() > 0) {
+    const std::int64_t matrices = s.rows() / s.cols();
+    const Shape& k = key_counts->shape();
+    if (k.rank() != 1 || k[0] == 0 || matrices % k[0] != 0) {
+      throw shape_error(detail::concat(where, ": key_counts must be [g] with g dividing the ", matrices,
+                                       " score matrices (one count per sequence: g = batch), received ", k));
+    }
+  }
+}
+
+/// @brief How many consecutive score matrices share one entry of `key_counts` (1 without counts).
+/// @param scores     the [matrices * sequence, sequence] view, validated.
+/// @param key_counts the counts, or null.
+template <class Scores, class Counts>
+std::int64_t attention_matrices_per_count(const Scores& scores, const Counts* key_counts) {
+  const Shape& s = scores.shape();
+  if (key_counts == nullptr || s.cols() == 0) return 1;
+  return s.rows() / s.cols() / key_counts->shape()[0];
 }
 
 }  // namespace mpx

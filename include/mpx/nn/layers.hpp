@@ -14,6 +14,7 @@
 #include "mpx/nn/conv2d.hpp"
 #include "mpx/nn/dropout.hpp"
 #include "mpx/nn/embedding.hpp"
+#include "mpx/nn/first_token.hpp"
 #include "mpx/nn/flatten.hpp"
 #include "mpx/nn/group_norm.hpp"
 #include "mpx/nn/layer.hpp"
@@ -116,6 +117,9 @@ struct layers {
   [[nodiscard]] static GlobalAvgPool2d<P, Device> global_avg_pool2d() { return {}; }
   /// @brief `nn::Flatten<P, Device>()`: [N, ...] to [N, the rest's product].
   [[nodiscard]] static Flatten<P, Device> flatten() { return {}; }
+  /// @brief `nn::FirstToken<P, Device>()`: each sequence's first token, [N, T, C] to [N, C] (an
+  /// encoder's [CLS] token, for its classification head).
+  [[nodiscard]] static FirstToken<P, Device> first_token() { return {}; }
 
   /// @brief `nn::LayerNorm<P, Device>(features, epsilon)` (epsilon `LayerNorm::default_epsilon`, 1e-5,
   /// when left out).
@@ -152,6 +156,15 @@ struct layers {
       std::int64_t embed_dim, std::int64_t num_heads,
       typename SelfAttention<P, Device>::Options options = {}) {
     return SelfAttention<P, Device>(embed_dim, num_heads, options);
+  }
+  /// @brief `nn::PaddedSelfAttention<P, Device>(embed_dim, num_heads, options)`: bidirectional
+  /// attention over padded sequences [batch, sequence, embed_dim], each attending to its first
+  /// `length` positions (an encoder's key-padding mask; the lengths come from the
+  /// `nn::PaddedSequences` model around it).
+  [[nodiscard]] static PaddedSelfAttention<P, Device> padded_self_attention(
+      std::int64_t embed_dim, std::int64_t num_heads,
+      typename PaddedSelfAttention<P, Device>::Options options = {}) {
+    return PaddedSelfAttention<P, Device>(embed_dim, num_heads, options);
   }
 
   /// @brief `nn::Dropout<P, Device>(p)`: drops each element with probability p in training.

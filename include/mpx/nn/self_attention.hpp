@@ -2,10 +2,12 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 #pragma once
 /// @file
-/// @brief Multi-head self-attention, bidirectional (`nn::SelfAttention`: encoders, attention over an
-/// image's pixels in a diffusion UNet) or causal (`nn::CausalSelfAttention`, nn/causal_self_attention.hpp):
-/// one implementation, `nn::BasicSelfAttention`, with the mask as a template parameter. Batched GEMMs
-/// in the compute type (fp32 accumulation), the scores, mask and softmax in fp32.
+/// @brief Multi-head self-attention, bidirectional (`nn::SelfAttention`: attention over an image's
+/// pixels in a diffusion UNet), bidirectional over padded sequences (`nn::PaddedSelfAttention`: an
+/// encoder's key-padding mask, the lengths set through `nn::PaddedSequences`) or causal
+/// (`nn::CausalSelfAttention`, nn/causal_self_attention.hpp): one implementation,
+/// `nn::BasicSelfAttention`, with the mask and the padding as template parameters. Batched GEMMs in
+/// the compute type (fp32 accumulation), the scores, mask and softmax in fp32.
 
 #include <cmath>
 #include <cstdint>
@@ -24,12 +26,25 @@
 
 namespace mpx::nn {
 
+/// @brief Whether an attention layer also masks the padding at the end of each sequence.
+enum class KeyPadding {
+  None,     ///< every key the mask allows
+  ByLength  ///< only the first `length` keys of each sequence (its real tokens): PyTorch's
+            ///< `key_padding_mask`, the lengths from `nn::PaddedSequences::set_lengths`
+};
+
 /// @brief y = proj(concat_h softmax(Q_h K_h^T / sqrt(d) + mask) V_h) over x [batch, sequence,
 /// embed_dim], with [Q | K | V] = qkv(x): `torch.nn.MultiheadAttention(embed_dim, num_heads,
 /// batch_first=True)` applied as self-attention (query = key = value = x), with the mask `Mask`:
 /// `AttentionMask::Bidirectional` (every position attends to every position: `nn::SelfAttention`) or
 /// `AttentionMask::Causal` (position t attends to positions 0 .. t: GPT-2's, `nn::CausalSelfAttention`).
-/// Name one of those two aliases; this template is what they share.
+/// With `Padding = KeyPadding::ByLength` (`nn::PaddedSelfAttention`), the keys at positions >= the
+/// sequence's length are masked too, in every head and for every query (PyTorch's `key_padding_mask`
+/// with True at those positions): a padded position gets no attention, so its key and value get no
+/// gradient, and a sequence of length 0 gives proj's bias at every position (zeros before it), never
+/// NaN. The queries at padded positions still attend to the real keys; their outputs are what the
+/// loss must ignore (an ignore index, or pooling that reads real positions only).
+/// Name one of the aliases; this template is what they share.
 ///
 /// Inputs of rank above 3, [batch, d1, ..., dk, embed_dim], are the sequence of their d1 * ... * dk
 /// positions in row-major order (no copy: the head permutes read them so), and the output has the
@@ -68,9 +83,12 @@ namespace mpx::nn {
 /// merged heads (C s) and the output (C s), and the transient peak is one layer's
 /// (4 C s + 4 H T + H T s), whatever the depth of the model.
 ///
-/// @tparam P precision policy; @tparam Device `Host` or `Cuda`; @tparam Mask the softmax's mask.
-template <PrecisionPolicy P, class Device, AttentionMask Mask>
-class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>, P, Device> {
+/// @tparam P precision policy; @tparam Device `Host` or `Cuda`; @tparam Mask the softmax's mask;
+/// @tparam Padding whether the sequences' padding keys are masked too.
+template <PrecisionPolicy P, class Device, AttentionMask Mask, KeyPadding Padding = KeyPadding::None>
+class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, Padding>, P, Device> {
+  static_assert(Padding == KeyPadding::None || Mask == AttentionMask::Bidirectional,
+                "mpx::nn::BasicSelfAttention: key padding is for bidirectional attention (an encoder)");
   using Compute = typename P::compute_type;
   using T = compute_t<P>;
   using Acc = accumulate_t<P>;
@@ -78,12 +96,15 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
   using Base = LayerBase<BasicSelfAttention, P, Device>;
 
  public:
-  /// @brief Layer name used in messages and model descriptions: "CausalSelfAttention" or
-  /// "SelfAttention".
-  static constexpr std::string_view kind =
-      Mask == AttentionMask::Causal ? "CausalSelfAttention" : "SelfAttention";
+  /// @brief Layer name used in messages and model descriptions: "CausalSelfAttention",
+  /// "SelfAttention" or "PaddedSelfAttention".
+  static constexpr std::string_view kind = Mask == AttentionMask::Causal     ? "CausalSelfAttention"
+                                           : Padding == KeyPadding::ByLength ? "PaddedSelfAttention"
+                                                                             : "SelfAttention";
   /// @brief The mask of the attention's softmax.
   static constexpr AttentionMask mask = Mask;
+  /// @brief Whether the sequences' padding keys are masked.
+  static constexpr KeyPadding padding = Padding;
   using Base::forward;
 
   /// @brief Construction options.
@@ -121,7 +142,9 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
   /// (a channels-last image's pixels); returns a tensor of x's shape (valid until the next forward).
   /// @param x the input, in the compute type; kept by pointer for backward in training.
   /// @throws mpx::shape_error naming the layer and x's shape unless x has rank 3 (or more, for the
-  /// bidirectional layer), embed_dim features, and at least one sample and one position.
+  /// bidirectional layer), embed_dim features, and at least one sample and one position; with key
+  /// padding, mpx::error outside a `PaddedSequences` model and mpx::shape_error unless it set one
+  /// length per sample.
   const Tensor<T, Device>& forward(const Tensor<T, Device>& x) {
     // A causal mask over an image's pixels in raster order is almost never what was meant.
     const bool rank_accepted = Mask == AttentionMask::Causal ? x.rank() == 3 : x.rank() >= 3;
@@ -136,6 +159,7 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
                                             embed_dim_, "] (or [batch, d1, ..., dk, ", embed_dim_,
                                             "]) with batch and sequence at least 1, received ", x.shape()));
     }
+    if constexpr (Padding == KeyPadding::ByLength) check_lengths(x.shape());
     const auto& qkv = qkv_.forward(x);
     if (this->training()) {
       attend(qkv, {q_, k_, v_, scores_, probs_, heads_out_});
@@ -167,7 +191,7 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
     Backend<Device>::template gemm<Compute>(
         probs_, d_out, dv_, GemmConfig{.transpose_a = Transpose::Yes, .batch_count = matrices});
     ensure_shape(d_scores_, probs_.shape());
-    Backend<Device>::attention_softmax_backward(probs_, d_probs, d_scores_, Mask);
+    Backend<Device>::attention_softmax_backward(probs_, d_probs, d_scores_, Mask, key_counts());
     Backend<Device>::template gemm<Compute>(d_scores_, k_, dq_,
                                             GemmConfig{.alpha = scale(), .batch_count = matrices});
     Backend<Device>::template gemm<Compute>(
@@ -242,6 +266,14 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
   [[nodiscard]] std::int64_t num_heads() const noexcept { return num_heads_; }
   /// @brief Width of one head (C / H).
   [[nodiscard]] std::int64_t head_dim() const noexcept { return head_dim_; }
+  /// @brief Reads each sequence's length (its number of real tokens) from `lengths` [batch] from now
+  /// on (`PaddedSequences` calls it; the tensor outlives the layer's use of it).
+  /// @param lengths the lengths, on the layer's device.
+  void bind_sequence_lengths(const Tensor<std::int32_t, Device>* lengths) noexcept
+      requires(Padding == KeyPadding::ByLength) {
+    lengths_ = lengths;
+  }
+
   /// @brief The fused q, k, v projection, C -> 3C.
   [[nodiscard]] Projection& qkv() noexcept { return qkv_; }
   /// @brief The output projection, C -> C.
@@ -285,11 +317,33 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
     Backend<Device>::template gemm<Compute>(
         buffers.q, buffers.k, buffers.scores,
         GemmConfig{.transpose_b = Transpose::Yes, .alpha = scale(), .batch_count = matrices});
-    Backend<Device>::attention_softmax_forward(buffers.scores, buffers.probs, Mask);
+    Backend<Device>::attention_softmax_forward(buffers.scores, buffers.probs, Mask, key_counts());
     Backend<Device>::template gemm<Compute>(buffers.probs, buffers.v, buffers.heads_out,
                                             GemmConfig{.batch_count = matrices});
     ensure_shape(merged_, qkv.shape().with_last(embed_dim_));
     Backend<Device>::attention_merge_heads(buffers.heads_out, 0, merged_);
+  }
+
+  // The softmax's key counts: the sequences' lengths with key padding, none otherwise.
+  [[nodiscard]] const Tensor<std::int32_t, Device>* key_counts() const noexcept {
+    if constexpr (Padding == KeyPadding::ByLength) {
+      return lengths_;
+    } else {
+      return nullptr;
+    }
+  }
+  void check_lengths(const Shape& x) const {
+    if (lengths_ == nullptr || lengths_->rank() != 1) {
+      throw error(
+          mpx::detail::concat(this->label(),
+                              ": no sequence lengths; a PaddedSelfAttention runs inside an "
+                              "nn::PaddedSequences model, whose set_lengths(...) comes before its forward"));
+    }
+    if (lengths_->shape()[0] != x[0]) {
+      throw shape_error(mpx::detail::concat(this->label(), ": ", lengths_->shape()[0],
+                                            " sequence lengths set for a batch of ", x[0], " (input ", x,
+                                            ")"));
+    }
   }
 
   // 1/sqrt(d), the GEMMs' alpha (a float, as GemmConfig holds it).
@@ -312,6 +366,7 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
   Tensor<T, Device> d_scores_;
   Tensor<T, Device> dq_, dk_, dv_;
   Tensor<T, Device> d_qkv_;
+  const Tensor<std::int32_t, Device>* lengths_ = nullptr;  // [batch], key padding only
 };
 
 /// @brief Bidirectional multi-head self-attention: every position attends to every position
@@ -321,5 +376,14 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask>,
 /// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, class Device = Host>
 using SelfAttention = BasicSelfAttention<P, Device, AttentionMask::Bidirectional>;
+
+/// @brief Bidirectional multi-head self-attention over padded sequences: every position attends to
+/// the real tokens of its sequence, the first `length` positions (`torch.nn.MultiheadAttention` with
+/// `key_padding_mask` True from `length` on). The lengths come from the `nn::PaddedSequences` model
+/// around it (`set_lengths` before each forward); parameters, precision and memory as
+/// `BasicSelfAttention`'s.
+/// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
+template <PrecisionPolicy P, class Device = Host>
+using PaddedSelfAttention = BasicSelfAttention<P, Device, AttentionMask::Bidirectional, KeyPadding::ByLength>;
 
 }  // namespace mpx::nn

@@ -85,17 +85,19 @@ void attention_merge_heads(const Tensor<T, Host>& heads, std::int64_t column, Te
 /// 0 at masked keys; math in the accumulate type, one rounding into the compute type.
 ///
 /// Row r allows keys j <= r % sequence (causal) or every key (bidirectional) and, with
-/// `key_counts`, only j < key_counts[r] (the mask of attention_spec.hpp). p_j = exp(s_j - max) /
+/// `key_counts`, only j below its matrix's count (the mask of attention_spec.hpp). p_j = exp(s_j - max) /
 /// sum_k exp(s_k - max), max and sum over the allowed keys; the largest term is exp(0) = 1, so the
 /// sum is at least 1 and no finite score overflows. A row with no allowed key is all zeros (never NaN).
 /// @param scores     [matrices * sequence, sequence] in the accumulate type (fp32, fp64 for double).
 /// @param probs      same shape, compute type, written.
 /// @param mask       `AttentionMask::Causal` or `AttentionMask::Bidirectional`.
-/// @param key_counts optional [rows] int32: per-row cap on the allowed keys (key-padding masks, tests).
+/// @param key_counts optional [g] int32, g dividing the number of matrices: the first keys each group
+///                   of matrices may attend to (g = batch: the sequences' lengths, a key-padding mask).
 template <FloatingElement Acc, FloatingElement T>
 void attention_softmax_forward(const Tensor<Acc, Host>& scores, Tensor<T, Host>& probs, AttentionMask mask,
                                const Tensor<std::int32_t, Host>* key_counts = nullptr) {
   validate_attention_softmax("mpx::cpu::attention_softmax_forward", scores, "probs", probs, key_counts);
+  const std::int64_t per_count = attention_matrices_per_count(scores, key_counts);
   const std::int64_t rows = scores.shape().rows();
   const std::int64_t sequence = scores.shape().cols();
   if (sequence == 0) return;
@@ -104,8 +106,11 @@ void attention_softmax_forward(const Tensor<Acc, Host>& scores, Tensor<T, Host>&
     for (std::int64_t row = begin; row < end; ++row) {
       const Acc* s = scores.data() + row * sequence;
       T* p = probs.data() + row * sequence;
-      const std::int64_t allowed =
-          attention_allowed_keys(row, sequence, key_counts != nullptr ? (*key_counts)[row] : sequence, mask);
+      const std::int64_t allowed = attention_allowed_keys(
+          row, sequence,
+          key_counts != nullptr ? (*key_counts)[attention_key_count_index(row, sequence, per_count)]
+                                : sequence,
+          mask);
       const Acc max = detail::row_max(s, allowed);
       Acc* e = exps.data();
       MPX_DETAIL_OMP_SIMD
@@ -134,6 +139,7 @@ void attention_softmax_backward(const Tensor<T, Host>& probs, const Tensor<Acc, 
   constexpr const char* where = "mpx::cpu::attention_softmax_backward";
   validate_attention_softmax(where, dprobs, "probs", probs, key_counts);
   require_shape(where, "dscores", dscores.shape(), probs.shape());
+  const std::int64_t per_count = attention_matrices_per_count(probs, key_counts);
   const std::int64_t rows = probs.shape().rows();
   const std::int64_t sequence = probs.shape().cols();
   if (sequence == 0) return;
@@ -144,8 +150,11 @@ void attention_softmax_backward(const Tensor<T, Host>& probs, const Tensor<Acc, 
       const T* p = probs.data() + row * sequence;
       const Acc* dp = dprobs.data() + row * sequence;
       T* ds = dscores.data() + row * sequence;
-      const std::int64_t allowed =
-          attention_allowed_keys(row, sequence, key_counts != nullptr ? (*key_counts)[row] : sequence, mask);
+      const std::int64_t allowed = attention_allowed_keys(
+          row, sequence,
+          key_counts != nullptr ? (*key_counts)[attention_key_count_index(row, sequence, per_count)]
+                                : sequence,
+          mask);
       detail::widen_range<tag_of_t<T>>(p, w, 0, allowed);  // static_cast, vectorised
       Acc dot = 0;
       for (std::int64_t j = 0; j < allowed; ++j) dot += w[j] * dp[j];

@@ -57,12 +57,16 @@ __global__ void attention_permute_kernel(const T* in, T* out, std::int64_t count
 
 template <class Acc, class T>
 __global__ void attention_softmax_forward_kernel(const Acc* scores, T* probs, const std::int32_t* key_counts,
-                                                 std::int64_t sequence, AttentionMask mask) {
+                                                 std::int64_t matrices_per_count, std::int64_t sequence,
+                                                 AttentionMask mask) {
   const std::int64_t row = blockIdx.x;
   const Acc* s = scores + row * sequence;
   T* p = probs + row * sequence;
-  const std::int64_t allowed =
-      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence, mask);
+  const std::int64_t allowed = attention_allowed_keys(
+      row, sequence,
+      key_counts != nullptr ? key_counts[attention_key_count_index(row, sequence, matrices_per_count)]
+                            : sequence,
+      mask);
   Acc local = -static_cast<Acc>(INFINITY);
   for (std::int64_t j = threadIdx.x; j < allowed; j += blockDim.x) local = fmax(local, s[j]);
   const Acc max = block_reduce(local, Fmax{});
@@ -76,14 +80,18 @@ __global__ void attention_softmax_forward_kernel(const Acc* scores, T* probs, co
 
 template <class T, class Acc>
 __global__ void attention_softmax_backward_kernel(const T* probs, const Acc* dprobs, T* dscores,
-                                                  const std::int32_t* key_counts, std::int64_t sequence,
+                                                  const std::int32_t* key_counts,
+                                                  std::int64_t matrices_per_count, std::int64_t sequence,
                                                   AttentionMask mask) {
   const std::int64_t row = blockIdx.x;
   const T* p = probs + row * sequence;
   const Acc* dp = dprobs + row * sequence;
   T* ds = dscores + row * sequence;
-  const std::int64_t allowed =
-      attention_allowed_keys(row, sequence, key_counts != nullptr ? key_counts[row] : sequence, mask);
+  const std::int64_t allowed = attention_allowed_keys(
+      row, sequence,
+      key_counts != nullptr ? key_counts[attention_key_count_index(row, sequence, matrices_per_count)]
+                            : sequence,
+      mask);
   Acc local = 0;
   for (std::int64_t j = threadIdx.x; j < allowed; j += blockDim.x) local += static_cast<Acc>(p[j]) * dp[j];
   const Acc dot = block_reduce(local, Plus{});
@@ -131,7 +139,8 @@ void attention_merge_heads(const Tensor<T, Cuda>& heads, std::int64_t column, Te
 /// @param scores     [matrices * sequence, sequence] in the accumulate type.
 /// @param probs      same shape, compute type, written.
 /// @param mask       `AttentionMask::Causal` or `AttentionMask::Bidirectional`.
-/// @param key_counts optional [rows] int32: per-row cap on the allowed keys.
+/// @param key_counts optional [g] int32, g dividing the number of matrices: the first keys each group
+///                   of matrices may attend to (g = batch: the sequences' lengths).
 template <Element Acc, Element T>
 void attention_softmax_forward(const Tensor<Acc, Cuda>& scores, Tensor<T, Cuda>& probs, AttentionMask mask,
                                const Tensor<std::int32_t, Cuda>* key_counts = nullptr) {
@@ -141,7 +150,8 @@ void attention_softmax_forward(const Tensor<Acc, Cuda>& scores, Tensor<T, Cuda>&
   if (rows == 0 || sequence == 0) return;
   detail::attention_softmax_forward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
                                              detail::stream()>>>(
-      scores.data(), probs.data(), key_counts != nullptr ? key_counts->data() : nullptr, sequence, mask);
+      scores.data(), probs.data(), key_counts != nullptr ? key_counts->data() : nullptr,
+      attention_matrices_per_count(scores, key_counts), sequence, mask);
   MPX_CUDA_CHECK_LAUNCH("attention_softmax_forward_kernel");
 }
 
@@ -165,7 +175,7 @@ void attention_softmax_backward(const Tensor<T, Cuda>& probs, const Tensor<Acc, 
   detail::attention_softmax_backward_kernel<<<static_cast<unsigned>(rows), detail::row_threads(sequence), 0,
                                               detail::stream()>>>(
       probs.data(), dprobs.data(), dscores.data(), key_counts != nullptr ? key_counts->data() : nullptr,
-      sequence, mask);
+      attention_matrices_per_count(probs, key_counts), sequence, mask);
   MPX_CUDA_CHECK_LAUNCH("attention_softmax_backward_kernel");
 }
 

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// Attention over padded sequences (nn::PaddedSelfAttention inside nn::PaddedSequences), the
+// encoder's key-padding mask: each sequence's real positions compute what the sequence alone
+// computes, the padding gets no gradient, a sequence of length 0 gives finite values, the gradients
+// match finite differences, and every misuse is an error that names it.
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "mpx/backend/cpu/backend.hpp"
+#include "mpx/error.hpp"
+#include "mpx/nn/first_token.hpp"
+#include "mpx/nn/layers.hpp"
+#include "mpx/nn/padded_sequences.hpp"
+#include "mpx/nn/residual.hpp"
+#include "mpx/nn/self_attention.hpp"
+#include "mpx/nn/sequential.hpp"
+#include "mpx/policy/precision.hpp"
+#include "mpx/tensor/tensor.hpp"
+
+#include "../support/gradient_check.hpp"
+
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
+namespace nn = mpx::nn;
+using mpx::Shape;
+using mpx::Tensor;
+using L64 = nn::layers<mpx::fp64>;
+
+// A pre-LN encoder block: x + attention(LayerNorm(x)), padded or not.
+auto padded_block(std::int64_t width, std::int64_t heads) {
+  return nn::Residual{nn::Sequential{L64::layer_norm(width), L64::padded_self_attention(width, heads)}};
+}
+auto plain_block(std::int64_t width, std::int64_t heads) {
+  return nn::Residual{nn::Sequential{L64::layer_norm(width), L64::self_attention(width, heads)}};
+}
+
+// Copies every parameter of `from` into `to`, in their common order (the same names).
+template <class From, class To>
+void copy_parameters(From& from, To& to) {
+  std::vector<const Tensor<double>*> masters;
+  std::vector<std::string> names;
+  from.for_each_parameter([&](std::string_view name, auto& parameter) {
+    masters.push_back(&parameter.master());
+    names.emplace_back(name);
+  });
+  std::size_t index = 0;
+  to.for_each_parameter([&](std::string_view name, auto& parameter) {
+    REQUIRE(index < masters.size());
+    CHECK(name == names[index]);
+    for (std::int64_t i = 0; i < parameter.master().numel(); ++i)
+      parameter.master()[i] = (*masters[index])[i];
+    parameter.refresh_compute_copy();
+    ++index;
+  });
+  REQUIRE(index == masters.size());
+}
+
+template <class Model>
+std::vector<Tensor<double>> gradients(Model& model) {
+  std::vector<Tensor<double>> out;
+  model.for_each_parameter(
+      [&](std::string_view, auto& parameter) { out.push_back(parameter.grad().clone()); });
+  return out;
+}
+
+TEST_CASE(
+    "PaddedSelfAttention: each sequence's real positions compute what the sequence alone computes, "
+    "the padding gets no gradient, and a sequence of length 0 stays finite (fp64)",
+    "[nn][attention][padding]") {
+  constexpr std::int64_t B = 4, T = 6, C = 12, H = 2;
+  const std::vector<std::int32_t> lengths = {6, 3, 1, 0};
+  std::mt19937_64 rng(4700);
+  nn::PaddedSequences model{padded_block(C, H)};
+  mpx::test::randomize_parameters(model, rng);
+  auto alone = plain_block(C, H);
+  copy_parameters(model, alone);
+
+  const Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{B, T, C}, rng, -1.0, 1.0);
+  Tensor<double> dy = mpx::test::uniform_tensor<double>(Shape{B, T, C}, rng, -1.0, 1.0);
+  for (std::int64_t b = 0; b < B; ++b) {  // the loss ignores the padding
+    for (std::int64_t t = lengths[static_cast<std::size_t>(b)]; t < T; ++t) {
+      for (std::int64_t i = 0; i < C; ++i) dy[(b * T + t) * C + i] = 0.0;
+    }
+  }
+  model.zero_grad();
+  model.set_lengths(lengths);
+  const Tensor<double> y = model.forward(x).clone();
+  const Tensor<double> dx = model.backward(dy, true)->clone();
+  const std::vector<Tensor<double>> batch_gradients = gradients(model);
+
+  mpx::test::zero_gradients(alone);
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t n = lengths[static_cast<std::size_t>(b)];
+    INFO("sequence " << b << ", length " << n);
+    for (std::int64_t t = 0; t < T; ++t) {
+      for (std::int64_t i = 0; i < C; ++i) {
+        const std::int64_t index = (b * T + t) * C + i;
+        REQUIRE(std::isfinite(y[index]));
+        REQUIRE(std::isfinite(dx[index]));
+        if (t >= n) CHECK(dx[index] == 0.0);  // a padded position gets no gradient, exactly
+      }
+    }
+    if (n == 0) continue;
+    Tensor<double> x_alone(Shape{1, n, C}), dy_alone(Shape{1, n, C});
+    for (std::int64_t i = 0; i < n * C; ++i) {
+      x_alone[i] = x[b * T * C + i];
+      dy_alone[i] = dy[b * T * C + i];
+    }
+    const Tensor<double>& y_alone = alone.forward(x_alone);
+    const Tensor<double>& dx_alone = *alone.backward(dy_alone, true);
+    for (std::int64_t i = 0; i < n * C; ++i) {
+      CHECK(y[b * T * C + i] == Approx(y_alone[i]).epsilon(1e-12).margin(1e-13));
+      CHECK(dx[b * T * C + i] == Approx(dx_alone[i]).epsilon(1e-11).margin(1e-12));
+    }
+  }
+  // The batch's gradients are the sum of the sequences' (the alone block accumulated them).
+  const std::vector<Tensor<double>> summed = gradients(alone);
+  REQUIRE(summed.size() == batch_gradients.size());
+  for (std::size_t p = 0; p < summed.size(); ++p) {
+    for (std::int64_t i = 0; i < summed[p].numel(); ++i) {
+      INFO("parameter " << p << ", element " << i);
+      CHECK(batch_gradients[p][i] == Approx(summed[p][i]).epsilon(1e-10).margin(1e-12));
+    }
+  }
+}
+
+TEST_CASE("PaddedSelfAttention in a padded encoder block: gradients match finite differences in fp64",
+          "[nn][attention][padding][gradient]") {
+  std::mt19937_64 rng(4701);
+  nn::PaddedSequences model{padded_block(12, 3)};
+  mpx::test::randomize_parameters(model, rng);
+  const std::vector<std::int32_t> lengths = {5, 2, 0};
+  model.set_lengths(lengths);
+  Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{3, 5, 12}, rng, -1.0, 1.0);
+  const Tensor<double> w = mpx::test::uniform_tensor<double>(Shape{3, 5, 12}, rng, -1.0, 1.0);
+  mpx::test::check_layer_gradients(model, x, w);
+}
+
+TEST_CASE("PaddedSelfAttention in bf16 and fp16: a batch with a sequence of length 0 stays finite",
+          "[nn][attention][padding]") {
+  const auto run = [](auto policy) {
+    using P = decltype(policy);
+    using L = nn::layers<P>;
+    using T = mpx::compute_t<P>;
+    std::mt19937_64 rng(4702);
+    nn::PaddedSequences model{
+        nn::Residual{nn::Sequential{L::layer_norm(16), L::padded_self_attention(16, 2)}}};
+    const std::vector<std::int32_t> lengths = {0, 4, 7};
+    model.set_lengths(lengths);
+    const Tensor<T> x = mpx::test::uniform_tensor<T>(Shape{3, 7, 16}, rng, -1.0, 1.0);
+    const Tensor<T> dy = mpx::test::uniform_tensor<T>(Shape{3, 7, 16}, rng, -1.0, 1.0);
+    const Tensor<T>& y = model.forward(x);
+    for (std::int64_t i = 0; i < y.numel(); ++i) REQUIRE(std::isfinite(static_cast<float>(y[i])));
+    const Tensor<T>& dx = *model.backward(dy, true);
+    for (std::int64_t i = 0; i < dx.numel(); ++i) REQUIRE(std::isfinite(static_cast<float>(dx[i])));
+  };
+  run(mpx::bf16_mixed{});
+  run(mpx::fp16_mixed{});
+}
+
+TEST_CASE("PaddedSequences and PaddedSelfAttention: names, descriptions and every misuse named",
+          "[nn][attention][padding]") {
+  using Padded = nn::PaddedSelfAttention<mpx::fp64>;
+  STATIC_REQUIRE(Padded::kind == "PaddedSelfAttention");
+  STATIC_REQUIRE(Padded::padding == nn::KeyPadding::ByLength);
+  STATIC_REQUIRE(nn::SelfAttention<mpx::fp64>::padding == nn::KeyPadding::None);
+
+  nn::PaddedSequences model{padded_block(8, 2)};
+  auto plain = plain_block(8, 2);
+  std::vector<std::string> names, plain_names;
+  model.for_each_parameter([&](std::string_view name, auto&) { names.emplace_back(name); });
+  plain.for_each_parameter([&](std::string_view name, auto&) { plain_names.emplace_back(name); });
+  CHECK(names == plain_names);  // the lengths are an input: the weights keep the body's names
+  std::int64_t plain_count = 0;
+  plain.for_each_parameter(
+      [&](std::string_view, auto& parameter) { plain_count += parameter.master().numel(); });
+  CHECK(model.parameter_count() == plain_count);
+
+  const Tensor<double> x(Shape{2, 4, 8});
+  CHECK_THROWS_WITH(model.forward(x), Catch::Contains("set_lengths(...) must come before forward"));
+  const std::vector<std::int32_t> negative = {3, -1};
+  CHECK_THROWS_AS(model.set_lengths(negative), mpx::invalid_argument);
+  CHECK_THROWS_WITH(model.set_lengths(negative), Catch::Contains("sequence 1 has length -1"));
+  const std::vector<std::int32_t> three = {1, 2, 3};
+  model.set_lengths(three);
+  CHECK_THROWS_AS(model.forward(x), mpx::shape_error);
+  CHECK_THROWS_WITH(model.forward(x), Catch::Contains("3 lengths set"));
+  const std::vector<std::int32_t> too_long = {4, 5};
+  model.set_lengths(too_long);
+  CHECK_THROWS_WITH(model.forward(x),
+                    Catch::Contains("a sequence of length 5 in a batch padded to 4 positions"));
+
+  // Outside a PaddedSequences model the layer has no lengths, and says where they come from.
+  Padded alone(8, 2);
+  CHECK_THROWS_WITH(alone.forward(x),
+                    Catch::Contains("no sequence lengths") && Catch::Contains("nn::PaddedSequences model"));
+  // A body without a padded attention has nothing to read the lengths.
+  CHECK_THROWS_AS(nn::PaddedSequences{nn::Sequential{L64::linear(8, 8)}}, mpx::invalid_argument);
+  CHECK_THROWS_WITH(nn::PaddedSequences{nn::Sequential{L64::linear(8, 8)}},
+                    Catch::Contains("has no PaddedSelfAttention layer"));
+}
+
+TEST_CASE("FirstToken: position 0 of each sequence forward, dy there and zeros elsewhere backward",
+          "[nn][padding]") {
+  std::mt19937_64 rng(4703);
+  nn::FirstToken<mpx::bf16_mixed> layer;
+  using T = mpx::compute_t<mpx::bf16_mixed>;
+  const Tensor<T> x = mpx::test::uniform_tensor<T>(Shape{3, 5, 4}, rng, -1.0, 1.0);
+  const Tensor<T>& y = layer.forward(x);
+  REQUIRE(y.shape() == Shape{3, 4});
+  for (std::int64_t n = 0; n < 3; ++n) {
+    for (std::int64_t c = 0; c < 4; ++c) CHECK(y[n * 4 + c] == x[n * 5 * 4 + c]);
+  }
+  const Tensor<T> dy = mpx::test::uniform_tensor<T>(Shape{3, 4}, rng, -1.0, 1.0);
+  const Tensor<T>& dx = *layer.backward(dy, true);
+  REQUIRE(dx.shape() == x.shape());
+  for (std::int64_t i = 0; i < dx.numel(); ++i) {
+    const std::int64_t n = i / 20, t = (i / 4) % 5, c = i % 4;
+    CHECK(dx[i] == (t == 0 ? dy[n * 4 + c] : T(0)));
+  }
+  CHECK(layer.backward(dy, false) == nullptr);
+  const Tensor<T> empty(Shape{3, 0, 4}), rows(Shape{3, 4});
+  CHECK_THROWS_WITH(layer.forward(empty), Catch::Contains("expected sequences [batch, sequence, features]"));
+  CHECK_THROWS_AS(layer.forward(rows), mpx::shape_error);
+  Tensor<T> wrong(Shape{3, 5});
+  CHECK_THROWS_WITH(mpx::cpu::take_position(x, 5, wrong), Catch::Contains("position 5 in [0, T)"));
+  CHECK_THROWS_WITH(mpx::cpu::take_position(x, 0, wrong), Catch::Contains("tokens"));
+  STATIC_REQUIRE(nn::FirstToken<mpx::fp32>::kind == "FirstToken");
+}
+
+TEST_CASE("A padded encoder's [CLS] classifier: gradients match finite differences in fp64",
+          "[nn][attention][padding][gradient]") {
+  std::mt19937_64 rng(4704);
+  nn::PaddedSequences model{
+      nn::Sequential{padded_block(8, 2), L64::layer_norm(8), L64::first_token(), L64::linear(8, 3)}};
+  mpx::test::randomize_parameters(model, rng);
+  const std::vector<std::int32_t> lengths = {4, 1, 3};
+  model.set_lengths(lengths);
+  Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{3, 4, 8}, rng, -1.0, 1.0);
+  const Tensor<double> w = mpx::test::uniform_tensor<double>(Shape{3, 3}, rng, -1.0, 1.0);
+  mpx::test::check_layer_gradients(model, x, w);
+}
+
+}  // namespace MPX_UNITY_ID
+}  // namespace
