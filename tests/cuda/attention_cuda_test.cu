@@ -319,12 +319,14 @@ TEMPLATE_TEST_CASE("cuda PaddedSelfAttention in a padded encoder block follows t
   const auto x = random_host<T>(Shape{4, 33, 48}, rng);
   const auto dy = random_host<T>(Shape{4, 33, 48}, rng);
   const double u = std::is_same_v<T, float> ? 1e-4 / 16 : eps_of<T>() / 2;
+  const auto x_gpu = mpx::to_device(x);
+  const auto dy_gpu = mpx::to_device(dy);
   const Tensor<T> y_cpu = cpu.forward(x).clone();
-  const Tensor<T> y_gpu = mpx::to_host(gpu.forward(mpx::to_device(x)));
+  const Tensor<T> y_gpu = mpx::to_host(gpu.forward(x_gpu));
   const double y_scale = largest(y_cpu);
   require_finite_and_close(y_gpu, y_cpu, "forward", [&](std::int64_t, double) { return 16 * u * y_scale; });
   const Tensor<T> dx_cpu = cpu.backward(dy, true)->clone();
-  const Tensor<T> dx_gpu = mpx::to_host(*gpu.backward(mpx::to_device(dy), true));
+  const Tensor<T> dx_gpu = mpx::to_host(*gpu.backward(dy_gpu, true));
   const double dx_scale = largest(dx_cpu);
   require_finite_and_close(dx_gpu, dx_cpu, "dx", [&](std::int64_t, double) { return 16 * u * dx_scale; });
 }
