@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// The data of the encoder example: WordNetGlosses on small WordNet directories written here (the
+// fields, the labels, what every malformed line is told) and, where the Debian package is installed,
+// on the real WordNet 3.0; the split (its documented hash recomputed here, proportions,
+// independence of file order).
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <mpx/data/wordnet_glosses.hpp>
+#include <mpx/error.hpp>
+
+#include "../support/error_matchers.hpp"
+
+#include "../support/temp_dir.hpp"
+
+// This file's own namespace: the unity build compiles several test files as one translation
+// unit (MPX_UNITY_ID, tests/CMakeLists.txt).
+namespace {
+namespace MPX_UNITY_ID {
+
+namespace {
+
+namespace fs = std::filesystem;
+using mpx::data::PartOfSpeech;
+using mpx::data::WordNetGlosses;
+using mpx::data::WordNetSplit;
+using mpx::test::MessageContains;
+
+// A scratch directory of this test file's own.
+class TempDir : public mpx::test::TempDir {
+ public:
+  TempDir() : mpx::test::TempDir("mpx_encoder_data_test") {}
+};
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+// The licence lines every real data file begins with: two spaces, a line number, text.
+const std::string licence = "  1 This software and database is being provided to you  \n  2   \n";
+
+// A small WordNet directory in the real files' format (two spaces after each gloss, as WordNet
+// writes them), with a lexnames file of six lexicographer files. Tests change one file at a time.
+struct WordNetFiles {
+  std::string lexnames =
+      "00\tadj.all\t3\n01\tadv.all\t4\n02\tnoun.animal\t1\n03\tnoun.plant\t1\n04\tverb.motion\t2\n05\tnoun."
+      "Tops\t1\n";
+  std::string noun = licence +
+                     "00001740 02 n 02 big_cat 0 Lion 1 001 @ 00002000 n 0000 | a large feline; \"the lion "
+                     "roars\"  \n"
+                     "00002000 03 n 01 oak 0 000 | a tree  \n";
+  std::string verb =
+      licence + "00001740 04 v 01 run 0 001 @ 00001800 v 0000 02 + 02 00 + 08 01 | move fast on foot  \n";
+  std::string adj = licence +
+                    "00000100 00 a 01 big(a) 0 000 | large in size  \n"
+                    "00000200 00 s 02 huge(p) 0 immense a 000 | very large  \n";
+  std::string adv = licence + "00000300 01 r 01 quickly 0 000 | with speed  \n";
+  bool with_lexnames = true;
+
+  void write(const fs::path& dir) const {
+    if (with_lexnames) write_file(dir / "lexnames", lexnames);
+    write_file(dir / "data.noun", noun);
+    write_file(dir / "data.verb", verb);
+    write_file(dir / "data.adj", adj);
+    write_file(dir / "data.adv", adv);
+  }
+};
+
+// The bucket as wordnet_split_bucket documents it, written out here from splitmix64's published
+// definition rather than with the library's helper.
+std::int32_t documented_bucket(char letter, std::uint64_t offset) {
+  std::uint64_t z = offset * 256 + static_cast<std::uint8_t>(letter) + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<std::int32_t>((z ^ (z >> 31)) % 100);
+}
+
+}  // namespace
+
+// ---- WordNetGlosses ------------------------------------------------------------------------------
+
+TEST_CASE("WordNetGlosses reads synsets: offsets, labels, words, glosses, in file order", "[data][wordnet]") {
+  const TempDir dir;
+  WordNetFiles{}.write(dir.path());
+  const WordNetGlosses glosses(dir.path());
+
+  REQUIRE(glosses.label_count() == 6);
+  CHECK(glosses.label_names()[2] == "noun.animal");
+  CHECK(glosses.label_names()[4] == "verb.motion");
+  REQUIRE(glosses.synsets().size() == 6);
+  CHECK(glosses.path() == dir.path());
+
+  const mpx::data::WordNetSynset& lion = glosses.synsets()[0];
+  CHECK(lion.offset == 1740);
+  CHECK(lion.part_of_speech == PartOfSpeech::Noun);
+  CHECK_FALSE(lion.satellite);
+  CHECK(lion.label == 2);
+  CHECK(lion.label_name == "noun.animal");
+  CHECK(lion.words == std::vector<std::string>{"big cat", "Lion"});  // `_` read as a space, case kept
+  CHECK(lion.gloss == "a large feline; \"the lion roars\"");         // trimmed
+  CHECK(glosses.synsets()[1].words == std::vector<std::string>{"oak"});
+  CHECK(glosses.synsets()[1].label_name == "noun.plant");
+
+  const mpx::data::WordNetSynset& run = glosses.synsets()[2];
+  CHECK(run.part_of_speech == PartOfSpeech::Verb);
+  CHECK(run.offset == 1740);  // the same offset as a noun: offsets are per file
+  CHECK(run.label_name == "verb.motion");
+  CHECK(run.gloss == "move fast on foot");
+
+  // Adjectives: the syntactic markers (a), (p) are dropped; a satellite is marked.
+  CHECK(glosses.synsets()[3].words == std::vector<std::string>{"big"});
+  CHECK_FALSE(glosses.synsets()[3].satellite);
+  CHECK(glosses.synsets()[4].words == std::vector<std::string>{"huge", "immense"});
+  CHECK(glosses.synsets()[4].satellite);
+  CHECK(glosses.synsets()[4].part_of_speech == PartOfSpeech::Adjective);
+  CHECK(glosses.synsets()[5].part_of_speech == PartOfSpeech::Adverb);
+  CHECK(glosses.synsets()[5].label_name == "adv.all");
+
+  // Every synset in exactly one set, the one its hash gives.
+  std::size_t listed = 0;
+  for (const WordNetSplit split : {WordNetSplit::Train, WordNetSplit::Validation, WordNetSplit::Test}) {
+    for (const std::int64_t i : glosses.indices(split)) {
+      CHECK(glosses.synsets()[static_cast<std::size_t>(i)].split == split);
+      ++listed;
+    }
+  }
+  CHECK(listed == glosses.synsets().size());
+  for (const mpx::data::WordNetSynset& synset : glosses.synsets()) {
+    CHECK(synset.split == mpx::data::wordnet_split_of(synset.part_of_speech, synset.offset));
+  }
+}
+
+TEST_CASE("WordNetGlosses without a lexnames file uses WordNet 3.0's 45 lexicographer files",
+          "[data][wordnet]") {
+  const TempDir dir;
+  WordNetFiles files;
+  files.with_lexnames = false;
+  files.noun = licence + "00001740 05 n 01 lion 0 000 | a large feline  \n";
+  files.verb = licence + "00001740 38 v 01 run 0 000 01 + 02 00 | move fast  \n";
+  files.adj = licence + "00000100 44 a 01 broken 0 000 | damaged  \n";
+  files.adv = licence + "00000300 02 r 01 quickly 0 000 | with speed  \n";
+  files.write(dir.path());
+  const WordNetGlosses glosses(dir.path());
+  REQUIRE(glosses.label_count() == 45);
+  CHECK(glosses.label_names()[0] == "adj.all");
+  CHECK(glosses.label_names()[3] == "noun.Tops");
+  CHECK(glosses.label_names()[44] == "adj.ppl");
+  CHECK(glosses.synsets()[0].label_name == "noun.animal");
+  CHECK(glosses.synsets()[1].label_name == "verb.motion");
+  CHECK(glosses.synsets()[2].label_name == "adj.ppl");
+  CHECK(glosses.synsets()[3].label_name == "adv.all");
+}
+
+TEST_CASE("default_wordnet_dir honours MPX_WORDNET_DIR", "[data][wordnet]") {
+  const char* saved = std::getenv("MPX_WORDNET_DIR");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  ::setenv("MPX_WORDNET_DIR", "/some/where", 1);
+  CHECK(mpx::data::default_wordnet_dir() == "/some/where");
+  ::setenv("MPX_WORDNET_DIR", "", 1);
+  CHECK(mpx::data::default_wordnet_dir() == "/usr/share/wordnet");
+  ::unsetenv("MPX_WORDNET_DIR");
+  CHECK(mpx::data::default_wordnet_dir() == mpx::data::wordnet_system_dir);
+  if (saved != nullptr) ::setenv("MPX_WORDNET_DIR", saved_value.c_str(), 1);
+}
+
+TEST_CASE("WordNetGlosses names the directory or file that is missing and how to install WordNet",
+          "[data][wordnet]") {
+  const TempDir dir;
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir / "nowhere"), mpx::io_error,
+                       MessageContains({(dir / "nowhere").string(), "not a WordNet directory",
+                                        "apt-get install wordnet-base", "MPX_WORDNET_DIR"}));
+  WordNetFiles{}.write(dir.path());
+  fs::remove(dir / "data.verb");
+  CHECK_THROWS_MATCHES(
+      WordNetGlosses(dir.path()), mpx::io_error,
+      MessageContains({(dir / "data.verb").string(), "not found", "apt-get install wordnet-base",
+                       "/usr/share/wordnet", "MPX_WORDNET_DIR"}));
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path(), {.validation_percent = 60, .test_percent = 50}),
+                       mpx::invalid_argument,
+                       MessageContains({"validation_percent = 60", "test_percent = 50", "sum <= 100"}));
+}
+
+TEST_CASE("WordNetGlosses rejects every malformed line, naming the file, the line and the content",
+          "[data][wordnet]") {
+  const TempDir dir;
+  const std::string noun_path = (dir / "data.noun").string();
+  // The malformed line replaces the noun file's first synset: line 3, after the two licence lines.
+  WordNetFiles{}.write(dir.path());
+  const auto noun_error = [&](const std::string& line) -> std::string {
+    write_file(dir / "data.noun", licence + line + "\n00002000 03 n 01 oak 0 000 | a tree  \n");
+    try {
+      const WordNetGlosses glosses(dir.path());
+    } catch (const mpx::io_error& e) {
+      return e.what();
+    }
+    return "<nothing thrown>";
+  };
+  const auto check = [&](const std::string& line, std::initializer_list<std::string> fragments) {
+    INFO(line);
+    const std::string message = noun_error(line);
+    INFO(message);
+    CHECK(message.find(noun_path) != std::string::npos);
+    CHECK(message.find(" line 3: ") != std::string::npos);
+    for (const std::string& fragment : fragments) CHECK(message.find(fragment) != std::string::npos);
+  };
+
+  check("00001740 02 n zz lion 0 000 | a cat",
+        {"w_cnt \"zz\"", "not a hexadecimal number", "00001740 02 n zz"});
+  check("00001740 02 n 00 000 | a cat", {"w_cnt is 0"});
+  // w_cnt too large: the next word's lex_id is `@`; too small: p_cnt reads a word.
+  check("00001740 02 n 03 big_cat 0 Lion 1 001 @ 00002000 n 0000 | a cat",
+        {"lex_id of word 3 \"001\" \"@\"", "hexadecimal"});
+  check("00001740 02 n 01 big_cat 0 Lion 1 001 @ 00002000 n 0000 | a cat", {"p_cnt \"Lion\"", "decimal"});
+  // p_cnt too large / too small.
+  check("00001740 02 n 01 lion 0 002 @ 00002000 n 0000 | a cat",
+        {"missing pointer_symbol of pointer 2 of 2 (p_cnt) (field 12)", "11 fields"});
+  check("00001740 02 n 01 lion 0 000 @ 00002000 n 0000 | a cat",
+        {"4 unexpected fields before `|`, from \"@\" (field 8)", "w_cnt or p_cnt wrong"});
+  check("00001740 02 n 01 lion 0 001 @ 0000200x n 0000 | a cat", {"synset_offset of pointer 1 \"0000200x\""});
+  check("00001740 02 n 01 lion 0 001 @ 00002000 q 0000 | a cat", {"pos \"q\" of pointer 1"});
+  check("00001740 02 n 01 lion 0 000 a cat", {"no `|`", "truncated"});
+  check("00001740 02 n 01 lion", {"no `|`"});
+  check("00001740 02 n | a cat", {"missing w_cnt (field 4)"});
+  check("00001740 02 n 01 lion 0 000 |   ", {"gloss after `|` is empty"});
+  check("0000174x 02 n 01 lion 0 000 | a cat", {"synset_offset \"0000174x\"", "decimal"});
+  check("00001740 06 n 01 lion 0 000 | a cat", {"lex_filenum 6 is out of range", "numbered 0 to 5"});
+  check("00001740 04 n 01 lion 0 000 | a cat", {"lex_filenum 4 (verb.motion) is not a noun file"});
+  check("00001740 02 v 01 lion 0 000 | a cat", {"ss_type \"v\" is invalid in a noun file"});
+  check("", {"empty line"});
+  // The next line has the same offset.
+  CHECK_THAT(noun_error("00002000 03 n 01 ash 0 000 | a tree"),
+             Catch::Contains("line 4: synset_offset 2000 occurs twice (lines 3 and 4)"));
+
+  // Verb frames: f_cnt is required and each frame is `+ f_num w_num`.
+  WordNetFiles files;
+  files.verb = licence + "00001740 04 v 01 run 0 000 | move fast  \n";
+  files.write(dir.path());
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path()), mpx::io_error,
+                       MessageContains({(dir / "data.verb").string(), "line 3", "missing f_cnt"}));
+  files.verb = licence + "00001740 04 v 01 run 0 000 01 - 02 00 | move fast  \n";
+  files.write(dir.path());
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path()), mpx::io_error,
+                       MessageContains({"frame 1 starts with \"-\"; expected `+`"}));
+
+  // Without a lexnames file the labels are WordNet's 45.
+  files = WordNetFiles{};
+  files.with_lexnames = false;
+  files.noun = licence + "00001740 45 n 01 lion 0 000 | a cat\n";
+  files.write(dir.path());
+  fs::remove(dir / "lexnames");
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path()), mpx::io_error,
+                       MessageContains({noun_path, "line 3", "lex_filenum 45 is out of range", "0 to 44"}));
+}
+
+TEST_CASE("WordNetGlosses rejects a malformed lexnames file, naming the line", "[data][wordnet]") {
+  const TempDir dir;
+  const std::string path = (dir / "lexnames").string();
+  WordNetFiles files;
+  files.lexnames = "00\tadj.all\t3\n02\tadv.all\t4\n";
+  files.write(dir.path());
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path()), mpx::io_error,
+                       MessageContains({path, "line 2", "file number \"02\" is not 1"}));
+  files.lexnames = "00\tadj.all\t3\n01\tadv.all\n";
+  files.write(dir.path());
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path()), mpx::io_error,
+                       MessageContains({path, "line 2", "2 fields; expected 3"}));
+  files.lexnames = "00\tadj.all\t7\n";
+  files.write(dir.path());
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path()), mpx::io_error,
+                       MessageContains({path, "line 1", "syntactic category \"7\" is invalid"}));
+  files.lexnames = "\n";
+  files.write(dir.path());
+  CHECK_THROWS_MATCHES(WordNetGlosses(dir.path()), mpx::io_error,
+                       MessageContains({path, "holds no lexicographer files"}));
+}
+
+TEST_CASE("The WordNet split is the documented hash: deterministic, independent of file order, 80/10/10",
+          "[data][wordnet]") {
+  const char letters[] = {'n', 'v', 'a', 'r'};
+  std::map<WordNetSplit, std::int64_t> counts;
+  constexpr std::int64_t per_part = 50000;
+  for (int p = 0; p < 4; ++p) {
+    const auto part = static_cast<PartOfSpeech>(p);
+    REQUIRE(mpx::data::part_of_speech_letter(part) == letters[p]);
+    for (std::int64_t offset = 0; offset < per_part; ++offset) {
+      const std::int32_t bucket = mpx::data::wordnet_split_bucket(part, offset);
+      REQUIRE(bucket == documented_bucket(letters[p], static_cast<std::uint64_t>(offset)));
+      const WordNetSplit split = mpx::data::wordnet_split_of(part, offset);
+      REQUIRE(split == (bucket < 80   ? WordNetSplit::Train
+                        : bucket < 90 ? WordNetSplit::Validation
+                                      : WordNetSplit::Test));
+      ++counts[split];
+    }
+  }
+  // 200000 synsets: the standard deviation of a 10% share is 0.07 points; 0.5 points is 7 of them.
+  constexpr double total = 4.0 * per_part;
+  CHECK(std::abs(static_cast<double>(counts[WordNetSplit::Train]) / total - 0.8) < 0.005);
+  CHECK(std::abs(static_cast<double>(counts[WordNetSplit::Validation]) / total - 0.1) < 0.005);
+  CHECK(std::abs(static_cast<double>(counts[WordNetSplit::Test]) / total - 0.1) < 0.005);
+
+  // Other shares move the boundaries: buckets 0-69 train, 70-99 validation, no test.
+  const mpx::data::WordNetSplitOptions no_test{.validation_percent = 30, .test_percent = 0};
+  for (std::int64_t offset = 0; offset < 1000; ++offset) {
+    const std::int32_t bucket = mpx::data::wordnet_split_bucket(PartOfSpeech::Verb, offset);
+    CHECK(mpx::data::wordnet_split_of(PartOfSpeech::Verb, offset, no_test) ==
+          (bucket < 70 ? WordNetSplit::Train : WordNetSplit::Validation));
+  }
+
+  // The same synsets in another line order are split alike.
+  const TempDir forward_dir;
+  const TempDir reversed_dir;
+  WordNetFiles files;
+  std::string forward;
+  std::string reversed;
+  for (int i = 0; i < 40; ++i) {
+    const std::string line =
+        std::to_string(10000000 + 97 * i) + " 02 n 01 cat" + std::to_string(i) + " 0 000 | a cat\n";
+    forward += line;
+    reversed = line + reversed;
+  }
+  files.noun = licence + forward;
+  files.write(forward_dir.path());
+  files.noun = licence + reversed;
+  files.write(reversed_dir.path());
+  const auto splits_by_offset = [](const WordNetGlosses& glosses) {
+    std::map<std::pair<PartOfSpeech, std::int64_t>, WordNetSplit> splits;
+    for (const auto& synset : glosses.synsets())
+      splits[{synset.part_of_speech, synset.offset}] = synset.split;
+    return splits;
+  };
+  const WordNetGlosses a(forward_dir.path());
+  const WordNetGlosses b(reversed_dir.path());
+  CHECK(a.synsets().front().offset == b.synsets()[39].offset);
+  CHECK(splits_by_offset(a) == splits_by_offset(b));
+}
+
+TEST_CASE("WordNetGlosses reads the real WordNet 3.0: 117659 synsets, 45 labels, the split's sizes",
+          "[data][wordnet][real]") {
+  const fs::path dir = mpx::data::default_wordnet_dir();
+  if (!fs::exists(dir / "data.noun")) {
+    WARN("SKIPPED: WordNet not found in " << dir << " (apt-get install wordnet-base)");
+    return;
+  }
+  const WordNetGlosses glosses(dir);
+  CHECK(glosses.synsets().size() == 117659);
+  REQUIRE(glosses.label_count() == 45);
+  std::map<PartOfSpeech, std::int64_t> per_part;
+  std::set<std::int32_t> labels_used;
+  std::int64_t satellites = 0;
+  for (const auto& synset : glosses.synsets()) {
+    ++per_part[synset.part_of_speech];
+    labels_used.insert(synset.label);
+    satellites += synset.satellite ? 1 : 0;
+  }
+  // `grep -vc '^  ' data.noun` etc.
+  CHECK(per_part[PartOfSpeech::Noun] == 82115);
+  CHECK(per_part[PartOfSpeech::Verb] == 13767);
+  CHECK(per_part[PartOfSpeech::Adjective] == 18156);
+  CHECK(per_part[PartOfSpeech::Adverb] == 3621);
+  CHECK(satellites == 10693);
+  CHECK(labels_used.size() == 45);
+  // Pinned: a change of the split's hash or shares shows here.
+  CHECK(glosses.indices(WordNetSplit::Train).size() == 94069);
+  CHECK(glosses.indices(WordNetSplit::Validation).size() == 11820);
+  CHECK(glosses.indices(WordNetSplit::Test).size() == 11770);
+  const auto& entity = glosses.synsets().front();
+  CHECK(entity.offset == 1740);
+  CHECK(entity.label_name == "noun.Tops");
+  CHECK(entity.words == std::vector<std::string>{"entity"});
+  CHECK(entity.gloss ==
+        "that which is perceived or known or inferred to have its own distinct existence (living or "
+        "nonliving)");
+}
+
+}  // namespace MPX_UNITY_ID
+}  // namespace
