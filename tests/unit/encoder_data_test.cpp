@@ -3,7 +3,8 @@
 // The data of the encoder example: WordNetGlosses on small WordNet directories written here (the
 // fields, the labels, what every malformed line is told) and, where the Debian package is installed,
 // on the real WordNet 3.0; the split (its documented hash recomputed here, proportions,
-// independence of file order).
+// independence of file order); WordVocabulary (tokens, order, encode, to_string / from_string and
+// their errors).
 
 #include <catch2/catch.hpp>
 
@@ -19,8 +20,10 @@
 #include <string_view>
 #include <vector>
 
+#include <mpx/data/word_vocabulary.hpp>
 #include <mpx/data/wordnet_glosses.hpp>
 #include <mpx/error.hpp>
+#include <mpx/io/safetensors.hpp>
 
 #include "../support/error_matchers.hpp"
 
@@ -37,6 +40,7 @@ namespace fs = std::filesystem;
 using mpx::data::PartOfSpeech;
 using mpx::data::WordNetGlosses;
 using mpx::data::WordNetSplit;
+using mpx::data::WordVocabulary;
 using mpx::test::MessageContains;
 
 // A scratch directory of this test file's own.
@@ -385,6 +389,133 @@ TEST_CASE("WordNetGlosses reads the real WordNet 3.0: 117659 synsets, 45 labels,
   CHECK(entity.gloss ==
         "that which is perceived or known or inferred to have its own distinct existence (living or "
         "nonliving)");
+
+  std::vector<std::string_view> train_glosses;
+  for (const std::int64_t i : glosses.indices(WordNetSplit::Train)) {
+    train_glosses.push_back(glosses.synsets()[static_cast<std::size_t>(i)].gloss);
+  }
+  CHECK(WordVocabulary::build(train_glosses, {.min_count = 2}).size() == 31451);
+}
+
+// ---- WordVocabulary ------------------------------------------------------------------------------
+
+TEST_CASE("WordVocabulary tokenizes lowercased words and single punctuation marks", "[data][vocabulary]") {
+  CHECK(WordVocabulary::tokenize("The cat's toy (red).") ==
+        std::vector<std::string>{"the", "cat", "'", "s", "toy", "(", "red", ")", "."});
+  CHECK(WordVocabulary::tokenize("  A1\tb2\n--x  ") == std::vector<std::string>{"a1", "b2", "-", "-", "x"});
+  CHECK(WordVocabulary::tokenize("Caf\xc3\xa9 [MASK]") ==
+        std::vector<std::string>{"caf\xc3\xa9", "[", "mask", "]"});  // UTF-8 stays in its word
+  CHECK(WordVocabulary::tokenize("").empty());
+}
+
+TEST_CASE("WordVocabulary orders words by count then by word, with the special tokens first",
+          "[data][vocabulary]") {
+  const std::vector<std::string> texts{"b a a", "c B a", "d."};
+  const WordVocabulary vocabulary = WordVocabulary::build(texts);
+  REQUIRE(vocabulary.size() == 10);
+  for (std::int32_t id = 0; id < 5; ++id)
+    CHECK(vocabulary.word_of(id) == WordVocabulary::special_words[static_cast<std::size_t>(id)]);
+  // a: 3, b: 2, then count 1 in byte order: "." < "c" < "d".
+  CHECK(vocabulary.word_of(5) == "a");
+  CHECK(vocabulary.word_of(6) == "b");
+  CHECK(vocabulary.word_of(7) == ".");
+  CHECK(vocabulary.word_of(8) == "c");
+  CHECK(vocabulary.word_of(9) == "d");
+  CHECK(vocabulary.id_of("[CLS]") == WordVocabulary::cls_id);
+  CHECK(vocabulary.id_of("[MASK]") == 4);
+  CHECK(vocabulary.id_of("b") == 6);
+  CHECK(vocabulary.id_of("zebra") == WordVocabulary::unk_id);
+  CHECK(vocabulary.contains("d"));
+  CHECK_FALSE(vocabulary.contains("zebra"));
+
+  CHECK(vocabulary.encode("A b, zebra d.") == std::vector<std::int32_t>{5, 6, 1, 1, 9, 7});  // "," is unknown
+  const std::vector<std::int32_t> framed{2, 5, 6, 1, 3, 0};
+  CHECK(vocabulary.decode(framed) == "[CLS] a b [UNK] [SEP] [PAD]");
+  CHECK_THROWS_MATCHES(vocabulary.decode(std::vector<std::int32_t>{5, 10}), mpx::invalid_argument,
+                       MessageContains({"id 10 at position 1", "outside [0, 10)"}));
+  CHECK_THROWS_MATCHES(static_cast<void>(vocabulary.word_of(-1)), mpx::invalid_argument,
+                       MessageContains({"id -1", "[0, 10)"}));
+
+  // The same texts in another order give the same vocabulary.
+  const std::vector<std::string> shuffled{"d.", "c B a", "b a a"};
+  CHECK(WordVocabulary::build(shuffled) == vocabulary);
+
+  const WordVocabulary frequent = WordVocabulary::build(texts, {.min_count = 2});
+  CHECK(frequent.size() == 7);
+  CHECK(frequent.word_of(6) == "b");
+  const WordVocabulary capped = WordVocabulary::build(texts, {.max_size = 6});
+  CHECK(capped.size() == 6);
+  CHECK(capped.word_of(5) == "a");
+  CHECK(WordVocabulary::build(texts, {.max_size = 5}).size() == 5);
+  CHECK(WordVocabulary().size() == 5);
+
+  CHECK_THROWS_MATCHES(WordVocabulary::build(texts, {.min_count = 0}), mpx::invalid_argument,
+                       MessageContains({"min_count = 0"}));
+  CHECK_THROWS_MATCHES(WordVocabulary::build(texts, {.max_size = 4}), mpx::invalid_argument,
+                       MessageContains({"max_size = 4", "special tokens"}));
+  const mpx::data::SpecialTokens tokens = WordVocabulary::special_tokens();
+  CHECK((tokens.pad == 0 && tokens.unk == 1 && tokens.cls == 2 && tokens.sep == 3 && tokens.mask == 4));
+}
+
+TEST_CASE("WordVocabulary round-trips through to_string and from_string", "[data][vocabulary]") {
+  const std::vector<std::string> texts{"the cat sat; the dog ran", "caf\xc3\xa9 au lait"};
+  const WordVocabulary vocabulary = WordVocabulary::build(texts);
+  const std::string text = vocabulary.to_string();
+  CHECK(text.rfind("mpx-word-vocabulary 1 14\n[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n;\nau\n", 0) == 0);
+  CHECK(text.back() == '\n');
+  const WordVocabulary loaded = WordVocabulary::from_string(text);
+  CHECK(loaded == vocabulary);
+  CHECK(loaded.encode("The dog, caf\xc3\xa9") == vocabulary.encode("The dog, caf\xc3\xa9"));
+  CHECK(WordVocabulary::from_string(text.substr(0, text.size() - 1)) == vocabulary);  // no final newline
+  CHECK(WordVocabulary::from_string(WordVocabulary().to_string()) == WordVocabulary());
+}
+
+TEST_CASE("WordVocabulary::from_string rejects a malformed or mismatched text, naming the line",
+          "[data][vocabulary]") {
+  const std::string specials = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+  const auto error = [](const std::string& text) {
+    try {
+      static_cast<void>(WordVocabulary::from_string(text));
+    } catch (const mpx::io_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<nothing thrown>");
+  };
+  CHECK_THAT(error(""), Catch::Contains("line 1") && Catch::Contains("empty text"));
+  CHECK_THAT(error("hello world\n" + specials),
+             Catch::Contains("line 1 \"hello world\"") && Catch::Contains("not a vocabulary header"));
+  CHECK_THAT(error("mpx-word-vocabulary 2 5\n" + specials),
+             Catch::Contains("format version \"2\" is not supported") && Catch::Contains("reads version 1"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 five\n" + specials),
+             Catch::Contains("size \"five\" is not a decimal"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 7\n" + specials + "cat\n"),
+             Catch::Contains("declares 7 words but 6 lines follow") && Catch::Contains("truncated"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 3\n[PAD]\n[UNK]\n[CLS]\n"), Catch::Contains("size 3 is invalid"));
+  CHECK_THAT(
+      error("mpx-word-vocabulary 1 6\n[PAD]\n[CLS]\n[UNK]\n[SEP]\n[MASK]\ncat\n"),
+      Catch::Contains("line 3 \"[CLS]\"") && Catch::Contains("expected the special token [UNK] at id 1"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 6\n" + specials + "Cat\n"),
+             Catch::Contains("line 7 \"Cat\"") && Catch::Contains("word of id 5 is not a token"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 6\n" + specials + "ice cream\n"),
+             Catch::Contains("line 7 \"ice cream\"") && Catch::Contains("not a token"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 6\n" + specials + "\n"), Catch::Contains("line 7 \"\""));
+  CHECK_THAT(error("mpx-word-vocabulary 1 6\n" + specials + "--\n"), Catch::Contains("not a token"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 7\n" + specials + "cat\ncat\n"),
+             Catch::Contains("line 8 \"cat\"") && Catch::Contains("listed twice (first at id 5, line 7)"));
+  CHECK_THAT(error("mpx-word-vocabulary 1 6\n" + specials + "[PAD]\n"), Catch::Contains("not a token"));
+}
+
+TEST_CASE("WordVocabulary survives a checkpoint's metadata: quotes, backslashes, UTF-8",
+          "[data][vocabulary]") {
+  const std::vector<std::string> texts{"say \"hi\" \\ to caf\xc3\xa9 \t (twice) \"hi\""};
+  const WordVocabulary vocabulary = WordVocabulary::build(texts);
+  REQUIRE(vocabulary.contains("\""));
+  REQUIRE(vocabulary.contains("\\"));
+  const std::string file = mpx::io::encode_safetensors({}, {{"vocabulary", vocabulary.to_string()}});
+  std::vector<std::byte> bytes(file.size());
+  std::transform(file.begin(), file.end(), bytes.begin(), [](char c) { return static_cast<std::byte>(c); });
+  const mpx::io::SafetensorsFile parsed = mpx::io::parse_safetensors(std::move(bytes), "memory");
+  CHECK(WordVocabulary::from_string(parsed.metadata().at("vocabulary")) == vocabulary);
 }
 
 }  // namespace MPX_UNITY_ID
