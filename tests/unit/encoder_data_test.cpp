@@ -4,7 +4,7 @@
 // fields, the labels, what every malformed line is told) and, where the Debian package is installed,
 // on the real WordNet 3.0; the split (its documented hash recomputed here, proportions,
 // independence of file order); WordVocabulary (tokens, order, encode, to_string / from_string and
-// their errors).
+// their errors); PaddedBatches (padding, truncation, bucketing, each sequence once per epoch).
 
 #include <catch2/catch.hpp>
 
@@ -15,15 +15,19 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <mpx/data/padded_batches.hpp>
 #include <mpx/data/word_vocabulary.hpp>
 #include <mpx/data/wordnet_glosses.hpp>
 #include <mpx/error.hpp>
 #include <mpx/io/safetensors.hpp>
+#include <mpx/numeric/random.hpp>
+#include <mpx/tensor/tensor.hpp>
 
 #include "../support/error_matchers.hpp"
 
@@ -37,11 +41,18 @@ namespace MPX_UNITY_ID {
 namespace {
 
 namespace fs = std::filesystem;
+using mpx::Host;
+using mpx::Tensor;
+using mpx::data::LastBatch;
+using mpx::data::PaddedBatch;
+using mpx::data::PaddedBatches;
 using mpx::data::PartOfSpeech;
 using mpx::data::WordNetGlosses;
 using mpx::data::WordNetSplit;
 using mpx::data::WordVocabulary;
 using mpx::test::MessageContains;
+using Ids = Tensor<std::int32_t, Host>;
+using Sequences = std::vector<std::vector<std::int32_t>>;
 
 // A scratch directory of this test file's own.
 class TempDir : public mpx::test::TempDir {
@@ -516,6 +527,216 @@ TEST_CASE("WordVocabulary survives a checkpoint's metadata: quotes, backslashes,
   std::transform(file.begin(), file.end(), bytes.begin(), [](char c) { return static_cast<std::byte>(c); });
   const mpx::io::SafetensorsFile parsed = mpx::io::parse_safetensors(std::move(bytes), "memory");
   CHECK(WordVocabulary::from_string(parsed.metadata().at("vocabulary")) == vocabulary);
+}
+
+// ---- PaddedBatches -------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::int32_t> row_of(const Ids& ids, std::int64_t row) {
+  const std::int64_t columns = ids.shape()[1];
+  return {ids.data() + row * columns, ids.data() + (row + 1) * columns};
+}
+
+/// `count` sequences `[CLS] w... [SEP]` of lengths 3 to 3 + spread - 1, word ids from 5 on.
+Sequences framed_sequences(std::int32_t count, std::int32_t spread, std::uint64_t seed) {
+  Sequences sequences;
+  for (std::int32_t i = 0; i < count; ++i) {
+    const auto words =
+        1 + static_cast<std::int32_t>(mpx::random_bits(seed, 0, static_cast<std::uint64_t>(i)) %
+                                      static_cast<std::uint32_t>(spread));
+    std::vector<std::int32_t> sequence{2};
+    for (std::int32_t w = 0; w < words; ++w) sequence.push_back(5 + (i * 7 + w) % 50);
+    sequence.push_back(3);
+    sequences.push_back(sequence);
+  }
+  return sequences;
+}
+
+/// Every batch of one epoch, as (indices, lengths, ids) triples.
+struct DealtBatch {
+  std::vector<std::int64_t> indices;
+  std::vector<std::int32_t> lengths;
+  std::vector<std::int32_t> ids;
+  std::int64_t columns = 0;
+  bool operator==(const DealtBatch&) const = default;
+};
+
+std::vector<DealtBatch> epoch_of(PaddedBatches& batches, std::uint64_t epoch) {
+  batches.start_epoch(epoch);
+  std::vector<DealtBatch> dealt;
+  PaddedBatch batch;
+  while (batches.next(batch)) {
+    dealt.push_back({batch.indices,
+                     {batch.lengths.values().begin(), batch.lengths.values().end()},
+                     {batch.ids.values().begin(), batch.ids.values().end()},
+                     batch.ids.shape()[1]});
+  }
+  return dealt;
+}
+
+}  // namespace
+
+TEST_CASE("PaddedBatches pads each batch to its longest sequence and gives lengths and indices",
+          "[data][padded_batches]") {
+  const Sequences sequences{{2, 10, 3}, {2, 11, 12, 13, 3}, {2, 3}, {2, 14, 15, 3}, {2, 16, 3}};
+  PaddedBatches batches(sequences, {.batch_size = 2, .max_length = 16, .shuffle = false});
+  CHECK(batches.batches_per_epoch() == 3);
+  PaddedBatch batch;
+  REQUIRE(batches.next(batch));
+  REQUIRE(batch.ids.shape() == mpx::Shape{2, 5});
+  CHECK(row_of(batch.ids, 0) == std::vector<std::int32_t>{2, 10, 3, 0, 0});
+  CHECK(row_of(batch.ids, 1) == std::vector<std::int32_t>{2, 11, 12, 13, 3});
+  CHECK(batch.lengths.shape() == mpx::Shape{2});
+  CHECK(batch.lengths[0] == 3);
+  CHECK(batch.lengths[1] == 5);
+  CHECK(batch.indices == std::vector<std::int64_t>{0, 1});
+  REQUIRE(batches.next(batch));
+  REQUIRE(batch.ids.shape() == mpx::Shape{2, 4});
+  CHECK(row_of(batch.ids, 0) == std::vector<std::int32_t>{2, 3, 0, 0});
+  CHECK(batch.indices == std::vector<std::int64_t>{2, 3});
+  REQUIRE(batches.next(batch));  // the last, smaller batch
+  REQUIRE(batch.ids.shape() == mpx::Shape{1, 3});
+  CHECK(batch.indices == std::vector<std::int64_t>{4});
+  CHECK_FALSE(batches.next(batch));
+  CHECK(batches.position() == 3);
+
+  // Another [PAD] id, and dropping the last batch.
+  mpx::data::SpecialTokens tokens;
+  tokens.pad = 99;
+  PaddedBatches dropping(
+      sequences, {.batch_size = 2, .shuffle = false, .last_batch = LastBatch::Drop, .tokens = tokens});
+  CHECK(dropping.batches_per_epoch() == 2);
+  REQUIRE(dropping.next(batch));
+  CHECK(row_of(batch.ids, 0) == std::vector<std::int32_t>{2, 10, 3, 99, 99});
+  REQUIRE(dropping.next(batch));
+  CHECK_FALSE(dropping.next(batch));
+  CHECK(dropping.order().back() == 4);  // the dropped sequence is listed last
+}
+
+TEST_CASE("PaddedBatches truncates long sequences, keeping a final [SEP]", "[data][padded_batches]") {
+  const Sequences sequences{{2, 10, 11, 12, 13, 3}, {2, 10, 11, 12, 13}, {2, 10, 11, 3}, {2, 10, 3}};
+  PaddedBatches batches(sequences, {.batch_size = 4, .max_length = 4, .shuffle = false});
+  PaddedBatch batch;
+  REQUIRE(batches.next(batch));
+  REQUIRE(batch.ids.shape() == mpx::Shape{4, 4});
+  CHECK(row_of(batch.ids, 0) == std::vector<std::int32_t>{2, 10, 11, 3});   // first 3, then its [SEP]
+  CHECK(row_of(batch.ids, 1) == std::vector<std::int32_t>{2, 10, 11, 12});  // no [SEP]: the first 4
+  CHECK(row_of(batch.ids, 2) == std::vector<std::int32_t>{2, 10, 11, 3});   // exactly 4: unchanged
+  CHECK(row_of(batch.ids, 3) == std::vector<std::int32_t>{2, 10, 3, 0});
+  CHECK(std::vector<std::int32_t>(batch.lengths.values().begin(), batch.lengths.values().end()) ==
+        std::vector<std::int32_t>{4, 4, 4, 3});
+  CHECK(batches.length(0) == 4);
+  CHECK(batches.length(3) == 3);
+}
+
+TEST_CASE("PaddedBatches deals every sequence once per epoch, reproducibly, with and without bucketing",
+          "[data][padded_batches]") {
+  const Sequences sequences = framed_sequences(1003, 40, 5);
+  for (const bool bucket : {false, true}) {
+    INFO("bucket_by_length = " << bucket);
+    const PaddedBatches::Options options{
+        .batch_size = 16, .max_length = 32, .seed = 11, .bucket_by_length = bucket, .bucket_batches = 4};
+    PaddedBatches batches(sequences, options);
+    PaddedBatches again(sequences, options);
+    CHECK(batches.batches_per_epoch() == 63);
+    std::set<std::vector<std::int64_t>> first_batches;
+    for (std::uint64_t epoch = 0; epoch < 3; ++epoch) {
+      const std::vector<DealtBatch> dealt = epoch_of(batches, epoch);
+      REQUIRE(dealt.size() == 63);
+      CHECK(dealt == epoch_of(again, epoch));  // same seed and epoch, same batches
+      std::vector<std::int64_t> seen;
+      for (const DealtBatch& batch : dealt) {
+        std::int64_t longest = 0;
+        for (std::size_t r = 0; r < batch.indices.size(); ++r) {
+          const std::int64_t index = batch.indices[r];
+          seen.push_back(index);
+          const auto& sequence = sequences[static_cast<std::size_t>(index)];
+          const auto length = std::min<std::int64_t>(static_cast<std::int64_t>(sequence.size()), 32);
+          CHECK(batch.lengths[r] == length);
+          longest = std::max(longest, length);
+          for (std::int64_t t = 0; t < batch.columns; ++t) {
+            const std::int32_t id =
+                batch.ids[r * static_cast<std::size_t>(batch.columns) + static_cast<std::size_t>(t)];
+            if (t >= length) {
+              CHECK(id == 0);
+            } else if (t == length - 1) {
+              CHECK(id == 3);  // every sequence ends with [SEP], truncated or not
+            } else {
+              CHECK(id == sequence[static_cast<std::size_t>(t)]);
+            }
+          }
+        }
+        CHECK(batch.columns == longest);
+      }
+      CHECK(std::vector<std::int64_t>(batches.order().begin(), batches.order().end()) == seen);
+      std::sort(seen.begin(), seen.end());
+      std::vector<std::int64_t> all(sequences.size());
+      std::iota(all.begin(), all.end(), std::int64_t{0});
+      CHECK(seen == all);
+      first_batches.insert(dealt.front().indices);
+    }
+    CHECK(first_batches.size() == 3);  // each epoch deals another order
+
+    // Another seed, other batches; resuming mid-epoch deals the rest alike.
+    PaddedBatches::Options other = options;
+    other.seed = 12;
+    PaddedBatches reseeded(sequences, other);
+    CHECK_FALSE(epoch_of(reseeded, 1) == epoch_of(batches, 1));
+    const std::vector<DealtBatch> epoch2 = epoch_of(batches, 2);
+    again.resume(2, 40);
+    PaddedBatch batch;
+    REQUIRE(again.next(batch));
+    CHECK(batch.indices == epoch2[40].indices);
+  }
+}
+
+TEST_CASE("PaddedBatches' bucketing groups similar lengths and pads less", "[data][padded_batches]") {
+  const Sequences sequences = framed_sequences(2000, 60, 9);
+  const auto padding = [&](bool bucket) {
+    PaddedBatches batches(
+        sequences,
+        {.batch_size = 20, .max_length = 64, .seed = 3, .bucket_by_length = bucket, .bucket_batches = 10});
+    std::int64_t padded = 0;
+    for (const DealtBatch& batch : epoch_of(batches, 0)) {
+      for (const std::int32_t length : batch.lengths) padded += batch.columns - length;
+    }
+    return padded;
+  };
+  const std::int64_t plain = padding(false);
+  const std::int64_t bucketed = padding(true);
+  INFO("padding cells: plain " << plain << ", bucketed " << bucketed);
+  CHECK(bucketed * 5 < plain);
+
+  // One chunk holding every batch: the batches are a sorted order cut in pieces, so their length
+  // ranges do not overlap.
+  PaddedBatches whole(
+      sequences,
+      {.batch_size = 20, .max_length = 64, .seed = 3, .bucket_by_length = true, .bucket_batches = 100});
+  std::vector<std::pair<std::int32_t, std::int32_t>> ranges;
+  for (const DealtBatch& batch : epoch_of(whole, 0)) {
+    ranges.emplace_back(*std::min_element(batch.lengths.begin(), batch.lengths.end()),
+                        *std::max_element(batch.lengths.begin(), batch.lengths.end()));
+  }
+  CHECK_FALSE(std::is_sorted(ranges.begin(), ranges.end()));  // the batch order is shuffled
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t b = 1; b < ranges.size(); ++b) CHECK(ranges[b - 1].second <= ranges[b].first);
+}
+
+TEST_CASE("PaddedBatches rejects invalid options and empty sequences", "[data][padded_batches]") {
+  const Sequences sequences{{2, 3}, {}, {2, 5, 3}};
+  CHECK_THROWS_MATCHES(PaddedBatches(sequences, {}), mpx::invalid_argument,
+                       MessageContains({"sequence 1 is empty"}));
+  const Sequences fine{{2, 3}};
+  CHECK_THROWS_MATCHES(PaddedBatches(fine, {.batch_size = 0}), mpx::invalid_argument,
+                       MessageContains({"batch_size = 0"}));
+  CHECK_THROWS_MATCHES(PaddedBatches(fine, {.max_length = 1}), mpx::invalid_argument,
+                       MessageContains({"max_length = 1", "expected 2"}));
+  CHECK_THROWS_MATCHES(PaddedBatches(fine, {.bucket_batches = 0}), mpx::invalid_argument,
+                       MessageContains({"bucket_batches = 0"}));
+  PaddedBatches batches(fine, {});
+  CHECK_THROWS_MATCHES(batches.resume(0, 2), mpx::invalid_argument,
+                       MessageContains({"position 2", "epoch of 1 batches"}));
 }
 
 }  // namespace MPX_UNITY_ID
