@@ -4,7 +4,8 @@
 // fields, the labels, what every malformed line is told) and, where the Debian package is installed,
 // on the real WordNet 3.0; the split (its documented hash recomputed here, proportions,
 // independence of file order); WordVocabulary (tokens, order, encode, to_string / from_string and
-// their errors); PaddedBatches (padding, truncation, bucketing, each sequence once per epoch).
+// their errors); PaddedBatches (padding, truncation, bucketing, each sequence once per epoch); and
+// mask_tokens (BERT's counts and rates, what is never masked, reproducibility).
 
 #include <catch2/catch.hpp>
 
@@ -21,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include <mpx/backend/cross_entropy_spec.hpp>
+#include <mpx/data/masked_lm.hpp>
 #include <mpx/data/padded_batches.hpp>
 #include <mpx/data/word_vocabulary.hpp>
 #include <mpx/data/wordnet_glosses.hpp>
@@ -44,6 +47,7 @@ namespace fs = std::filesystem;
 using mpx::Host;
 using mpx::Tensor;
 using mpx::data::LastBatch;
+using mpx::data::MaskedLmOptions;
 using mpx::data::PaddedBatch;
 using mpx::data::PaddedBatches;
 using mpx::data::PartOfSpeech;
@@ -737,6 +741,184 @@ TEST_CASE("PaddedBatches rejects invalid options and empty sequences", "[data][p
   PaddedBatches batches(fine, {});
   CHECK_THROWS_MATCHES(batches.resume(0, 2), mpx::invalid_argument,
                        MessageContains({"position 2", "epoch of 1 batches"}));
+}
+
+// ---- mask_tokens ---------------------------------------------------------------------------------
+
+namespace {
+
+/// A padded batch of `rows` rows `[CLS] w... [SEP] [PAD]...` with words drawn from [5, vocabulary)
+/// and an [UNK] every 9th word: row b holds b % 60 words (row 0: [CLS] [SEP] only).
+void make_batch(std::int64_t rows, std::int32_t vocabulary, Ids& ids, Ids& lengths) {
+  const std::int64_t columns = 62;
+  ids = Ids(mpx::Shape{rows, columns});  // zeros: [PAD]
+  lengths = Ids(mpx::Shape{rows});
+  for (std::int64_t b = 0; b < rows; ++b) {
+    const std::int64_t words = b % 60;
+    ids[b * columns] = 2;
+    for (std::int64_t w = 0; w < words; ++w) {
+      const auto bits = mpx::random_bits(77, static_cast<std::uint64_t>(b), static_cast<std::uint64_t>(w));
+      ids[b * columns + 1 + w] =
+          w % 9 == 8 ? 1 : 5 + static_cast<std::int32_t>(bits % static_cast<std::uint32_t>(vocabulary - 5));
+    }
+    ids[b * columns + 1 + words] = 3;
+    lengths[b] = static_cast<std::int32_t>(words + 2);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("mask_tokens chooses BERT's count of real tokens and corrupts them 80/10/10", "[data][mlm]") {
+  constexpr std::int32_t vocabulary = 1000;
+  Ids ids;
+  Ids lengths;
+  make_batch(600, vocabulary, ids, lengths);
+  const MaskedLmOptions options{.vocabulary_size = vocabulary, .seed = 5};
+  CHECK(options.ignore_index == -100);
+  CHECK(options.ignore_index == mpx::default_ignore_index);  // the cross-entropy loss's
+
+  Ids inputs;
+  Ids targets;
+  std::int64_t chosen = 0;
+  std::int64_t masked = 0;
+  std::int64_t replaced = 0;
+  std::int64_t kept = 0;
+  std::int64_t eligible_total = 0;
+  const std::int64_t columns = ids.shape()[1];
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    const std::int64_t returned = mpx::data::mask_tokens(ids, lengths, options, step, inputs, targets);
+    REQUIRE(inputs.shape() == ids.shape());
+    REQUIRE(targets.shape() == ids.shape());
+    std::int64_t counted = 0;
+    for (std::int64_t b = 0; b < ids.shape()[0]; ++b) {
+      std::int64_t eligible = 0;
+      std::int64_t row_chosen = 0;
+      for (std::int64_t t = 0; t < columns; ++t) {
+        const std::int64_t at = b * columns + t;
+        const std::int32_t original = ids[at];
+        const bool special = original < 5;  // [PAD] [UNK] [CLS] [SEP] [MASK]
+        if (t < lengths[b] && !special) ++eligible;
+        if (targets[at] == options.ignore_index) {
+          CHECK(inputs[at] == original);  // untouched where not chosen
+          continue;
+        }
+        // Chosen: a real, non-special token, whose target is the original.
+        REQUIRE(t < lengths[b]);
+        REQUIRE_FALSE(special);
+        CHECK(targets[at] == original);
+        ++row_chosen;
+        if (inputs[at] == 4) {
+          ++masked;
+        } else if (inputs[at] == original) {
+          ++kept;
+        } else {
+          ++replaced;
+          CHECK(inputs[at] >= 5);
+          CHECK(inputs[at] < vocabulary);
+        }
+      }
+      const std::int64_t expected =
+          eligible == 0 ? 0 : std::max<std::int64_t>(1, std::llround(static_cast<double>(eligible) * 0.15));
+      CHECK(row_chosen == expected);
+      counted += row_chosen;
+      eligible_total += eligible;
+    }
+    CHECK(returned == counted);
+    chosen += counted;
+  }
+  // About 15% of the eligible tokens (a little more: short rows round up to one).
+  const double rate = static_cast<double>(chosen) / static_cast<double>(eligible_total);
+  CHECK(rate > 0.15);
+  CHECK(rate < 0.17);
+  // About 9500 chosen: the standard deviation of the 80% share is 0.41 points, of a 10% share 0.31;
+  // the bounds are 5 of them. A random token equals the original with probability 1/995 (kept).
+  const double n = static_cast<double>(chosen);
+  INFO("chosen " << chosen << ": masked " << masked << ", replaced " << replaced << ", kept " << kept);
+  CHECK(chosen > 9000);
+  CHECK(std::abs(static_cast<double>(masked) / n - 0.8) < 0.021);
+  CHECK(std::abs(static_cast<double>(replaced) / n - 0.1) < 0.016);
+  CHECK(std::abs(static_cast<double>(kept) / n - 0.1) < 0.016);
+}
+
+TEST_CASE("mask_tokens is reproducible for a (seed, step), masks short rows once, works in place",
+          "[data][mlm]") {
+  Ids ids;
+  Ids lengths;
+  make_batch(61, 50, ids, lengths);
+  const MaskedLmOptions options{.vocabulary_size = 50, .seed = 1};
+  Ids inputs_a;
+  Ids targets_a;
+  Ids inputs_b;
+  Ids targets_b;
+  mpx::data::mask_tokens(ids, lengths, options, 7, inputs_a, targets_a);
+  mpx::data::mask_tokens(ids, lengths, options, 7, inputs_b, targets_b);
+  CHECK(std::equal(inputs_a.values().begin(), inputs_a.values().end(), inputs_b.values().begin()));
+  CHECK(std::equal(targets_a.values().begin(), targets_a.values().end(), targets_b.values().begin()));
+  mpx::data::mask_tokens(ids, lengths, options, 8, inputs_b, targets_b);
+  CHECK_FALSE(std::equal(targets_a.values().begin(), targets_a.values().end(), targets_b.values().begin()));
+  MaskedLmOptions reseeded = options;
+  reseeded.seed = 2;
+  mpx::data::mask_tokens(ids, lengths, reseeded, 7, inputs_b, targets_b);
+  CHECK_FALSE(std::equal(targets_a.values().begin(), targets_a.values().end(), targets_b.values().begin()));
+
+  // Row 0 is [CLS] [SEP]: nothing to choose. Row 1 has one word: it is chosen.
+  const std::int64_t columns = ids.shape()[1];
+  for (std::int64_t t = 0; t < columns; ++t) CHECK(targets_a[t] == -100);
+  CHECK(targets_a[columns + 1] == ids[columns + 1]);
+
+  // In place: the same corruption written over the ids.
+  Ids in_place = Ids::uninitialized(ids.shape());
+  std::copy_n(ids.data(), ids.numel(), in_place.data());
+  Ids targets_c;
+  mpx::data::mask_tokens(in_place, lengths, options, 7, in_place, targets_c);
+  CHECK(std::equal(in_place.values().begin(), in_place.values().end(), inputs_a.values().begin()));
+  CHECK(std::equal(targets_c.values().begin(), targets_c.values().end(), targets_a.values().begin()));
+
+  // All [MASK] with mask_fraction 1; nothing changed with both fractions 0.
+  MaskedLmOptions all_masked = options;
+  all_masked.mask_fraction = 1.0;
+  all_masked.random_fraction = 0.0;
+  mpx::data::mask_tokens(ids, lengths, all_masked, 7, inputs_b, targets_b);
+  for (std::int64_t i = 0; i < ids.numel(); ++i) {
+    if (targets_b[i] != -100) CHECK(inputs_b[i] == 4);
+  }
+  MaskedLmOptions unchanged = options;
+  unchanged.mask_fraction = 0.0;
+  unchanged.random_fraction = 0.0;
+  mpx::data::mask_tokens(ids, lengths, unchanged, 7, inputs_b, targets_b);
+  CHECK(std::equal(inputs_b.values().begin(), inputs_b.values().end(), ids.values().begin()));
+}
+
+TEST_CASE("mask_tokens rejects invalid options and batches, naming the values", "[data][mlm]") {
+  Ids ids;
+  Ids lengths;
+  make_batch(3, 50, ids, lengths);
+  Ids inputs;
+  Ids targets;
+  const auto mask = [&](const MaskedLmOptions& options) {
+    return mpx::data::mask_tokens(ids, lengths, options, 0, inputs, targets);
+  };
+  CHECK_THROWS_MATCHES(mask({}), mpx::invalid_argument,
+                       MessageContains({"special token id 0 is outside [0, vocabulary_size = 0)"}));
+  CHECK_THROWS_MATCHES(mask({.vocabulary_size = 5}), mpx::invalid_argument,
+                       MessageContains({"vocabulary_size = 5 leaves no token besides the 5 special ones"}));
+  CHECK_THROWS_MATCHES(mask({.vocabulary_size = 50, .probability = 0.0}), mpx::invalid_argument,
+                       MessageContains({"probability = 0", "(0, 1]"}));
+  CHECK_THROWS_MATCHES(mask({.vocabulary_size = 50, .mask_fraction = 0.95}), mpx::invalid_argument,
+                       MessageContains({"mask_fraction = 0.95", "random_fraction = 0.1"}));
+  CHECK_THROWS_MATCHES(mask({.vocabulary_size = 50, .ignore_index = 7}), mpx::invalid_argument,
+                       MessageContains({"ignore_index = 7 is a token id"}));
+  ids[62 + 1] = 45;  // row 1, position 1
+  CHECK_THROWS_MATCHES(
+      mask({.vocabulary_size = 40}), mpx::invalid_argument,
+      MessageContains({"token 45 at row 1, position 1 is outside [0, vocabulary_size = 40)"}));
+  lengths[1] = 100;
+  CHECK_THROWS_MATCHES(mask({.vocabulary_size = 50}), mpx::invalid_argument,
+                       MessageContains({"lengths[1] = 100", "[0, T = 62]"}));
+  Ids short_lengths(mpx::Shape{2});
+  CHECK_THROWS_MATCHES(
+      mpx::data::mask_tokens(ids, short_lengths, {.vocabulary_size = 50}, 0, inputs, targets),
+      mpx::shape_error, MessageContains({"[3, 62]", "[2]", "expected ids [B, T] and lengths [B]"}));
 }
 
 }  // namespace MPX_UNITY_ID
