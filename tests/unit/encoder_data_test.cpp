@@ -5,7 +5,8 @@
 // on the real WordNet 3.0; the split (its documented hash recomputed here, proportions,
 // independence of file order); WordVocabulary (tokens, order, encode, to_string / from_string and
 // their errors); PaddedBatches (padding, truncation, bucketing, each sequence once per epoch); and
-// mask_tokens (BERT's counts and rates, what is never masked, reproducibility).
+// mask_tokens (BERT's counts and rates, what is never masked, reproducibility); and the whole
+// pipeline as docs/encoder.md shows it.
 
 #include <catch2/catch.hpp>
 
@@ -919,6 +920,72 @@ TEST_CASE("mask_tokens rejects invalid options and batches, naming the values", 
   CHECK_THROWS_MATCHES(
       mpx::data::mask_tokens(ids, short_lengths, {.vocabulary_size = 50}, 0, inputs, targets),
       mpx::shape_error, MessageContains({"[3, 62]", "[2]", "expected ids [B, T] and lengths [B]"}));
+}
+
+// ---- The pipeline, as docs/encoder.md shows it -------------------------------------------------
+
+TEST_CASE("The encoder's data: glosses, vocabulary, padded batches, masked-LM targets and labels",
+          "[data][encoder]") {
+  const TempDir dir;
+  WordNetFiles files;
+  files.noun = licence;
+  for (int i = 0; i < 60; ++i) {
+    files.noun += std::to_string(10000000 + 97 * i) + (i % 2 == 0 ? " 02" : " 03") + " n 01 thing" +
+                  std::to_string(i) + " 0 000 | a living thing " + std::to_string(i % 7) + " of the set\n";
+  }
+  files.write(dir.path());
+  const fs::path wordnet_dir = dir.path();
+  // [encoder-data]
+  // WordNet's glosses and their supersenses (no argument: $MPX_WORDNET_DIR or /usr/share/wordnet).
+  const mpx::data::WordNetGlosses wordnet(wordnet_dir);
+  std::vector<std::string_view> glosses;
+  std::vector<std::int32_t> labels;
+  for (const std::int64_t i : wordnet.indices(mpx::data::WordNetSplit::Train)) {
+    glosses.push_back(wordnet.synsets()[static_cast<std::size_t>(i)].gloss);
+    labels.push_back(wordnet.synsets()[static_cast<std::size_t>(i)].label);
+  }
+  // The vocabulary of the training glosses, and each gloss as [CLS] words [SEP].
+  const auto vocabulary = mpx::data::WordVocabulary::build(glosses, {.min_count = 2});
+  std::vector<std::vector<std::int32_t>> sequences;
+  for (const std::string_view gloss : glosses) {
+    std::vector<std::int32_t> ids{mpx::data::WordVocabulary::cls_id};
+    const std::vector<std::int32_t> words = vocabulary.encode(gloss);
+    ids.insert(ids.end(), words.begin(), words.end());
+    ids.push_back(mpx::data::WordVocabulary::sep_id);
+    sequences.push_back(std::move(ids));
+  }
+  mpx::data::PaddedBatches batches(sequences,
+                                   {.batch_size = 32, .max_length = 64, .seed = 1, .bucket_by_length = true});
+  const mpx::data::MaskedLmOptions masking{.vocabulary_size = vocabulary.size(), .seed = 2};
+
+  mpx::data::PaddedBatch batch;
+  mpx::Tensor<std::int32_t, mpx::Host> inputs;   // [B, T] ids with 15% of the words corrupted
+  mpx::Tensor<std::int32_t, mpx::Host> targets;  // [B, T] the original ids there, -100 elsewhere
+  mpx::Tensor<std::int32_t, mpx::Host> classes;  // [B] each gloss's supersense
+  std::uint64_t step = 0;
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    batches.start_epoch(epoch);
+    while (batches.next(batch)) {
+      // Pretraining: the encoder reads `inputs` (batch.lengths are its attention's key counts), the
+      // cross-entropy loss compares its predictions with `targets`.
+      mpx::data::mask_tokens(batch.ids, batch.lengths, masking, step++, inputs, targets);
+      // Fine-tuning: the labels of the batch's glosses, for a classifier on the [CLS] output.
+      classes = mpx::Tensor<std::int32_t, mpx::Host>::uninitialized(mpx::Shape{batch.lengths.numel()});
+      for (std::size_t row = 0; row < batch.indices.size(); ++row) {
+        classes[static_cast<std::int64_t>(row)] = labels[static_cast<std::size_t>(batch.indices[row])];
+      }
+    }
+  }
+  // Saved beside the weights: mpx::io::save_checkpoint(path, trainer, {{"vocabulary", text}}).
+  const std::string text = vocabulary.to_string();
+  // [encoder-data]
+  CHECK(glosses.size() == wordnet.indices(WordNetSplit::Train).size());
+  CHECK(glosses.size() > 40);
+  CHECK(vocabulary.id_of("living") > 4);
+  CHECK(step == 2 * static_cast<std::uint64_t>(batches.batches_per_epoch()));
+  CHECK(WordVocabulary::from_string(text) == vocabulary);
+  CHECK(inputs.shape() == batch.ids.shape());
+  CHECK(classes.shape()[0] == batch.ids.shape()[0]);
 }
 
 }  // namespace MPX_UNITY_ID
