@@ -15,6 +15,7 @@ packages=(
   catch2                               # tests (Catch2 2.13)
   zlib1g-dev dataset-fashion-mnist     # gzip'd IDX reader and the default dataset
   fortunes                             # the text corpus of the character-level GPT (docs/data.md)
+  wordnet-base                         # WordNet 3.0: glosses and supersenses of the encoder (docs/encoder.md)
   pkg-config doxygen python3-venv      # package tests (pkg-config consumer, the tools' venv) and API docs
   clang libclang-rt-dev                # libFuzzer targets (tests/fuzz)
   libopenmpi-dev openmpi-bin           # data parallel over MPI (include/mpx/dist, tests/mpi)

@@ -61,8 +61,13 @@
 #include "mpx/data/idx.hpp"
 #include "mpx/data/image_augmentation.hpp"
 #include "mpx/data/input_normalization.hpp"
+#include "mpx/data/masked_lm.hpp"
+#include "mpx/data/padded_batches.hpp"
+#include "mpx/data/special_tokens.hpp"
 #include "mpx/data/text_corpus.hpp"
 #include "mpx/data/text_windows.hpp"
+#include "mpx/data/word_vocabulary.hpp"
+#include "mpx/data/wordnet_glosses.hpp"
 
 #include "mpx/nn/activation.hpp"
 #include "mpx/nn/add_time_embedding.hpp"

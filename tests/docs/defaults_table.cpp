@@ -572,12 +572,58 @@ Table text_data() {
   return t;
 }
 
+Table encoder_data() {
+  Table t{"encoder_data", {"class", "option", "default", "meaning"}, {}};
+  const mpx::data::WordNetGlosses::Options split{};
+  t.add({"`WordNetGlosses`", "`.validation_percent`", code_number(split.validation_percent),
+         "synsets in the validation set, in percent (by the split's hash)"});
+  t.add({"`WordNetGlosses`", "`.test_percent`", code_number(split.test_percent),
+         "synsets in the test set, in percent; the rest is training"});
+  const mpx::data::WordVocabulary::Options vocabulary{};
+  t.add({"`WordVocabulary::build`", "`.min_count`", code_number(vocabulary.min_count),
+         "words seen fewer times are left out (encode to [UNK])"});
+  t.add({"`WordVocabulary::build`", "`.max_size`", code_number(vocabulary.max_size),
+         "ids at most, the 5 special tokens included; 0: no limit"});
+  const auto special = [](const mpx::data::SpecialTokens& tokens) {
+    return concat("`{.pad = ", tokens.pad, ", .unk = ", tokens.unk, ", .cls = ", tokens.cls,
+                  ", .sep = ", tokens.sep, ", .mask = ", tokens.mask, "}`");
+  };
+  const mpx::data::PaddedBatches::Options batches{};
+  t.add({"`PaddedBatches`", "`.batch_size`", code_number(batches.batch_size), "sequences per batch"});
+  t.add({"`PaddedBatches`", "`.max_length`", code_number(batches.max_length),
+         "tokens a sequence keeps at most (a final [SEP] is kept)"});
+  t.add({"`PaddedBatches`", "`.seed`", code_number(batches.seed), "seed of the shuffles"});
+  t.add({"`PaddedBatches`", "`.shuffle`", code_number(batches.shuffle), "a new order each epoch"});
+  t.add({"`PaddedBatches`", "`.bucket_by_length`", code_number(batches.bucket_by_length),
+         "sort chunks of the order by length, then shuffle the batches"});
+  t.add({"`PaddedBatches`", "`.bucket_batches`", code_number(batches.bucket_batches),
+         "batches per bucketing chunk"});
+  t.add({"`PaddedBatches`", "`.last_batch`", std::string(last_batch_name(batches.last_batch)),
+         batches.last_batch == mpx::data::LastBatch::Keep ? "a final partial batch is returned"
+                                                          : "a final partial batch is dropped"});
+  t.add({"`PaddedBatches`", "`.tokens`", special(batches.tokens), "[PAD] written as padding, [SEP] kept"});
+  const mpx::data::MaskedLmOptions masking{};
+  t.add({"`mask_tokens`", "`.vocabulary_size`", code_number(masking.vocabulary_size),
+         "required: the vocabulary's size"});
+  t.add({"`mask_tokens`", "`.probability`", code_number(masking.probability),
+         "share of each row's real non-special tokens chosen (at least one)"});
+  t.add({"`mask_tokens`", "`.mask_fraction`", code_number(masking.mask_fraction),
+         "share of the chosen tokens replaced by [MASK]"});
+  t.add({"`mask_tokens`", "`.random_fraction`", code_number(masking.random_fraction),
+         "share replaced by a random non-special token (the rest is kept)"});
+  t.add({"`mask_tokens`", "`.tokens`", special(masking.tokens), "never chosen, never drawn"});
+  t.add({"`mask_tokens`", "`.ignore_index`", code_number(masking.ignore_index),
+         "target of the positions not chosen (the cross-entropy's default)"});
+  t.add({"`mask_tokens`", "`.seed`", code_number(masking.seed), "seed of the draws (with the step)"});
+  return t;
+}
+
 }  // namespace
 
 int main() {
   try {
     for (const Table& table : {layers(), cnn_layers(), sequence_layers(), optimizers(), trainer(),
-                               default_scalers(), loss_scaling(), batcher(), text_data()}) {
+                               default_scalers(), loss_scaling(), batcher(), text_data(), encoder_data()}) {
       table.print();
     }
   } catch (const std::exception& e) {
