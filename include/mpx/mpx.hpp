@@ -81,6 +81,7 @@
 #include "mpx/nn/embedding.hpp"
 #include "mpx/nn/first_token.hpp"
 #include "mpx/nn/flatten.hpp"
+#include "mpx/nn/gather_tokens.hpp"
 #include "mpx/nn/fp8_statistics.hpp"
 #include "mpx/nn/group_norm.hpp"
 #include "mpx/nn/layer.hpp"

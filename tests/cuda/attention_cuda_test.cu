@@ -26,7 +26,7 @@
 #include <vector>
 
 #include <mpx/backend/cpu/attention.hpp>
-#include <mpx/backend/cpu/sequence_position.hpp>
+#include <mpx/backend/cpu/row_gather.hpp>
 #include <mpx/backend/cuda/attention.cuh>
 #include <mpx/cuda.hpp>
 #include <mpx/nn/causal_self_attention.hpp>
@@ -283,20 +283,22 @@ TEMPLATE_TEST_CASE("cuda SelfAttention over an image's pixels follows the cpu la
   check_layer_against_cpu<mpx::nn::SelfAttention, TestType>(Shape{2, 5, 7, 48}, 4);  // 35 pixels
 }
 
-TEST_CASE("cuda take_position and its backward give the cpu's bits", "[cuda][attention]") {
+TEST_CASE("cuda gather_rows and its backward give the cpu's bits", "[cuda][attention]") {
   std::mt19937 rng(5600);
-  const auto x = random_host<Eigen::bfloat16>(Shape{5, 9, 24}, rng);
-  const auto dy = random_host<Eigen::bfloat16>(Shape{5, 24}, rng);
-  for (const std::int64_t position : {std::int64_t{0}, std::int64_t{8}}) {
-    Tensor<Eigen::bfloat16> y_cpu(Shape{5, 24}), dx_cpu(Shape{5, 9, 24});
-    Tensor<Eigen::bfloat16, mpx::Cuda> y_gpu(Shape{5, 24}), dx_gpu(Shape{5, 9, 24});
-    mpx::cpu::take_position(x, position, y_cpu);
-    mpx::cuda::take_position(mpx::to_device(x), position, y_gpu);
-    require_same_bits(mpx::to_host(y_gpu), y_cpu, "take_position " + std::to_string(position));
-    mpx::cpu::take_position_backward(dy, position, dx_cpu);
-    mpx::cuda::take_position_backward(mpx::to_device(dy), position, dx_gpu);
-    require_same_bits(mpx::to_host(dx_gpu), dx_cpu, "take_position_backward " + std::to_string(position));
-  }
+  const auto x = random_host<Eigen::bfloat16>(Shape{5, 9, 24}, rng);  // 45 rows
+  const auto dy = random_host<Eigen::bfloat16>(Shape{4, 24}, rng);
+  Tensor<std::int32_t> rows(Shape{4});
+  const std::int32_t chosen[] = {44, 0, 9, 17};
+  for (std::int64_t m = 0; m < 4; ++m) rows[m] = chosen[m];
+  const auto rows_gpu = mpx::to_device(rows);
+  Tensor<Eigen::bfloat16> y_cpu(Shape{4, 24}), dx_cpu(Shape{5, 9, 24});
+  Tensor<Eigen::bfloat16, mpx::Cuda> y_gpu(Shape{4, 24}), dx_gpu(Shape{5, 9, 24});
+  mpx::cpu::gather_rows(x, rows, y_cpu);
+  mpx::cuda::gather_rows(mpx::to_device(x), rows_gpu, y_gpu);
+  require_same_bits(mpx::to_host(y_gpu), y_cpu, "gather_rows");
+  mpx::cpu::gather_rows_backward(dy, rows, dx_cpu);
+  mpx::cuda::gather_rows_backward(mpx::to_device(dy), rows_gpu, dx_gpu);
+  require_same_bits(mpx::to_host(dx_gpu), dx_cpu, "gather_rows_backward");
 }
 
 TEMPLATE_TEST_CASE("cuda PaddedSelfAttention in a padded encoder block follows the cpu, lengths 0 to full",

@@ -890,6 +890,22 @@ TEST_CASE("mask_tokens is reproducible for a (seed, step), masks short rows once
   CHECK(std::equal(inputs_b.values().begin(), inputs_b.values().end(), ids.values().begin()));
 }
 
+TEST_CASE("chosen_tokens lists mask_tokens' chosen rows in order, with their targets", "[data][mlm]") {
+  mpx::Tensor<std::int32_t> targets(mpx::Shape{2, 3});
+  const std::int32_t values[] = {-100, 7, -100, 9, -100, 11};
+  for (std::int64_t i = 0; i < 6; ++i) targets[i] = values[i];
+  std::vector<std::int32_t> rows = {99};  // cleared first
+  mpx::Tensor<std::int32_t> chosen;
+  mpx::data::chosen_tokens(targets, -100, rows, chosen);
+  CHECK(rows == std::vector<std::int32_t>{1, 3, 5});
+  REQUIRE(chosen.shape() == mpx::Shape{3});
+  CHECK(chosen[0] == 7);
+  CHECK(chosen[1] == 9);
+  CHECK(chosen[2] == 11);
+  const mpx::Tensor<std::int32_t> flat(mpx::Shape{6});
+  CHECK_THROWS_AS(mpx::data::chosen_tokens(flat, -100, rows, chosen), mpx::shape_error);
+}
+
 TEST_CASE("mask_tokens rejects invalid options and batches, naming the values", "[data][mlm]") {
   Ids ids;
   Ids lengths;

@@ -16,6 +16,7 @@
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/error.hpp"
 #include "mpx/nn/first_token.hpp"
+#include "mpx/nn/gather_tokens.hpp"
 #include "mpx/nn/layers.hpp"
 #include "mpx/nn/padded_sequences.hpp"
 #include "mpx/nn/residual.hpp"
@@ -232,10 +233,63 @@ TEST_CASE("FirstToken: position 0 of each sequence forward, dy there and zeros e
   const Tensor<T> empty(Shape{3, 0, 4}), rows(Shape{3, 4});
   CHECK_THROWS_WITH(layer.forward(empty), Catch::Contains("expected sequences [batch, sequence, features]"));
   CHECK_THROWS_AS(layer.forward(rows), mpx::shape_error);
-  Tensor<T> wrong(Shape{3, 5});
-  CHECK_THROWS_WITH(mpx::cpu::take_position(x, 5, wrong), Catch::Contains("position 5 in [0, T)"));
-  CHECK_THROWS_WITH(mpx::cpu::take_position(x, 0, wrong), Catch::Contains("tokens"));
   STATIC_REQUIRE(nn::FirstToken<mpx::fp32>::kind == "FirstToken");
+}
+
+TEST_CASE("gather_rows and its backward: the rows asked for, zeros elsewhere; every misuse named",
+          "[nn][padding]") {
+  std::mt19937_64 rng(4705);
+  const Tensor<float> x = mpx::test::uniform_tensor<float>(Shape{2, 3, 4}, rng, -1.0, 1.0);  // 6 rows
+  Tensor<std::int32_t> rows(Shape{3});
+  rows[0] = 5;
+  rows[1] = 0;
+  rows[2] = 2;
+  Tensor<float> y(Shape{3, 4});
+  mpx::cpu::gather_rows(x, rows, y);
+  for (std::int64_t m = 0; m < 3; ++m) {
+    for (std::int64_t c = 0; c < 4; ++c) CHECK(y[m * 4 + c] == x[rows[m] * 4 + c]);
+  }
+  Tensor<float> dx(Shape{2, 3, 4});
+  dx.fill(7.0f);  // written whole
+  mpx::cpu::gather_rows_backward(y, rows, dx);
+  for (std::int64_t r = 0; r < 6; ++r) {
+    const std::int64_t m = r == 5 ? 0 : r == 0 ? 1 : r == 2 ? 2 : -1;
+    for (std::int64_t c = 0; c < 4; ++c) CHECK(dx[r * 4 + c] == (m < 0 ? 0.0f : y[m * 4 + c]));
+  }
+  rows[2] = 6;
+  CHECK_THROWS_WITH(mpx::cpu::gather_rows(x, rows, y),
+                    Catch::Contains("mpx::cpu::gather_rows: row index 2 is 6, outside [0, 6)"));
+  rows[2] = -1;
+  CHECK_THROWS_AS(mpx::cpu::gather_rows_backward(y, rows, dx), mpx::invalid_argument);
+  Tensor<float> wrong(Shape{3, 5});
+  CHECK_THROWS_AS(mpx::cpu::gather_rows(x, rows, wrong), mpx::shape_error);
+}
+
+TEST_CASE(
+    "GatherTokens in a masked-LM model: the chosen tokens forward, gradients match finite "
+    "differences in fp64, misuse named",
+    "[nn][attention][padding][gradient]") {
+  std::mt19937_64 rng(4706);
+  nn::PaddedSequences model{nn::Sequential{padded_block(8, 2), L64::gather_tokens(), L64::linear(8, 5)}};
+  mpx::test::randomize_parameters(model, rng);
+  const std::vector<std::int32_t> lengths = {4, 2, 3};
+  const std::vector<std::int32_t> rows = {1, 5, 8, 11, 0};  // rows n T + t of [3, 4] tokens, any order
+  model.set_lengths(lengths);
+  model.select_tokens(rows);
+  Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{3, 4, 8}, rng, -1.0, 1.0);
+  REQUIRE(model.forward(x).shape() == Shape{5, 5});
+  const Tensor<double> w = mpx::test::uniform_tensor<double>(Shape{5, 5}, rng, -1.0, 1.0);
+  mpx::test::check_layer_gradients(model, x, w);
+
+  const std::vector<std::int32_t> repeated = {1, 5, 1}, negative = {-2};
+  CHECK_THROWS_WITH(model.select_tokens(repeated), Catch::Contains("token row 1 is chosen twice"));
+  CHECK_THROWS_WITH(model.select_tokens(negative), Catch::Contains("token row -2 is negative"));
+  const std::vector<std::int32_t> beyond = {12};
+  model.select_tokens(beyond);
+  CHECK_THROWS_WITH(model.forward(x), Catch::Contains("row index 0 is 12, outside [0, 12)"));
+  nn::GatherTokens<mpx::fp64> alone;
+  CHECK_THROWS_WITH(alone.forward(x), Catch::Contains("no tokens chosen"));
+  STATIC_REQUIRE(nn::GatherTokens<mpx::fp64>::kind == "GatherTokens");
 }
 
 TEST_CASE("A padded encoder's [CLS] classifier: gradients match finite differences in fp64",

@@ -41,8 +41,8 @@
 /// `concat_channels`, `split_channels` (backend/channel_concat_spec.hpp; a UNet's skip).
 /// Time conditioning: `add_sample_shift`, `sample_shift_backward` (backend/sample_shift_spec.hpp; a
 /// diffusion UNet's timestep embedding added to every pixel).
-/// Sequences: `take_position`, `take_position_backward` (backend/sequence_position_spec.hpp; an
-/// encoder's [CLS] token).
+/// Sequences: `gather_rows`, `gather_rows_backward` (backend/row_gather_spec.hpp; an encoder's
+/// [CLS] tokens, its masked tokens).
 /// Weight averages (backend/weight_average_spec.hpp): `weight_average_update`, and
 /// `weight_average_updates` (a whole step's, collected like `sgd_updates`).
 /// FP8 (nn::Linear under an FP8 precision): `gemm_scaled<AFormat, BFormat, Accumulation>`,

@@ -188,4 +188,27 @@ inline std::int64_t mask_tokens(const Tensor<std::int32_t, Host>& ids,
   return chosen_total;
 }
 
+/// @brief The tokens `mask_tokens` chose, as a masked-language model's head reads them: `rows`
+/// receives their rows b T + t in `targets` [B, T] (row-major order), `chosen` their targets [M],
+/// for `nn::PaddedSequences::select_tokens(rows)` and the loss on the head's [M, vocabulary] logits.
+/// @param targets      `mask_tokens`' targets [B, T]: a token id where chosen, `ignore_index` elsewhere
+/// @param ignore_index the value of the positions not chosen
+/// @param rows         receives the chosen rows (cleared first)
+/// @param chosen       receives their targets; reallocated when M changes
+/// @throws mpx::shape_error unless `targets` is [B, T].
+inline void chosen_tokens(const Tensor<std::int32_t, Host>& targets, std::int32_t ignore_index,
+                          std::vector<std::int32_t>& rows, Tensor<std::int32_t, Host>& chosen) {
+  if (targets.shape().rank() != 2) {
+    throw shape_error(
+        mpx::detail::concat("mpx::data::chosen_tokens: expected targets [B, T], received ", targets.shape()));
+  }
+  rows.clear();
+  for (std::int64_t i = 0; i < targets.numel(); ++i) {
+    if (targets[i] != ignore_index) rows.push_back(static_cast<std::int32_t>(i));
+  }
+  const Shape shape{static_cast<std::int64_t>(rows.size())};
+  if (!(chosen.shape() == shape)) chosen = Tensor<std::int32_t, Host>::uninitialized(shape);
+  for (std::size_t m = 0; m < rows.size(); ++m) chosen[static_cast<std::int64_t>(m)] = targets[rows[m]];
+}
+
 }  // namespace mpx::data

@@ -13,14 +13,15 @@
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_base.hpp"
 #include "mpx/policy/precision.hpp"
+#include "mpx/tensor/transfer.hpp"
 
 namespace mpx::nn {
 
 /// @brief y[n, :] = x[n, 0, :] over sequences x [N, T, C]: PyTorch's `x[:, 0]`, the pooled [CLS]
 /// token of a BERT-style encoder (followed, as in BERT, by a `Linear` pooler and the classifier).
-/// Backward writes dy into position 0 of dx and zeros elsewhere. A copy in the compute type: the
-/// same bits on every device. In a `PaddedSequences` model position 0 is always a real token of a
-/// sequence of length >= 1.
+/// Backward writes dy into position 0 of dx and zeros elsewhere. A copy in the compute type (the
+/// backends' `gather_rows` of rows 0, T, 2T, ...): the same bits on every device. In a
+/// `PaddedSequences` model position 0 is always a real token of a sequence of length >= 1.
 /// @tparam P precision policy; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, class Device = Host>
 class FirstToken : public LayerBase<FirstToken<P, Device>, P, Device> {
@@ -40,9 +41,15 @@ class FirstToken : public LayerBase<FirstToken<P, Device>, P, Device> {
                                             ": expected sequences [batch, sequence, features] ",
                                             "with a sequence of at least 1, received ", x.shape()));
     }
+    if (!(x.shape() == input_shape_)) {  // the rows of the first tokens: 0, T, 2T, ...
+      Tensor<std::int32_t, Host> rows(Shape{x.shape()[0]});
+      for (std::int64_t n = 0; n < rows.numel(); ++n) rows[n] = static_cast<std::int32_t>(n * x.shape()[1]);
+      ensure_shape(rows_, rows.shape());
+      mpx::copy(rows_, rows);
+    }
     input_shape_ = x.shape();
     ensure_shape(output_, Shape{x.shape()[0], x.shape()[2]});
-    Backend<Device>::take_position(x, 0, output_);
+    Backend<Device>::gather_rows(x, rows_, output_);
     return output_;
   }
 
@@ -54,7 +61,7 @@ class FirstToken : public LayerBase<FirstToken<P, Device>, P, Device> {
     this->check_backward(input_shape_.rank() == 3, dy.shape(), output_.shape());
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, input_shape_);
-    Backend<Device>::take_position_backward(dy, 0, input_grad_);
+    Backend<Device>::gather_rows_backward(dy, rows_, input_grad_);
     return &input_grad_;
   }
 
@@ -65,12 +72,13 @@ class FirstToken : public LayerBase<FirstToken<P, Device>, P, Device> {
   /// @brief Nothing to initialise.
   void initialize(std::uint64_t, std::uint64_t) {}
   /// @brief Forgets the input's shape; backward then throws until the next forward.
-  void forget_input() noexcept { input_shape_ = Shape{}; }
+  void forget_input() noexcept { input_shape_ = Shape{}; }  // rows_ is rebuilt by the next forward
   /// @brief No settings.
   [[nodiscard]] LayerDescription describe() const { return {}; }
 
  private:
-  Shape input_shape_;  // rank 0 until a forward ran
+  Shape input_shape_;                  // rank 0 until a forward ran
+  Tensor<std::int32_t, Device> rows_;  // 0, T, 2T, ... for input_shape_
   Tensor<T, Device> output_;
   Tensor<T, Device> input_grad_;
 };

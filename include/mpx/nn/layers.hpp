@@ -16,6 +16,7 @@
 #include "mpx/nn/embedding.hpp"
 #include "mpx/nn/first_token.hpp"
 #include "mpx/nn/flatten.hpp"
+#include "mpx/nn/gather_tokens.hpp"
 #include "mpx/nn/group_norm.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_norm.hpp"
@@ -120,6 +121,9 @@ struct layers {
   /// @brief `nn::FirstToken<P, Device>()`: each sequence's first token, [N, T, C] to [N, C] (an
   /// encoder's [CLS] token, for its classification head).
   [[nodiscard]] static FirstToken<P, Device> first_token() { return {}; }
+  /// @brief `nn::GatherTokens<P, Device>()`: the tokens chosen by the `nn::PaddedSequences` model
+  /// around it, [N, T, C] to [M, C] (a masked-language model's masked tokens, before its head).
+  [[nodiscard]] static GatherTokens<P, Device> gather_tokens() { return {}; }
 
   /// @brief `nn::LayerNorm<P, Device>(features, epsilon)` (epsilon `LayerNorm::default_epsilon`, 1e-5,
   /// when left out).

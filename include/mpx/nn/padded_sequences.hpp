@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mpx/error.hpp"
+#include "mpx/nn/gather_tokens.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/step_key.hpp"
@@ -55,6 +56,9 @@ struct check_padded_sequences {
 /// model.set_lengths(batch.lengths);    // std::span<const std::int32_t>, one per sequence
 /// const auto& y = model.forward(ids);  // ids [batch, longest]
 /// @endcode
+/// A masked-language model predicts the masked tokens only: `select_tokens(rows)` names them (rows
+/// n T + t of the batch's tokens) and the body's `nn::GatherTokens` layer takes them, so that the
+/// vocabulary-sized output layer after it runs on those rows alone.
 /// Parameters and buffers keep the body's names (the lengths are an input, not a parameter), and the
 /// model describes itself as its body does, so weights move between the two freely. It trains as a
 /// `Sequential` does (`Trainer`, checkpoints, `io::model_json`, data parallel): set the lengths of
@@ -81,12 +85,17 @@ class PaddedSequences
   /// @param body the model; its `PaddedSelfAttention` layers read the lengths set here.
   /// @throws mpx::invalid_argument when the body has no `PaddedSelfAttention` layer.
   explicit PaddedSequences(Body body)
-      : body_(std::move(body)), lengths_(std::make_unique<Tensor<std::int32_t, Device>>()) {
+      : body_(std::move(body)),
+        lengths_(std::make_unique<Tensor<std::int32_t, Device>>()),
+        selection_(std::make_unique<TokenSelection<Device>>()) {
     std::int64_t readers = 0;
     nn::for_each_layer(body_, [&](auto& layer) {
       if constexpr (requires { layer.bind_sequence_lengths(lengths_.get()); }) {
         layer.bind_sequence_lengths(lengths_.get());
         ++readers;
+      }
+      if constexpr (requires { layer.bind_token_selection(selection_.get()); }) {
+        layer.bind_token_selection(selection_.get());
       }
     });
     if (readers == 0) {
@@ -120,6 +129,28 @@ class PaddedSequences
     std::copy(lengths.begin(), lengths.end(), host_lengths_.data());
     ensure_shape(*lengths_, shape);
     mpx::copy(*lengths_, host_lengths_);
+  }
+
+  /// @brief The tokens the body's `GatherTokens` layers take in the next forward: row n T + t for
+  /// token t of sequence n (T the batch's padded length), in the order the output is to have them
+  /// (a masked-language model's chosen tokens, as `data::chosen_tokens` lists them).
+  /// @param rows distinct rows, each >= 0 (host memory); checked against the batch in forward.
+  /// @throws mpx::invalid_argument naming the entry for a negative or repeated row.
+  void select_tokens(std::span<const std::int32_t> rows) {
+    std::vector<std::int32_t> sorted(rows.begin(), rows.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      if (sorted[i] < 0 || (i > 0 && sorted[i] == sorted[i - 1])) {
+        throw invalid_argument(mpx::detail::concat(this->label(), ": token row ", sorted[i],
+                                                   sorted[i] < 0 ? " is negative" : " is chosen twice",
+                                                   "; select_tokens takes distinct rows n T + t"));
+      }
+    }
+    const Shape shape{static_cast<std::int64_t>(rows.size())};
+    ensure_shape(selection_->host, shape);
+    std::copy(rows.begin(), rows.end(), selection_->host.data());
+    ensure_shape(selection_->device, shape);
+    mpx::copy(selection_->device, selection_->host);
   }
 
   /// @brief y = body(x), each sequence's padding masked in the body's attention.
@@ -218,8 +249,9 @@ class PaddedSequences
 
  private:
   Body body_;
-  // On the heap, so that the body's layers keep pointing at it when the model moves.
+  // On the heap, so that the body's layers keep pointing at them when the model moves.
   std::unique_ptr<Tensor<std::int32_t, Device>> lengths_;
+  std::unique_ptr<TokenSelection<Device>> selection_;
   Tensor<std::int32_t, Host> host_lengths_;
   std::int64_t longest_ = 0;
 };

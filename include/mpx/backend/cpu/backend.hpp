@@ -29,7 +29,7 @@
 #include "mpx/backend/cpu/pool2d.hpp"
 #include "mpx/backend/cpu/positional_embedding.hpp"
 #include "mpx/backend/cpu/sample_shift.hpp"
-#include "mpx/backend/cpu/sequence_position.hpp"
+#include "mpx/backend/cpu/row_gather.hpp"
 #include "mpx/backend/cpu/softmax_cross_entropy.hpp"
 #include "mpx/backend/cpu/step_threads.hpp"
 #include "mpx/backend/cpu/upsample.hpp"
@@ -177,8 +177,8 @@ struct Backend<Host> {
   MPX_DETAIL_FORWARD_TO_CPU(split_channels);
   MPX_DETAIL_FORWARD_TO_CPU(add_sample_shift);
   MPX_DETAIL_FORWARD_TO_CPU(sample_shift_backward);
-  MPX_DETAIL_FORWARD_TO_CPU(take_position);
-  MPX_DETAIL_FORWARD_TO_CPU(take_position_backward);
+  MPX_DETAIL_FORWARD_TO_CPU(gather_rows);
+  MPX_DETAIL_FORWARD_TO_CPU(gather_rows_backward);
 #undef MPX_DETAIL_FORWARD_TO_CPU
 
   /// @brief destination += source, elementwise (same shape), in the destination's type.

@@ -46,7 +46,7 @@
 #include "mpx/backend/cuda/pool2d.cuh"
 #include "mpx/backend/cuda/positional_embedding.cuh"
 #include "mpx/backend/cuda/sample_shift.cuh"
-#include "mpx/backend/cuda/sequence_position.cuh"
+#include "mpx/backend/cuda/row_gather.cuh"
 #include "mpx/backend/cuda/softmax_cross_entropy.cuh"
 #include "mpx/backend/cuda/tensor_ops.cuh"
 #include "mpx/backend/cuda/upsample.cuh"
@@ -221,8 +221,8 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(split_channels);
   MPX_DETAIL_FORWARD_TO_CUDA(add_sample_shift);
   MPX_DETAIL_FORWARD_TO_CUDA(sample_shift_backward);
-  MPX_DETAIL_FORWARD_TO_CUDA(take_position);
-  MPX_DETAIL_FORWARD_TO_CUDA(take_position_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(gather_rows);
+  MPX_DETAIL_FORWARD_TO_CUDA(gather_rows_backward);
 #undef MPX_DETAIL_FORWARD_TO_CUDA
 };
 

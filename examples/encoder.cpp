@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: 2026 The mpx authors
+// A BERT-style encoder in mixed precision: pretrained with a masked-language-model objective on
+// WordNet's glosses, then fine-tuned to tell each gloss's supersense (45 classes: noun.animal,
+// verb.motion, ...), in fp32, bf16 and fp16. The same classifier trained from scratch and a
+// bag-of-words linear baseline show what pretraining buys. Sentences have their own lengths: batches
+// are padded to their longest gloss (bucketed by length), and the attention masks the padding
+// (`nn::PaddedSelfAttention` inside `nn::PaddedSequences`). The data: docs/encoder.md.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/tuple.hpp>
+#include <boost/hana/type.hpp>
+
+#include <mpx/experiment/data_parallel_job.hpp>
+#include <mpx/experiment/encoder.hpp>
+#include <mpx/experiment/progress.hpp>
+#include <mpx/experiment/records.hpp>
+#include <mpx/experiment/usage.hpp>
+#include <mpx/mpx.hpp>
+
+namespace {
+
+struct Settings {
+  std::string precision = "all";
+  int pretrain_epochs = 4;
+  int finetune_epochs = 4;
+  std::int64_t batch = 64;
+  double pretrain_lr = 1e-3;
+  double finetune_lr = 5e-4;
+  std::uint64_t seed = 42;
+  std::int64_t width = 128;
+  std::int64_t max_length = 32;    // tokens kept of a gloss, [CLS] and [SEP] included
+  std::int64_t vocabulary = 5000;  // the most frequent training words, the special tokens included
+  std::int64_t train_samples = 0;  // 0: the whole training split, the pretraining text
+  std::int64_t labelled = 10000;   // training glosses whose labels fine-tuning uses (0: all)
+  std::int64_t test_samples = 0;   // 0: the whole test split (fewer for smoke runs)
+  std::string csv = "encoder_metrics.csv";
+};
+
+struct EpochRecord {
+  BOOST_HANA_DEFINE_STRUCT(EpochRecord, (std::string, precision), (std::string, phase), (int, epoch),
+                           (double, train_loss), (double, test_accuracy), (float, loss_scale),
+                           (std::int64_t, skipped_steps), (double, seconds));
+};
+
+struct Summary {
+  std::string precision;
+  double pretrain_loss = 0, finetuned_accuracy = 0, scratch_accuracy = 0, seconds_per_50 = 0;
+  std::int64_t peak_bytes = 0, activation_bytes = 0, skipped_steps = 0;
+  float loss_scale = 1;
+};
+
+// Glosses as token ids ([CLS] gloss [SEP]) and labels, per split.
+struct Split {
+  std::vector<std::vector<std::int32_t>> sequences;
+  std::vector<std::int32_t> labels;
+};
+struct Data {
+  mpx::data::WordVocabulary vocabulary;
+  Split train, labelled, test;  // labelled: a subset of train, spread evenly over it
+  std::int32_t classes = 0;
+};
+
+Data load(const Settings& s) {
+  const mpx::data::WordNetGlosses wordnet;
+  std::vector<std::string> training_texts;
+  for (const std::int64_t i : wordnet.indices(mpx::data::WordNetSplit::Train))
+    training_texts.push_back(wordnet.synsets()[static_cast<std::size_t>(i)].gloss);
+  Data data{mpx::data::WordVocabulary::build(training_texts, {.min_count = 2, .max_size = s.vocabulary}),
+            {},
+            {},
+            {},
+            wordnet.label_count()};
+  const mpx::data::SpecialTokens tokens;
+  // `limit` glosses spread evenly over the split (the files list nouns, verbs, adjectives and adverbs
+  // in turn, so the first ones would hold a few nouns' labels only); 0: all.
+  const auto fill = [&](mpx::data::WordNetSplit which, Split& split, std::int64_t limit) {
+    const auto indices = wordnet.indices(which);
+    const auto count = std::int64_t(indices.size());
+    const std::int64_t taken = limit > 0 ? std::min(limit, count) : count;
+    for (std::int64_t k = 0; k < taken; ++k) {
+      const std::int64_t i = indices[static_cast<std::size_t>(k * count / taken)];
+      const auto& synset = wordnet.synsets()[static_cast<std::size_t>(i)];
+      std::vector<std::int32_t> ids{tokens.cls};
+      for (const std::int32_t id : data.vocabulary.encode(synset.gloss)) ids.push_back(id);
+      ids.push_back(tokens.sep);
+      split.sequences.push_back(std::move(ids));
+      split.labels.push_back(synset.label);
+    }
+  };
+  fill(mpx::data::WordNetSplit::Train, data.train, s.train_samples);
+  const auto train_count = std::int64_t(data.train.labels.size());
+  const std::int64_t labelled = s.labelled > 0 ? std::min(s.labelled, train_count) : train_count;
+  for (std::int64_t k = 0; k < labelled; ++k) {
+    const auto i = static_cast<std::size_t>(k * train_count / labelled);
+    data.labelled.sequences.push_back(data.train.sequences[i]);
+    data.labelled.labels.push_back(data.train.labels[i]);
+  }
+  fill(mpx::data::WordNetSplit::Test, data.test, s.test_samples);
+  return data;
+}
+
+mpx::data::PaddedBatchOptions batch_options(const Settings& s, std::uint64_t seed, bool shuffle) {
+  return {.batch_size = s.batch,
+          .max_length = s.max_length,
+          .seed = seed,
+          .shuffle = shuffle,
+          .bucket_by_length = true};
+}
+
+std::span<const std::int32_t> lengths_of(const mpx::data::PaddedBatch& batch) {
+  return {batch.lengths.data(), static_cast<std::size_t>(batch.lengths.numel())};
+}
+
+// Test accuracy of a classifier (evaluation mode: nothing kept for backward).
+template <class Model>
+double accuracy(Model& model, const Settings& s, const Split& split) {
+  mpx::data::PaddedBatches batches(split.sequences, batch_options(s, 0, false));
+  mpx::data::PaddedBatch batch;
+  std::int64_t correct = 0, total = 0;
+  {
+    const mpx::nn::EvaluationMode evaluating(model);
+    while (batches.next(batch)) {
+      model.set_lengths(lengths_of(batch));
+      const mpx::Tensor<std::int32_t> predicted = mpx::nn::predict(model.forward(batch.ids));
+      for (std::int64_t r = 0; r < predicted.numel(); ++r)
+        correct += predicted[r] ==
+                   split.labels[static_cast<std::size_t>(batch.indices[static_cast<std::size_t>(r)])];
+      total += predicted.numel();
+    }
+  }
+  model.forget_inputs();
+  return double(correct) / double(total);
+}
+
+// Trains a classifier on the labelled glosses for `epochs`; returns its test accuracy.
+template <mpx::PrecisionPolicy P, class Model>
+double finetune(Model& model, const Settings& s, const Data& data, const std::string& phase,
+                std::vector<EpochRecord>& records, Summary& summary) {
+  auto loss = mpx::nn::layers<P>::softmax_cross_entropy();
+  mpx::optim::AdamW optimizer(model, {.lr = s.finetune_lr, .weight_decay = 0.01});
+  mpx::Trainer trainer(model, loss, optimizer);
+  mpx::data::PaddedBatches batches(data.labelled.sequences, batch_options(s, s.seed + 1, true));
+  mpx::data::PaddedBatch batch;
+  mpx::Tensor<std::int32_t> labels;
+  double test = 0;
+  for (int epoch = 0; epoch < s.finetune_epochs; ++epoch) {
+    char label[64];
+    std::snprintf(label, sizeof label, "%-10s %-9s %d/%d", std::string(P::name).c_str(), phase.c_str(),
+                  epoch + 1, s.finetune_epochs);
+    mpx::experiment::ProgressBar bar(label);
+    batches.start_epoch(std::uint64_t(epoch));
+    const auto start = std::chrono::steady_clock::now();
+    double loss_sum = 0;
+    std::int64_t steps = 0, skipped = 0;
+    while (batches.next(batch)) {
+      const std::int64_t rows = batch.lengths.numel();
+      if (labels.numel() != rows) labels = mpx::Tensor<std::int32_t>(mpx::Shape{rows});
+      for (std::int64_t r = 0; r < rows; ++r)
+        labels[r] =
+            data.labelled.labels[static_cast<std::size_t>(batch.indices[static_cast<std::size_t>(r)])];
+      model.set_lengths(lengths_of(batch));
+      const mpx::StepResult result = trainer.step(batch.ids, labels);
+      loss_sum += result.loss;
+      skipped += result.stepped ? 0 : 1;
+      ++steps;
+      char status[64];
+      std::snprintf(status, sizeof status, "loss %.4f  scale %g", result.loss, double(result.loss_scale));
+      bar.update(steps, batches.batches_per_epoch(), status);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    test = accuracy(model, s, data.test);
+    char status[96];
+    std::snprintf(status, sizeof status, "loss %.4f  test %.2f%%  %.0f s", loss_sum / double(steps),
+                  100 * test, seconds);
+    bar.finish(steps, status);
+    records.push_back({std::string(P::name), phase, epoch + 1, loss_sum / double(steps), test,
+                       trainer.scaler().scale(), skipped, seconds});
+    summary.skipped_steps += skipped;
+  }
+  return test;
+}
+
+template <mpx::PrecisionPolicy P>
+Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& records) {
+  Summary summary{std::string(P::name)};
+  const mpx::experiment::EncoderShape shape{.vocabulary = data.vocabulary.size(),
+                                            .max_length = s.max_length,
+                                            .width = s.width,
+                                            .blocks = 2,
+                                            .heads = 4,
+                                            .classes = data.classes};
+  // [pretrain]
+  auto mlm = mpx::experiment::masked_lm<P>(shape);
+  mlm.initialize(s.seed);
+  auto loss = mpx::nn::layers<P>::softmax_cross_entropy();
+  mpx::optim::AdamW optimizer(mlm, {.lr = s.pretrain_lr, .weight_decay = 0.01});
+  mpx::Trainer trainer(mlm, loss, optimizer);
+  mpx::data::PaddedBatches batches(data.train.sequences, batch_options(s, s.seed, true));
+  const mpx::data::MaskedLmOptions masking{.vocabulary_size = std::int32_t(data.vocabulary.size()),
+                                           .seed = s.seed};
+  mpx::data::PaddedBatch batch;
+  mpx::Tensor<std::int32_t> inputs, targets, chosen;
+  std::vector<std::int32_t> rows;
+  std::uint64_t step = 0;
+  for (int epoch = 0; epoch < s.pretrain_epochs; ++epoch) {
+    char label[64];
+    std::snprintf(label, sizeof label, "%-10s pretrain  %d/%d", std::string(P::name).c_str(), epoch + 1,
+                  s.pretrain_epochs);
+    mpx::experiment::ProgressBar bar(label);
+    batches.start_epoch(std::uint64_t(epoch));
+    const auto start = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> timed_from;
+    double loss_sum = 0;
+    std::int64_t steps = 0, skipped = 0;
+    while (batches.next(batch)) {
+      // The corrupted batch, and the head's rows and targets: the chosen tokens only.
+      mpx::data::mask_tokens(batch.ids, batch.lengths, masking, step++, inputs, targets);
+      mpx::data::chosen_tokens(targets, masking.ignore_index, rows, chosen);
+      mlm.set_lengths(lengths_of(batch));
+      mlm.select_tokens(rows);
+      const mpx::StepResult result = trainer.step(inputs, chosen);
+      loss_sum += result.loss;
+      skipped += result.stepped ? 0 : 1;
+      ++steps;
+      // The time of 50 steps after 10 of warm-up (buffers grown, caches warm).
+      if (steps == 10) timed_from = std::chrono::steady_clock::now();
+      if (steps == 60 && timed_from) {
+        summary.seconds_per_50 =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - *timed_from).count();
+      }
+      char status[64];
+      std::snprintf(status, sizeof status, "loss %.4f  scale %g", result.loss, double(result.loss_scale));
+      bar.update(steps, batches.batches_per_epoch(), status);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    summary.pretrain_loss = loss_sum / double(steps);
+    char status[96];
+    std::snprintf(status, sizeof status, "masked-LM loss %.4f  %.0f s", summary.pretrain_loss, seconds);
+    bar.finish(steps, status);
+    records.push_back({summary.precision, "pretrain", epoch + 1, summary.pretrain_loss, 0.0,
+                       trainer.scaler().scale(), skipped, seconds});
+    summary.skipped_steps += skipped;
+  }
+  // [pretrain]
+  summary.peak_bytes = trainer.first_step_memory().peak;
+  summary.activation_bytes = trainer.first_step_memory().activations;
+  summary.loss_scale = trainer.scaler().scale();
+
+  // [finetune]
+  // The classifier starts from the pretrained encoder (its heads fresh), and again from scratch.
+  auto classifier = mpx::experiment::sequence_classifier<P>(shape);
+  classifier.initialize(s.seed + 2);
+  mpx::experiment::copy_encoder_body(mlm, classifier);
+  summary.finetuned_accuracy = finetune<P>(classifier, s, data, "finetune", records, summary);
+  // [finetune]
+  auto scratch = mpx::experiment::sequence_classifier<P>(shape);
+  scratch.initialize(s.seed + 2);
+  summary.scratch_accuracy = finetune<P>(scratch, s, data, "scratch", records, summary);
+  mpx::experiment::write_csv(s.csv, std::span<const EpochRecord>(records));
+  return summary;
+}
+
+// The baseline: logistic regression on each gloss's bag of words (token counts, log(1 + count)), in
+// fp32, over the same vocabulary, batches and epochs as the fine-tuning.
+double bag_of_words(const Settings& s, const Data& data) {
+  const auto vocabulary = data.vocabulary.size();
+  using L = mpx::nn::layers<mpx::fp32>;
+  mpx::nn::Sequential model{L::linear(vocabulary, data.classes)};
+  model.initialize(s.seed);
+  auto loss = L::softmax_cross_entropy();
+  mpx::optim::AdamW optimizer(model, {.lr = 1e-2, .weight_decay = 0.0});
+  mpx::Trainer trainer(model, loss, optimizer);
+  const auto features = [&](const Split& split, const mpx::data::PaddedBatch& batch, mpx::Tensor<float>& x,
+                            mpx::Tensor<std::int32_t>& y) {
+    const std::int64_t rows = batch.lengths.numel(), columns = batch.ids.shape()[1];
+    x = mpx::Tensor<float>(mpx::Shape{rows, vocabulary});
+    y = mpx::Tensor<std::int32_t>(mpx::Shape{rows});
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t t = 0; t < batch.lengths[r]; ++t)
+        x[r * vocabulary + batch.ids[r * columns + t]] += 1.0f;
+      y[r] = split.labels[static_cast<std::size_t>(batch.indices[static_cast<std::size_t>(r)])];
+    }
+    for (std::int64_t i = 0; i < x.numel(); ++i) x[i] = std::log1p(x[i]);
+  };
+  mpx::data::PaddedBatches batches(data.labelled.sequences, batch_options(s, s.seed + 1, true));
+  mpx::data::PaddedBatch batch;
+  mpx::Tensor<float> x;
+  mpx::Tensor<std::int32_t> y;
+  for (int epoch = 0; epoch < s.finetune_epochs; ++epoch) {
+    batches.start_epoch(std::uint64_t(epoch));
+    while (batches.next(batch)) {
+      features(data.labelled, batch, x, y);
+      trainer.step(x, y);
+    }
+  }
+  mpx::data::PaddedBatches test_batches(data.test.sequences, batch_options(s, 0, false));
+  std::int64_t correct = 0, total = 0;
+  const mpx::nn::EvaluationMode evaluating(model);
+  while (test_batches.next(batch)) {
+    features(data.test, batch, x, y);
+    const mpx::Tensor<std::int32_t> predicted = mpx::nn::predict(model.forward(x));
+    for (std::int64_t r = 0; r < y.numel(); ++r) correct += predicted[r] == y[r];
+    total += y.numel();
+  }
+  return double(correct) / double(total);
+}
+
+const mpx::experiment::Usage usage(
+    "encoder",
+    "[--precision fp32|bf16|fp16|all] [--pretrain-epochs N] [--finetune-epochs N] [--batch N] "
+    "[--pretrain-lr X] [--finetune-lr X] [--seed N] [--width N] [--max-length N] [--vocabulary N] "
+    "[--train-samples N] [--labelled N] [--test-samples N] [--csv PATH]");
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string option = argv[i];
+    const std::string value = usage.value_after(argc, argv, i);
+    const auto number = [&](double low, double high) { return usage.number(option, value, low, high); };
+    const auto whole_number = [&](double low, double high) {
+      const double v = number(low, high);
+      if (v != std::floor(v)) usage.fail(option + " " + value + ": expected a whole number");
+      return v;
+    };
+    if (option == "--precision")
+      s.precision = value;
+    else if (option == "--pretrain-epochs")
+      s.pretrain_epochs = int(whole_number(1, 100));
+    else if (option == "--finetune-epochs")
+      s.finetune_epochs = int(whole_number(1, 100));
+    else if (option == "--batch")
+      s.batch = std::int64_t(whole_number(1, 4096));
+    else if (option == "--pretrain-lr")
+      s.pretrain_lr = number(1e-12, 10);
+    else if (option == "--finetune-lr")
+      s.finetune_lr = number(1e-12, 10);
+    else if (option == "--seed")
+      s.seed = std::uint64_t(whole_number(0, 9007199254740992.0));
+    else if (option == "--width")
+      s.width = std::int64_t(whole_number(4, 1024));
+    else if (option == "--max-length")
+      s.max_length = std::int64_t(whole_number(3, 512));
+    else if (option == "--vocabulary")
+      s.vocabulary = std::int64_t(whole_number(6, 1000000));
+    else if (option == "--train-samples")
+      s.train_samples = std::int64_t(whole_number(1, 1000000));
+    else if (option == "--labelled")
+      s.labelled = std::int64_t(whole_number(0, 1000000));
+    else if (option == "--test-samples")
+      s.test_samples = std::int64_t(whole_number(1, 1000000));
+    else if (option == "--csv")
+      s.csv = value;
+    else
+      usage.fail("unknown option " + option);
+  }
+  usage.require_one_of("--precision", s.precision, {"fp32", "bf16", "fp16", "all"});
+  if (s.width % 4 != 0) usage.fail("--width " + std::to_string(s.width) + ": must divide into the 4 heads");
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings settings = parse(argc, argv);
+  return mpx::experiment::run_job(
+      argc, argv, usage.program(), [&](const mpx::experiment::DataParallelJob& job) {
+        if (job.size > 1)
+          throw mpx::invalid_argument("the encoder example trains in one process (no mpirun yet)");
+        const Data data = load(settings);
+        std::printf(
+            "WordNet glosses: %zu to pretrain on, %zu of them labelled for fine-tuning, %zu to test; %d "
+            "supersenses; vocabulary %lld words\n",
+            data.train.labels.size(), data.labelled.labels.size(), data.test.labels.size(), data.classes,
+            static_cast<long long>(data.vocabulary.size()));
+        std::vector<EpochRecord> records;
+        std::vector<Summary> summaries;
+        const std::map<std::string, std::string> short_names{
+            {"fp32", "fp32"}, {"fp16_mixed", "fp16"}, {"bf16_mixed", "bf16"}};
+        boost::hana::for_each(
+            boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed>, [&](auto type) {
+              using P = typename decltype(type)::type;
+              if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name)))
+                summaries.push_back(train<P>(settings, data, records));
+            });
+        const double baseline = bag_of_words(settings, data);
+        const Summary* fp32 = summaries.front().precision == "fp32" ? &summaries.front() : nullptr;
+        std::printf("\n%-11s %10s %11s %11s %9s %10s %9s %13s %8s %11s\n", "precision", "MLM loss",
+                    "fine-tuned", "scratch", "50 steps", "speed-up", "peak", "activations", "skipped",
+                    "loss scale");
+        for (const Summary& s : summaries) {
+          char speedup[16] = "-";
+          if (fp32 != nullptr && s.seconds_per_50 > 0)
+            std::snprintf(speedup, sizeof speedup, "%.2fx", fp32->seconds_per_50 / s.seconds_per_50);
+          std::printf("%-11s %10.4f %10.2f%% %10.2f%% %8.2fs %10s %5.1f MiB %9.2f MiB %8lld %11g\n",
+                      s.precision.c_str(), s.pretrain_loss, 100 * s.finetuned_accuracy,
+                      100 * s.scratch_accuracy, s.seconds_per_50, speedup, double(s.peak_bytes) / (1 << 20),
+                      double(s.activation_bytes) / (1 << 20), static_cast<long long>(s.skipped_steps),
+                      double(s.loss_scale));
+        }
+        std::printf("bag-of-words baseline (logistic regression, fp32): %.2f%%\n", 100 * baseline);
+        std::printf("per-epoch metrics: %s\n", settings.csv.c_str());
+      });
+}
