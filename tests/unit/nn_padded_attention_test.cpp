@@ -15,6 +15,7 @@
 
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/error.hpp"
+#include "mpx/io/weights.hpp"
 #include "mpx/nn/first_token.hpp"
 #include "mpx/nn/gather_tokens.hpp"
 #include "mpx/nn/layers.hpp"
@@ -26,6 +27,7 @@
 #include "mpx/tensor/tensor.hpp"
 
 #include "../support/gradient_check.hpp"
+#include "../support/temp_dir.hpp"
 
 // This file's own namespace: the unity build compiles several test files as one translation
 // unit (MPX_UNITY_ID, tests/CMakeLists.txt).
@@ -209,6 +211,27 @@ TEST_CASE("PaddedSequences and PaddedSelfAttention: names, descriptions and ever
   CHECK_THROWS_AS(nn::PaddedSequences{nn::Sequential{L64::linear(8, 8)}}, mpx::invalid_argument);
   CHECK_THROWS_WITH(nn::PaddedSequences{nn::Sequential{L64::linear(8, 8)}},
                     Catch::Contains("has no PaddedSelfAttention layer"));
+}
+
+TEST_CASE("PaddedSequences saves and loads its weights as its body does, and names a split batch",
+          "[nn][attention][padding]") {
+  std::mt19937_64 rng(4707);
+  nn::PaddedSequences model{padded_block(8, 2)};
+  mpx::test::randomize_parameters(model, rng);
+  const mpx::test::TempDir dir("mpx_padded_sequences");
+  mpx::io::save_weights(model, dir / "padded.safetensors");
+  nn::PaddedSequences loaded{padded_block(8, 2)};
+  mpx::io::load_weights(loaded, dir / "padded.safetensors");
+  const std::vector<std::int32_t> lengths = {3, 1};
+  model.set_lengths(lengths);
+  loaded.set_lengths(lengths);
+  const Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{2, 3, 8}, rng, -1.0, 1.0);
+  const Tensor<double> y = model.forward(x).clone();
+  const Tensor<double>& y_loaded = loaded.forward(x);
+  for (std::int64_t i = 0; i < y.numel(); ++i) REQUIRE(y_loaded[i] == y[i]);
+  // The lengths belong to the whole batch: half of it (a micro-batch) is refused with the reason.
+  const Tensor<double> half(Shape{1, 3, 8});
+  CHECK_THROWS_WITH(model.forward(half), Catch::Contains("not split across micro-batches"));
 }
 
 TEST_CASE("FirstToken: position 0 of each sequence forward, dy there and zeros elsewhere backward",

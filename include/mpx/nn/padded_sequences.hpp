@@ -61,8 +61,8 @@ struct check_padded_sequences {
 /// vocabulary-sized output layer after it runs on those rows alone.
 /// Parameters and buffers keep the body's names (the lengths are an input, not a parameter), and the
 /// model describes itself as its body does, so weights move between the two freely. It trains as a
-/// `Sequential` does (`Trainer`, checkpoints, `io::model_json`, data parallel): set the lengths of
-/// each batch before `trainer.step(ids, targets)`. The lengths are not split across micro-batches
+/// `Sequential` does (`Trainer`, weight files and checkpoints): set the lengths of each batch before
+/// `trainer.step(ids, targets)`. The lengths are not split across micro-batches
 /// (`MicroBatches{k}`): such a step is a shape error that says so.
 /// @tparam Body a layer over [batch, sequence, ...] with at least one `PaddedSelfAttention`.
 template <class Body>
