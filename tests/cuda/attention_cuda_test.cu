@@ -234,18 +234,11 @@ TEMPLATE_TEST_CASE(
 
 namespace {
 
-// The GPU layer's output, dx and the four parameter gradients against the CPU layer's, from the same
-// weights, x [batch, ..., C] and dy.
-template <template <class, class> class Layer, class P>
-void check_layer_against_cpu(const Shape& input, std::int64_t heads) {
-  using T = mpx::compute_t<P>;
-  const std::int64_t C = input.cols();
-  const double u = std::is_same_v<T, float> ? 1e-4 / 16 : eps_of<T>() / 2;
-  Layer<P, mpx::Host> cpu(C, heads);
-  Layer<P, mpx::Cuda> gpu(C, heads);
-  cpu.initialize(7, 3);  // the same Philox draws on both devices give the same weights
-  gpu.initialize(7, 3);
-  std::mt19937 rng(5400);
+// The GPU model's output and dx against the CPU model's (the same weights) for random x and dy of
+// shape `input`, each within 16 u of the CPU tensor's largest value.
+template <class T, class CpuModel, class GpuModel>
+void require_forward_and_dx_close(CpuModel& cpu, GpuModel& gpu, const Shape& input, double u,
+                                  std::mt19937& rng) {
   const auto x = random_host<T>(input, rng);
   const auto dy = random_host<T>(input, rng);
   const auto x_gpu = mpx::to_device(x);
@@ -258,6 +251,21 @@ void check_layer_against_cpu(const Shape& input, std::int64_t heads) {
   const Tensor<T> dx_gpu = mpx::to_host(*gpu.backward(dy_gpu, true));
   const double dx_scale = largest(dx_cpu);
   require_finite_and_close(dx_gpu, dx_cpu, "dx", [&](std::int64_t, double) { return 16 * u * dx_scale; });
+}
+
+// The GPU layer's output, dx and the four parameter gradients against the CPU layer's, from the same
+// weights, x [batch, ..., C] and dy.
+template <template <class, class> class Layer, class P>
+void check_layer_against_cpu(const Shape& input, std::int64_t heads) {
+  using T = mpx::compute_t<P>;
+  const std::int64_t C = input.cols();
+  const double u = std::is_same_v<T, float> ? 1e-4 / 16 : eps_of<T>() / 2;
+  Layer<P, mpx::Host> cpu(C, heads);
+  Layer<P, mpx::Cuda> gpu(C, heads);
+  cpu.initialize(7, 3);  // the same Philox draws on both devices give the same weights
+  gpu.initialize(7, 3);
+  std::mt19937 rng(5400);
+  require_forward_and_dx_close<T>(cpu, gpu, input, u, rng);
   std::vector<Tensor<float>> cpu_grads;
   cpu.for_each_parameter([&](std::string_view, auto& p) { cpu_grads.push_back(p.grad().clone()); });
   std::size_t index = 0;
@@ -318,19 +326,8 @@ TEMPLATE_TEST_CASE("cuda PaddedSelfAttention in a padded encoder block follows t
   cpu.set_lengths(lengths);
   gpu.set_lengths(lengths);
   std::mt19937 rng(5500);
-  const auto x = random_host<T>(Shape{4, 33, 48}, rng);
-  const auto dy = random_host<T>(Shape{4, 33, 48}, rng);
   const double u = std::is_same_v<T, float> ? 1e-4 / 16 : eps_of<T>() / 2;
-  const auto x_gpu = mpx::to_device(x);
-  const auto dy_gpu = mpx::to_device(dy);
-  const Tensor<T> y_cpu = cpu.forward(x).clone();
-  const Tensor<T> y_gpu = mpx::to_host(gpu.forward(x_gpu));
-  const double y_scale = largest(y_cpu);
-  require_finite_and_close(y_gpu, y_cpu, "forward", [&](std::int64_t, double) { return 16 * u * y_scale; });
-  const Tensor<T> dx_cpu = cpu.backward(dy, true)->clone();
-  const Tensor<T> dx_gpu = mpx::to_host(*gpu.backward(dy_gpu, true));
-  const double dx_scale = largest(dx_cpu);
-  require_finite_and_close(dx_gpu, dx_cpu, "dx", [&](std::int64_t, double) { return 16 * u * dx_scale; });
+  require_forward_and_dx_close<T>(cpu, gpu, Shape{4, 33, 48}, u, rng);
 }
 
 }  // namespace MPX_UNITY_ID
