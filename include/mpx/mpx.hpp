@@ -120,6 +120,7 @@
 #include "mpx/io/atomic_file.hpp"
 #include "mpx/io/checkpoint.hpp"
 #include "mpx/io/description_differences.hpp"
+#include "mpx/io/matching_weights.hpp"
 #include "mpx/io/model_json.hpp"
 #include "mpx/io/png.hpp"
 #include "mpx/io/safetensors.hpp"

@@ -3,7 +3,8 @@
 // Attention over padded sequences (nn::PaddedSelfAttention inside nn::PaddedSequences), the
 // encoder's key-padding mask: each sequence's real positions compute what the sequence alone
 // computes, the padding gets no gradient, a sequence of length 0 gives finite values, the gradients
-// match finite differences, and every misuse is an error that names it.
+// match finite differences, and every misuse is an error that names it. The token types the model
+// hands its TokenTypeEmbedding layers, likewise.
 
 #include <cmath>
 #include <cstdint>
@@ -23,9 +24,11 @@
 #include "mpx/nn/residual.hpp"
 #include "mpx/nn/self_attention.hpp"
 #include "mpx/nn/sequential.hpp"
+#include "mpx/nn/token_type_embedding.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/tensor.hpp"
 
+#include "../support/error_matchers.hpp"
 #include "../support/gradient_check.hpp"
 #include "../support/temp_dir.hpp"
 
@@ -323,6 +326,81 @@ TEST_CASE("A padded encoder's [CLS] classifier: gradients match finite differenc
   mpx::test::randomize_parameters(model, rng);
   const std::vector<std::int32_t> lengths = {4, 1, 3};
   model.set_lengths(lengths);
+  Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{3, 4, 8}, rng, -1.0, 1.0);
+  const Tensor<double> w = mpx::test::uniform_tensor<double>(Shape{3, 3}, rng, -1.0, 1.0);
+  mpx::test::check_layer_gradients(model, x, w);
+}
+
+TEST_CASE("TokenTypeEmbedding adds each token's type row (type 0 until types are set); every misuse named",
+          "[nn][embedding][padding]") {
+  nn::PaddedSequences model{
+      nn::Sequential{L64::token_type_embedding(3, 2), L64::padded_self_attention(2, 1)}};
+  auto& types = model.body().layer<0>();
+  CHECK(types.describe().size() == 2);
+  for (std::int64_t i = 0; i < 6; ++i)
+    types.weight().master()[i] = double(10 * (i / 2) + i % 2);  // row r: 10r, 10r+1
+  types.weight().refresh_compute_copy();
+  const std::vector<std::int32_t> lengths = {2, 1};
+  model.set_lengths(lengths);
+  Tensor<double> x(Shape{2, 2, 2});
+  for (std::int64_t i = 0; i < 8; ++i) x[i] = 0.5 * double(i);
+  const auto expect_rows = [&](const std::vector<std::int32_t>& rows) {
+    const Tensor<double>& y = types.forward(x);
+    for (std::int64_t token = 0; token < 4; ++token) {
+      for (std::int64_t c = 0; c < 2; ++c) {
+        INFO("token " << token << ", feature " << c);
+        CHECK(y[2 * token + c] == x[2 * token + c] + double(10 * rows[std::size_t(token)] + c));
+      }
+    }
+  };
+  model.forward(x);  // binds nothing new: the types are read by the layer itself
+  expect_rows({0, 0, 0, 0});
+  const std::vector<std::int32_t> set = {2, 1, 0, 2};
+  model.set_token_types(set);
+  model.forward(x);
+  expect_rows(set);
+  // Backward: dW[type] sums dy over that type's tokens, dx is dy.
+  Tensor<double> dy(Shape{2, 2, 2});
+  for (std::int64_t i = 0; i < 8; ++i) dy[i] = double(i + 1);
+  model.zero_grad();
+  types.forward(x);
+  const Tensor<double>* dx = types.backward(dy);
+  REQUIRE(dx == &dy);
+  const auto& dw = types.weight().grad();
+  CHECK(dw[0] == 5.0);  // token 2
+  CHECK(dw[1] == 6.0);
+  CHECK(dw[2] == 3.0);  // token 1
+  CHECK(dw[3] == 4.0);
+  CHECK(dw[4] == 1.0 + 7.0);  // tokens 0 and 3
+  CHECK(dw[5] == 2.0 + 8.0);
+  model.set_token_types({});
+  model.forward(x);
+  expect_rows({0, 0, 0, 0});
+
+  const std::vector<std::int32_t> too_few = {1, 1, 1}, too_large = {0, 3, 0, 0}, negative = {0, -1};
+  model.set_token_types(too_few);
+  CHECK_THROWS_MATCHES(model.forward(x), mpx::shape_error,
+                       mpx::test::MessageContains({"3 token types set for x [2, 2, 2] (4 tokens"}));
+  model.set_token_types(too_large);
+  CHECK_THROWS_MATCHES(model.forward(x), mpx::invalid_argument,
+                       mpx::test::MessageContains({"token id 3 at position [0, 1]", "outside [0, 3)"}));
+  CHECK_THROWS_MATCHES(model.set_token_types(negative), mpx::invalid_argument,
+                       mpx::test::MessageContains({"token 1 has type -1"}));
+  nn::PaddedSequences untyped{nn::Sequential{L64::padded_self_attention(2, 1)}};
+  CHECK_THROWS_MATCHES(untyped.set_token_types(set), mpx::invalid_argument,
+                       mpx::test::MessageContains({"no TokenTypeEmbedding layer"}));
+  CHECK_THROWS_AS(L64::token_type_embedding(0, 2), mpx::invalid_argument);
+}
+
+TEST_CASE("An encoder with token types: gradients match finite differences in fp64",
+          "[nn][embedding][padding][gradient]") {
+  std::mt19937_64 rng(4705);
+  nn::PaddedSequences model{nn::Sequential{L64::token_type_embedding(2, 8), padded_block(8, 2),
+                                           L64::first_token(), L64::linear(8, 3)}};
+  mpx::test::randomize_parameters(model, rng);
+  const std::vector<std::int32_t> lengths = {4, 2, 3}, types = {0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0};
+  model.set_lengths(lengths);
+  model.set_token_types(types);
   Tensor<double> x = mpx::test::uniform_tensor<double>(Shape{3, 4, 8}, rng, -1.0, 1.0);
   const Tensor<double> w = mpx::test::uniform_tensor<double>(Shape{3, 3}, rng, -1.0, 1.0);
   mpx::test::check_layer_gradients(model, x, w);

@@ -4,15 +4,12 @@
 /// @file
 /// @brief A BERT-style encoder over padded token sequences (`experiment::encoder_body`), with the two
 /// heads people train on it: masked-language-model pretraining (`experiment::masked_lm`) and
-/// sentence classification from the [CLS] token (`experiment::sequence_classifier`), and the
-/// transfer of a pretrained body into a classifier (`experiment::copy_encoder_body`).
+/// sentence classification from the [CLS] token (`experiment::sequence_classifier`), whose
+/// parameters share the body's names so that `io::load_matching_weights` moves a pretrained body
+/// into a classifier.
 
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "mpx/error.hpp"
 #include "mpx/nn/layers.hpp"
@@ -20,7 +17,6 @@
 #include "mpx/nn/residual.hpp"
 #include "mpx/nn/sequential.hpp"
 #include "mpx/policy/precision.hpp"
-#include "mpx/tensor/transfer.hpp"
 
 namespace mpx::experiment {
 
@@ -32,42 +28,73 @@ struct EncoderShape {
   std::int64_t blocks = 2;       ///< encoder blocks
   std::int64_t heads = 4;        ///< attention heads (width / heads features each)
   std::int64_t classes = 0;      ///< the classifier's classes
+  std::int64_t token_types = 2;  ///< rows of the token-type (segment) embedding, BERT's 2
 };
 
-/// @brief One pre-LN encoder block: x + attention(LN(x)) over each sequence's real tokens, then
-/// x + MLP(LN(x)) with a 4x GELU hidden layer (the char-GPT's block with `PaddedSelfAttention` in
-/// place of the causal attention).
-template <PrecisionPolicy P, class Device = Host>
+/// @brief Where an encoder block normalises: before each sublayer, inside the residual branch
+/// (`Pre`, GPT-2's and most recent encoders', which train stably without warm-up), or after each
+/// residual sum (`Post`, the original Transformer's and BERT's).
+enum class LayerNormPlacement {
+  Pre,   ///< x + f(LN(x)) per sublayer; a LayerNorm after the last block
+  Post,  ///< LN(x + f(x)) per sublayer; a LayerNorm after the embeddings
+};
+
+/// @brief One encoder block: self-attention over each sequence's real tokens
+/// (`PaddedSelfAttention`), then an MLP with a 4x GELU hidden layer, each in a residual branch,
+/// normalised as `Norm` says: pre-LN x + attention(LN(x)), then x + MLP(LN(x)) (the char-GPT's
+/// block, bidirectional); post-LN LN(x + attention(x)), then LN(x + MLP(x)) (BERT's).
+template <PrecisionPolicy P, class Device = Host, LayerNormPlacement Norm = LayerNormPlacement::Pre>
 auto encoder_block(const EncoderShape& s) {
   using L = nn::layers<P, Device>;
-  return nn::Sequential{
-      nn::Residual{nn::Sequential{L::layer_norm(s.width), L::padded_self_attention(s.width, s.heads)}},
-      nn::Residual{nn::Sequential{L::layer_norm(s.width), L::linear(s.width, 4 * s.width, nn::gelu),
-                                  L::linear(4 * s.width, s.width)}}};
+  auto mlp = [&] {
+    return nn::Sequential{L::linear(s.width, 4 * s.width, nn::gelu), L::linear(4 * s.width, s.width)};
+  };
+  if constexpr (Norm == LayerNormPlacement::Pre) {
+    return nn::Sequential{
+        nn::Residual{nn::Sequential{L::layer_norm(s.width), L::padded_self_attention(s.width, s.heads)}},
+        nn::Residual{nn::Sequential{L::layer_norm(s.width), mlp()}}};
+  } else {
+    return nn::Sequential{nn::Residual{L::padded_self_attention(s.width, s.heads)}, L::layer_norm(s.width),
+                          nn::Residual{mlp()}, L::layer_norm(s.width)};
+  }
 }
 
 namespace detail {
-template <PrecisionPolicy P, class Device, std::size_t... Block>
+template <PrecisionPolicy P, class Device, LayerNormPlacement Norm, std::size_t... Block>
 auto encoder_body(const EncoderShape& s, std::index_sequence<Block...>) {
   using L = nn::layers<P, Device>;
-  return nn::Sequential{L::embedding(s.vocabulary, s.width, {.init_std = 0.02}),
-                        L::positional_embedding(s.max_length, s.width),
-                        (static_cast<void>(Block), encoder_block<P, Device>(s))..., L::layer_norm(s.width)};
+  auto embeddings = [&] {
+    return nn::Sequential{L::embedding(s.vocabulary, s.width, {.init_std = 0.02}),
+                          L::positional_embedding(s.max_length, s.width),
+                          L::token_type_embedding(s.token_types, s.width)};
+  };
+  if constexpr (Norm == LayerNormPlacement::Pre) {
+    return nn::Sequential{embeddings(), (static_cast<void>(Block), encoder_block<P, Device, Norm>(s))...,
+                          L::layer_norm(s.width)};
+  } else {
+    return nn::Sequential{embeddings(), L::layer_norm(s.width),
+                          (static_cast<void>(Block), encoder_block<P, Device, Norm>(s))...};
+  }
 }
 }  // namespace detail
 
-/// @brief The encoder: token and learned positional embeddings, `Blocks` pre-LN blocks, a final
-/// LayerNorm; ids [batch, T] to features [batch, T, width]. Its `PaddedSelfAttention` layers need
-/// the `nn::PaddedSequences` model the heads below put around it.
+/// @brief The encoder: token, learned positional and token-type embeddings (summed, as BERT's), `Blocks`
+/// blocks normalised as `Norm` says, and the LayerNorm that placement needs (after the blocks for
+/// pre-LN, after the embeddings for post-LN); ids [batch, T] to features [batch, T, width]. Its
+/// `PaddedSelfAttention` and `TokenTypeEmbedding` layers need the `nn::PaddedSequences` model the
+/// heads below put around it. Parameters "layers.0.layers.{0,1,2}.weight" (token, position and
+/// type tables), then the blocks' and the LayerNorm's.
 /// @tparam Blocks the number of blocks (`shape.blocks` must equal it).
-template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 2>
+/// @tparam Norm pre-LN (the default) or post-LN blocks.
+template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 2,
+          LayerNormPlacement Norm = LayerNormPlacement::Pre>
 auto encoder_body(const EncoderShape& s) {
   if (s.blocks != static_cast<std::int64_t>(Blocks) || s.vocabulary <= 0) {
     throw invalid_argument(mpx::detail::concat("mpx::experiment::encoder_body: ", s.blocks,
                                                " blocks asked of a body built with ", Blocks, ", vocabulary ",
                                                s.vocabulary, " (must be positive)"));
   }
-  return detail::encoder_body<P, Device>(s, std::make_index_sequence<Blocks>{});
+  return detail::encoder_body<P, Device, Norm>(s, std::make_index_sequence<Blocks>{});
 }
 
 /// @brief Masked-language-model pretraining: the encoder, the chosen (masked) tokens only
@@ -75,57 +102,28 @@ auto encoder_body(const EncoderShape& s) {
 /// [M, vocabulary] for the M tokens of `select_tokens(rows)`, against their original ids
 /// (data::mask_tokens corrupts a batch, data::chosen_tokens lists its rows and targets). Parameters
 /// "layers.0.<the body's>" and "layers.2.weight/bias".
-template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 2>
+template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 2,
+          LayerNormPlacement Norm = LayerNormPlacement::Pre>
 auto masked_lm(const EncoderShape& s) {
   using L = nn::layers<P, Device>;
-  return nn::PaddedSequences{nn::Sequential{encoder_body<P, Device, Blocks>(s), L::gather_tokens(),
+  return nn::PaddedSequences{nn::Sequential{encoder_body<P, Device, Blocks, Norm>(s), L::gather_tokens(),
                                             L::linear(s.width, s.vocabulary)}};
 }
 
 /// @brief Sentence classification: the encoder, its [CLS] (first) token, a GELU pooler and the
 /// classifier, logits [batch, classes]. Parameters "layers.0.<the body's>" (as `masked_lm`'s, so a
 /// pretrained body transfers), then the pooler's and the classifier's.
-template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 2>
+template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 2,
+          LayerNormPlacement Norm = LayerNormPlacement::Pre>
 auto sequence_classifier(const EncoderShape& s) {
   using L = nn::layers<P, Device>;
   if (s.classes <= 0) {
     throw invalid_argument(mpx::detail::concat("mpx::experiment::sequence_classifier: classes = ", s.classes,
                                                " (must be positive)"));
   }
-  return nn::PaddedSequences{nn::Sequential{encoder_body<P, Device, Blocks>(s), L::first_token(),
+  return nn::PaddedSequences{nn::Sequential{encoder_body<P, Device, Blocks, Norm>(s), L::first_token(),
                                             L::linear(s.width, s.width, nn::gelu),
                                             L::linear(s.width, s.classes)}};
-}
-
-/// @brief Copies the encoder body of `from` (a `masked_lm` or `sequence_classifier`) into `to`'s,
-/// parameter by parameter (master weights, then the compute copies refreshed), and returns the
-/// names copied ("layers.0...."): the heads are left as they are.
-/// @throws mpx::shape_error naming the parameter when the two bodies' shapes differ.
-template <class From, class To>
-std::vector<std::string> copy_encoder_body(From& from, To& to) {
-  auto& source = from.body().template layer<0>();
-  auto& target = to.body().template layer<0>();
-  static_assert(
-      std::is_same_v<std::remove_cvref_t<decltype(source)>, std::remove_cvref_t<decltype(target)>>,
-      "mpx::experiment::copy_encoder_body: both models need the same body (precision, device, blocks)");
-  std::vector<const void*> masters;
-  source.for_each_parameter(
-      [&](std::string_view, auto& parameter) { masters.push_back(&parameter.master()); });
-  std::vector<std::string> copied;
-  std::size_t index = 0;
-  target.for_each_parameter([&](std::string_view name, auto& parameter) {
-    using Master = std::remove_cvref_t<decltype(parameter.master())>;
-    const auto& master = *static_cast<const Master*>(masters.at(index++));
-    if (!(master.shape() == parameter.master().shape())) {
-      throw shape_error(mpx::detail::concat("mpx::experiment::copy_encoder_body: layers.0.", name, " is ",
-                                            master.shape(), " in the source and ", parameter.master().shape(),
-                                            " in the target"));
-    }
-    mpx::copy(parameter.master(), master);
-    parameter.refresh_compute_copy();
-    copied.push_back(mpx::detail::concat("layers.0.", name));
-  });
-  return copied;
 }
 
 }  // namespace mpx::experiment

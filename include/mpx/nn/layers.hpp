@@ -25,6 +25,7 @@
 #include "mpx/nn/pooling.hpp"
 #include "mpx/nn/positional_embedding.hpp"
 #include "mpx/nn/self_attention.hpp"
+#include "mpx/nn/token_type_embedding.hpp"
 #include "mpx/nn/upsample.hpp"
 #include "mpx/policy/precision.hpp"
 #include "mpx/tensor/device.hpp"
@@ -144,6 +145,14 @@ struct layers {
   [[nodiscard]] static PositionalEmbedding<P, Device> positional_embedding(
       std::int64_t max_positions, std::int64_t embedding_dim, PositionalEmbeddingOptions options = {}) {
     return PositionalEmbedding<P, Device>(max_positions, embedding_dim, options);
+  }
+
+  /// @brief `nn::TokenTypeEmbedding<P, Device>(num_types, embedding_dim, options)`: a learned row per
+  /// token type (BERT's segment ids, from the `nn::PaddedSequences` model around it) added to
+  /// [batch, sequence, embedding_dim] activations.
+  [[nodiscard]] static TokenTypeEmbedding<P, Device> token_type_embedding(
+      std::int64_t num_types, std::int64_t embedding_dim, TokenTypeEmbeddingOptions options = {}) {
+    return TokenTypeEmbedding<P, Device>(num_types, embedding_dim, options);
   }
 
   /// @brief `nn::CausalSelfAttention<P, Device>(embed_dim, num_heads, options)`: GPT-2's attention

@@ -21,6 +21,7 @@
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/step_key.hpp"
+#include "mpx/nn/token_type_embedding.hpp"
 #include "mpx/nn/training_mode.hpp"
 #include "mpx/tensor/tensor.hpp"
 #include "mpx/tensor/transfer.hpp"
@@ -58,7 +59,9 @@ struct check_padded_sequences {
 /// @endcode
 /// A masked-language model predicts the masked tokens only: `select_tokens(rows)` names them (rows
 /// n T + t of the batch's tokens) and the body's `nn::GatherTokens` layer takes them, so that the
-/// vocabulary-sized output layer after it runs on those rows alone.
+/// vocabulary-sized output layer after it runs on those rows alone. `set_token_types(types)` gives
+/// the body's `nn::TokenTypeEmbedding` layers each token's type (BERT's segment ids; type 0 for
+/// every token until it is called).
 /// Parameters and buffers keep the body's names (the lengths are an input, not a parameter), and the
 /// model describes itself as its body does, so weights move between the two freely. It trains as a
 /// `Sequential` does (`Trainer`, weight files and checkpoints): set the lengths of each batch before
@@ -87,7 +90,8 @@ class PaddedSequences
   explicit PaddedSequences(Body body)
       : body_(std::move(body)),
         lengths_(std::make_unique<Tensor<std::int32_t, Device>>()),
-        selection_(std::make_unique<TokenSelection<Device>>()) {
+        selection_(std::make_unique<TokenSelection<Device>>()),
+        token_types_(std::make_unique<TokenTypes<Device>>()) {
     std::int64_t readers = 0;
     nn::for_each_layer(body_, [&](auto& layer) {
       if constexpr (requires { layer.bind_sequence_lengths(lengths_.get()); }) {
@@ -96,6 +100,10 @@ class PaddedSequences
       }
       if constexpr (requires { layer.bind_token_selection(selection_.get()); }) {
         layer.bind_token_selection(selection_.get());
+      }
+      if constexpr (requires { layer.bind_token_types(token_types_.get()); }) {
+        layer.bind_token_types(token_types_.get());
+        has_token_types_ = true;
       }
     });
     if (readers == 0) {
@@ -153,10 +161,44 @@ class PaddedSequences
     mpx::copy(selection_->device, selection_->host);
   }
 
+  /// @brief The token types of the next forwards, one per token of the padded batch, row major (n T
+  /// + t for token t of sequence n): the rows of the body's `nn::TokenTypeEmbedding` tables they add.
+  /// An empty span makes every token type 0 again (the default).
+  /// @param types one per token (host memory), each >= 0; the count is checked against the batch,
+  ///              and the types against the table, in forward.
+  /// @throws mpx::invalid_argument naming the token for a negative type, or when the body has no
+  ///         `TokenTypeEmbedding` layer to read them.
+  void set_token_types(std::span<const std::int32_t> types) {
+    if (!has_token_types_ && !types.empty()) {
+      throw invalid_argument(mpx::detail::concat(this->label(),
+                                                 ": the body has no TokenTypeEmbedding layer to read "
+                                                 "token types; add token_type_embedding(...) to it"));
+    }
+    const auto negative = std::find_if(types.begin(), types.end(), [](std::int32_t n) { return n < 0; });
+    if (negative != types.end()) {
+      throw invalid_argument(mpx::detail::concat(this->label(), ": token ", negative - types.begin(),
+                                                 " has type ", *negative, "; types are table rows, >= 0"));
+    }
+    if (types.empty()) {
+      *token_types_ = TokenTypes<Device>{};
+      return;
+    }
+    const Shape shape{static_cast<std::int64_t>(types.size())};
+    if (token_types_->host.rank() != 0) {  // a batch's [N, T] back to one row, the buffer kept
+      token_types_->host.reshape(Shape{token_types_->host.numel()});
+      token_types_->device.reshape(Shape{token_types_->device.numel()});
+    }
+    ensure_shape(token_types_->host, shape);
+    std::copy(types.begin(), types.end(), token_types_->host.data());
+    ensure_shape(token_types_->device, shape);
+    mpx::copy(token_types_->device, token_types_->host);
+  }
+
   /// @brief y = body(x), each sequence's padding masked in the body's attention.
   /// @param x [batch, sequence, ...]: token ids, or features.
   /// @throws mpx::error before any `set_lengths`; mpx::shape_error naming the layer when x's batch is
-  ///         not the number of lengths, or a length exceeds x's sequence.
+  ///         not the number of lengths, a length exceeds x's sequence, or the token types set are not
+  ///         one per token.
   const Tensor<Out, Device>& forward(const Tensor<In, Device>& x) {
     if (lengths_->rank() != 1) {
       throw error(mpx::detail::concat(this->label(), ": set_lengths(...) must come before forward"));
@@ -174,6 +216,16 @@ class PaddedSequences
       throw shape_error(mpx::detail::concat(this->label(), ": a sequence of length ", longest_,
                                             " in a batch padded to ", x.shape()[1], " positions (x ",
                                             x.shape(), ")"));
+    }
+    if (token_types_->host.rank() != 0) {
+      const Shape tokens{x.shape()[0], x.shape()[1]};
+      if (token_types_->host.numel() != tokens.numel()) {
+        throw shape_error(mpx::detail::concat(this->label(), ": ", token_types_->host.numel(),
+                                              " token types set for x ", x.shape(), " (", tokens.numel(),
+                                              " tokens, one type each)"));
+      }
+      token_types_->host.reshape(tokens);
+      token_types_->device.reshape(tokens);
     }
     return body_.forward(x);
   }
@@ -252,6 +304,8 @@ class PaddedSequences
   // On the heap, so that the body's layers keep pointing at them when the model moves.
   std::unique_ptr<Tensor<std::int32_t, Device>> lengths_;
   std::unique_ptr<TokenSelection<Device>> selection_;
+  std::unique_ptr<TokenTypes<Device>> token_types_;
+  bool has_token_types_ = false;
   Tensor<std::int32_t, Host> host_lengths_;
   std::int64_t longest_ = 0;
 };
