@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // A BERT-style encoder in mixed precision: pretrained with a masked-language-model objective on
-// WordNet's glosses, then fine-tuned to tell each gloss's supersense (45 classes: noun.animal,
-// verb.motion, ...), in fp32, bf16 and fp16. The same classifier trained from scratch and a
+// WordNet's glosses and the fortunes corpus, then fine-tuned to tell each gloss's supersense (45 classes:
+// noun.animal, verb.motion, ...), in fp32, bf16 and fp16. The same classifier trained from scratch and a
 // bag-of-words linear baseline show what pretraining buys. Sentences have their own lengths: batches
 // are padded to their longest gloss (bucketed by length), and the attention masks the padding
-// (`nn::PaddedSelfAttention` inside `nn::PaddedSequences`). The data: docs/encoder.md.
+// (`nn::PaddedSelfAttention` inside `nn::PaddedSequences`). The pretrained weights go to a file, from
+// which the classifier loads the encoder body (`io::load_matching_weights`); with several fine-tuning
+// learning rates the run is a precision x learning-rate sweep. The data: docs/encoder.md.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,7 +40,7 @@ struct Settings {
   int finetune_epochs = 4;
   std::int64_t batch = 64;
   double pretrain_lr = 1e-3;
-  double finetune_lr = 5e-4;
+  std::vector<double> finetune_lrs = {5e-4};  // several: a precision x learning-rate sweep
   std::uint64_t seed = 42;
   std::int64_t width = 128;
   std::int64_t max_length = 32;    // tokens kept of a gloss, [CLS] and [SEP] included
@@ -44,18 +48,23 @@ struct Settings {
   std::int64_t train_samples = 0;  // 0: the whole training split, the pretraining text
   std::int64_t labelled = 10000;   // training glosses whose labels fine-tuning uses (0: all)
   std::int64_t test_samples = 0;   // 0: the whole test split (fewer for smoke runs)
+  std::string pretrain_text = "glosses+fortunes";
+  std::filesystem::path fortunes = mpx::data::default_text_corpus_path();
+  std::string pretrained = "encoder_mlm";  // the pretrained weights: <this>.<precision>.safetensors
   std::string csv = "encoder_metrics.csv";
 };
 
 struct EpochRecord {
-  BOOST_HANA_DEFINE_STRUCT(EpochRecord, (std::string, precision), (std::string, phase), (int, epoch),
-                           (double, train_loss), (double, test_accuracy), (float, loss_scale),
+  BOOST_HANA_DEFINE_STRUCT(EpochRecord, (std::string, precision), (std::string, phase), (double, lr),
+                           (int, epoch), (double, train_loss), (double, test_accuracy), (float, loss_scale),
                            (std::int64_t, skipped_steps), (double, seconds));
 };
 
 struct Summary {
   std::string precision;
   double pretrain_loss = 0, finetuned_accuracy = 0, scratch_accuracy = 0, seconds_per_50 = 0;
+  double best_lr = 0;                                     // the fine-tuning rate of finetuned_accuracy
+  std::vector<std::pair<double, double>> accuracy_by_lr;  // (lr, fine-tuned test accuracy)
   std::int64_t peak_bytes = 0, activation_bytes = 0, skipped_steps = 0;
   float loss_scale = 1;
 };
@@ -69,6 +78,7 @@ struct Data {
   mpx::data::WordVocabulary vocabulary;
   Split train, labelled, test;  // labelled: a subset of train, spread evenly over it
   std::int32_t classes = 0;
+  std::vector<std::vector<std::int32_t>> pretraining;  // the training glosses, then the fortunes
 };
 
 Data load(const Settings& s) {
@@ -80,7 +90,8 @@ Data load(const Settings& s) {
             {},
             {},
             {},
-            wordnet.label_count()};
+            wordnet.label_count(),
+            {}};
   const mpx::data::SpecialTokens tokens;
   // `limit` glosses spread evenly over the split (the files list nouns, verbs, adjectives and adverbs
   // in turn, so the first ones would hold a few nouns' labels only); 0: all.
@@ -107,6 +118,42 @@ Data load(const Settings& s) {
     data.labelled.labels.push_back(data.train.labels[i]);
   }
   fill(mpx::data::WordNetSplit::Test, data.test, s.test_samples);
+  data.pretraining = data.train.sequences;
+  if (s.pretrain_text == "glosses+fortunes") {
+    // Each fortune (the text between two "%" lines), cut into pieces of at most max_length tokens,
+    // [CLS] and [SEP] included, in the glosses' vocabulary: its other words are [UNK].
+    const mpx::data::TextCorpus fortunes(s.fortunes);
+    std::istringstream text{std::string(fortunes.text())};
+    std::string line, fortune;
+    const auto add = [&] {
+      const std::vector<std::int32_t> words = data.vocabulary.encode(fortune);
+      const auto piece = std::size_t(s.max_length - 2);
+      for (std::size_t first = 0; first < words.size(); first += piece) {
+        std::vector<std::int32_t> ids{tokens.cls};
+        ids.insert(ids.end(), words.begin() + long(first),
+                   words.begin() + long(std::min(words.size(), first + piece)));
+        ids.push_back(tokens.sep);
+        data.pretraining.push_back(std::move(ids));
+      }
+      fortune.clear();
+    };
+    while (std::getline(text, line)) {
+      if (line == "%") {
+        add();
+      } else {
+        fortune.append(line).push_back('\n');
+      }
+    }
+    add();
+    // --train-samples limits the fortunes' pieces as it limits the glosses, spread evenly over them.
+    const auto glosses = data.train.sequences.size(), pieces = data.pretraining.size() - glosses;
+    if (s.train_samples > 0 && pieces > std::size_t(s.train_samples)) {
+      const auto taken = std::size_t(s.train_samples);
+      for (std::size_t k = 1; k < taken; ++k)  // piece k * pieces / taken >= k moves down to k
+        data.pretraining[glosses + k] = std::move(data.pretraining[glosses + k * pieces / taken]);
+      data.pretraining.resize(glosses + taken);
+    }
+  }
   return data;
 }
 
@@ -145,10 +192,10 @@ double accuracy(Model& model, const Settings& s, const Split& split) {
 
 // Trains a classifier on the labelled glosses for `epochs`; returns its test accuracy.
 template <mpx::PrecisionPolicy P, class Model>
-double finetune(Model& model, const Settings& s, const Data& data, const std::string& phase,
+double finetune(Model& model, const Settings& s, const Data& data, const std::string& phase, double lr,
                 std::vector<EpochRecord>& records, Summary& summary) {
   auto loss = mpx::nn::layers<P>::softmax_cross_entropy();
-  mpx::optim::AdamW optimizer(model, {.lr = s.finetune_lr, .weight_decay = 0.01});
+  mpx::optim::AdamW optimizer(model, {.lr = lr, .weight_decay = 0.01});
   mpx::Trainer trainer(model, loss, optimizer);
   mpx::data::PaddedBatches batches(data.labelled.sequences, batch_options(s, s.seed + 1, true));
   mpx::data::PaddedBatch batch;
@@ -156,8 +203,8 @@ double finetune(Model& model, const Settings& s, const Data& data, const std::st
   double test = 0;
   for (int epoch = 0; epoch < s.finetune_epochs; ++epoch) {
     char label[64];
-    std::snprintf(label, sizeof label, "%-10s %-9s %d/%d", std::string(P::name).c_str(), phase.c_str(),
-                  epoch + 1, s.finetune_epochs);
+    std::snprintf(label, sizeof label, "%-10s %-9s %d/%d lr %g", std::string(P::name).c_str(), phase.c_str(),
+                  epoch + 1, s.finetune_epochs, lr);
     mpx::experiment::ProgressBar bar(label);
     batches.start_epoch(std::uint64_t(epoch));
     const auto start = std::chrono::steady_clock::now();
@@ -184,16 +231,22 @@ double finetune(Model& model, const Settings& s, const Data& data, const std::st
     std::snprintf(status, sizeof status, "loss %.4f  test %.2f%%  %.0f s", loss_sum / double(steps),
                   100 * test, seconds);
     bar.finish(steps, status);
-    records.push_back({std::string(P::name), phase, epoch + 1, loss_sum / double(steps), test,
+    records.push_back({std::string(P::name), phase, lr, epoch + 1, loss_sum / double(steps), test,
                        trainer.scaler().scale(), skipped, seconds});
     summary.skipped_steps += skipped;
   }
   return test;
 }
 
+// "fp32", "bf16", "fp16": the names --precision takes.
+std::string short_name(std::string_view precision) {
+  return std::string(precision.substr(0, precision.find('_')));
+}
+
 template <mpx::PrecisionPolicy P>
 Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& records) {
-  Summary summary{std::string(P::name)};
+  Summary summary;
+  summary.precision = P::name;
   const mpx::experiment::EncoderShape shape{.vocabulary = data.vocabulary.size(),
                                             .max_length = s.max_length,
                                             .width = s.width,
@@ -206,7 +259,7 @@ Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& rec
   auto loss = mpx::nn::layers<P>::softmax_cross_entropy();
   mpx::optim::AdamW optimizer(mlm, {.lr = s.pretrain_lr, .weight_decay = 0.01});
   mpx::Trainer trainer(mlm, loss, optimizer);
-  mpx::data::PaddedBatches batches(data.train.sequences, batch_options(s, s.seed, true));
+  mpx::data::PaddedBatches batches(data.pretraining, batch_options(s, s.seed, true));
   const mpx::data::MaskedLmOptions masking{.vocabulary_size = std::int32_t(data.vocabulary.size()),
                                            .seed = s.seed};
   mpx::data::PaddedBatch batch;
@@ -248,7 +301,7 @@ Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& rec
     char status[96];
     std::snprintf(status, sizeof status, "masked-LM loss %.4f  %.0f s", summary.pretrain_loss, seconds);
     bar.finish(steps, status);
-    records.push_back({summary.precision, "pretrain", epoch + 1, summary.pretrain_loss, 0.0,
+    records.push_back({summary.precision, "pretrain", s.pretrain_lr, epoch + 1, summary.pretrain_loss, 0.0,
                        trainer.scaler().scale(), skipped, seconds});
     summary.skipped_steps += skipped;
   }
@@ -258,15 +311,27 @@ Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& rec
   summary.loss_scale = trainer.scaler().scale();
 
   // [finetune]
-  // The classifier starts from the pretrained encoder (its heads fresh), and again from scratch.
-  auto classifier = mpx::experiment::sequence_classifier<P>(shape);
-  classifier.initialize(s.seed + 2);
-  mpx::experiment::copy_encoder_body(mlm, classifier);
-  summary.finetuned_accuracy = finetune<P>(classifier, s, data, "finetune", records, summary);
+  // The pretrained weights go to a file; each classifier loads the encoder body from it (its heads
+  // keep their fresh weights: the report says which tensors loaded and why the others did not).
+  const std::string pretrained = s.pretrained + "." + short_name(P::name) + ".safetensors";
+  mpx::io::save_weights(mlm, pretrained);
+  for (const double lr : s.finetune_lrs) {
+    auto classifier = mpx::experiment::sequence_classifier<P>(shape);
+    classifier.initialize(s.seed + 2);
+    const mpx::io::WeightMatch match = mpx::io::load_matching_weights(classifier, pretrained);
+    if (lr == s.finetune_lrs.front()) std::printf("%s: %s\n", pretrained.c_str(), match.summary().c_str());
+    const double accuracy = finetune<P>(classifier, s, data, "finetune", lr, records, summary);
+    summary.accuracy_by_lr.emplace_back(lr, accuracy);
+    if (accuracy > summary.finetuned_accuracy) {
+      summary.finetuned_accuracy = accuracy;
+      summary.best_lr = lr;
+    }
+  }
   // [finetune]
+  // From scratch at the learning rate the pretrained encoder did best with.
   auto scratch = mpx::experiment::sequence_classifier<P>(shape);
   scratch.initialize(s.seed + 2);
-  summary.scratch_accuracy = finetune<P>(scratch, s, data, "scratch", records, summary);
+  summary.scratch_accuracy = finetune<P>(scratch, s, data, "scratch", summary.best_lr, records, summary);
   mpx::experiment::write_csv(s.csv, std::span<const EpochRecord>(records));
   return summary;
 }
@@ -319,15 +384,18 @@ double bag_of_words(const Settings& s, const Data& data) {
 const mpx::experiment::Usage usage(
     "encoder",
     "[--precision fp32|bf16|fp16|all] [--pretrain-epochs N] [--finetune-epochs N] [--batch N] "
-    "[--pretrain-lr X] [--finetune-lr X] [--seed N] [--width N] [--max-length N] [--vocabulary N] "
-    "[--train-samples N] [--labelled N] [--test-samples N] [--csv PATH]");
+    "[--pretrain-lr X] [--finetune-lr X[,X...]] [--seed N] [--width N] [--max-length N] [--vocabulary N] "
+    "[--train-samples N] [--labelled N] [--test-samples N] [--pretrain-text glosses|glosses+fortunes] "
+    "[--fortunes PATH] [--pretrained PREFIX] [--csv PATH]");
 
 Settings parse(int argc, char** argv) {
   Settings s;
   for (int i = 1; i < argc; ++i) {
     const std::string option = argv[i];
     const std::string value = usage.value_after(argc, argv, i);
-    const auto number = [&](double low, double high) { return usage.number(option, value, low, high); };
+    const auto number = [&](double low, double high, const std::string& text = {}) {
+      return usage.number(option, text.empty() ? value : text, low, high);
+    };
     const auto whole_number = [&](double low, double high) {
       const double v = number(low, high);
       if (v != std::floor(v)) usage.fail(option + " " + value + ": expected a whole number");
@@ -343,9 +411,12 @@ Settings parse(int argc, char** argv) {
       s.batch = std::int64_t(whole_number(1, 4096));
     else if (option == "--pretrain-lr")
       s.pretrain_lr = number(1e-12, 10);
-    else if (option == "--finetune-lr")
-      s.finetune_lr = number(1e-12, 10);
-    else if (option == "--seed")
+    else if (option == "--finetune-lr") {
+      s.finetune_lrs.clear();  // a comma-separated list: each precision fine-tunes at each rate
+      std::istringstream list(value);
+      for (std::string item; std::getline(list, item, ',');)
+        s.finetune_lrs.push_back(number(1e-12, 10, item));
+    } else if (option == "--seed")
       s.seed = std::uint64_t(whole_number(0, 9007199254740992.0));
     else if (option == "--width")
       s.width = std::int64_t(whole_number(4, 1024));
@@ -359,12 +430,19 @@ Settings parse(int argc, char** argv) {
       s.labelled = std::int64_t(whole_number(0, 1000000));
     else if (option == "--test-samples")
       s.test_samples = std::int64_t(whole_number(1, 1000000));
+    else if (option == "--pretrain-text")
+      s.pretrain_text = value;
+    else if (option == "--fortunes")
+      s.fortunes = value;
+    else if (option == "--pretrained")
+      s.pretrained = value;
     else if (option == "--csv")
       s.csv = value;
     else
       usage.fail("unknown option " + option);
   }
   usage.require_one_of("--precision", s.precision, {"fp32", "bf16", "fp16", "all"});
+  usage.require_one_of("--pretrain-text", s.pretrain_text, {"glosses", "glosses+fortunes"});
   if (s.width % 4 != 0) usage.fail("--width " + std::to_string(s.width) + ": must divide into the 4 heads");
   return s;
 }
@@ -379,36 +457,49 @@ int main(int argc, char** argv) {
           throw mpx::invalid_argument("the encoder example trains in one process (no mpirun yet)");
         const Data data = load(settings);
         std::printf(
-            "WordNet glosses: %zu to pretrain on, %zu of them labelled for fine-tuning, %zu to test; %d "
-            "supersenses; vocabulary %lld words\n",
+            "WordNet glosses: %zu for training, %zu of them labelled for fine-tuning, %zu to test; %d "
+            "supersenses; vocabulary %lld words; %zu sequences to pretrain on (%s)\n",
             data.train.labels.size(), data.labelled.labels.size(), data.test.labels.size(), data.classes,
-            static_cast<long long>(data.vocabulary.size()));
+            static_cast<long long>(data.vocabulary.size()), data.pretraining.size(),
+            settings.pretrain_text.c_str());
         std::vector<EpochRecord> records;
         std::vector<Summary> summaries;
-        const std::map<std::string, std::string> short_names{
-            {"fp32", "fp32"}, {"fp16_mixed", "fp16"}, {"bf16_mixed", "bf16"}};
-        boost::hana::for_each(
-            boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed>, [&](auto type) {
-              using P = typename decltype(type)::type;
-              if (settings.precision == "all" || settings.precision == short_names.at(std::string(P::name)))
-                summaries.push_back(train<P>(settings, data, records));
-            });
+        boost::hana::for_each(boost::hana::tuple_t<mpx::fp32, mpx::bf16_mixed, mpx::fp16_mixed>,
+                              [&](auto type) {
+                                using P = typename decltype(type)::type;
+                                if (settings.precision == "all" || settings.precision == short_name(P::name))
+                                  summaries.push_back(train<P>(settings, data, records));
+                              });
         const double baseline = bag_of_words(settings, data);
         const Summary* fp32 = summaries.front().precision == "fp32" ? &summaries.front() : nullptr;
-        std::printf("\n%-11s %10s %11s %11s %9s %10s %9s %13s %8s %11s\n", "precision", "MLM loss",
-                    "fine-tuned", "scratch", "50 steps", "speed-up", "peak", "activations", "skipped",
-                    "loss scale");
+        std::printf("\n%-11s %10s %11s %8s %11s %9s %10s %9s %13s %8s %11s\n", "precision", "MLM loss",
+                    "fine-tuned", "at lr", "scratch", "50 steps", "speed-up", "peak", "activations",
+                    "skipped", "loss scale");
         for (const Summary& s : summaries) {
           char speedup[16] = "-";
           if (fp32 != nullptr && s.seconds_per_50 > 0)
             std::snprintf(speedup, sizeof speedup, "%.2fx", fp32->seconds_per_50 / s.seconds_per_50);
-          std::printf("%-11s %10.4f %10.2f%% %10.2f%% %8.2fs %10s %5.1f MiB %9.2f MiB %8lld %11g\n",
-                      s.precision.c_str(), s.pretrain_loss, 100 * s.finetuned_accuracy,
+          std::printf("%-11s %10.4f %10.2f%% %8g %10.2f%% %8.2fs %10s %5.1f MiB %9.2f MiB %8lld %11g\n",
+                      s.precision.c_str(), s.pretrain_loss, 100 * s.finetuned_accuracy, s.best_lr,
                       100 * s.scratch_accuracy, s.seconds_per_50, speedup, double(s.peak_bytes) / (1 << 20),
                       double(s.activation_bytes) / (1 << 20), static_cast<long long>(s.skipped_steps),
                       double(s.loss_scale));
         }
         std::printf("bag-of-words baseline (logistic regression, fp32): %.2f%%\n", 100 * baseline);
+        if (settings.finetune_lrs.size() > 1) {  // the sweep: fine-tuned accuracy per precision and rate
+          std::printf("\nfine-tuned test accuracy by learning rate\n%-11s", "precision");
+          for (const double lr : settings.finetune_lrs) std::printf(" %9g", lr);
+          std::printf("\n");
+          const Summary* best = nullptr;
+          for (const Summary& s : summaries) {
+            std::printf("%-11s", s.precision.c_str());
+            for (const auto& [lr, accuracy] : s.accuracy_by_lr) std::printf(" %8.2f%%", 100 * accuracy);
+            std::printf("\n");
+            if (best == nullptr || s.finetuned_accuracy > best->finetuned_accuracy) best = &s;
+          }
+          std::printf("best: %s at learning rate %g, %.2f%%\n", best->precision.c_str(), best->best_lr,
+                      100 * best->finetuned_accuracy);
+        }
         std::printf("per-epoch metrics: %s\n", settings.csv.c_str());
       });
 }
