@@ -65,8 +65,61 @@ class SelfAttention(torch.nn.Module):  # softmax(q k^T / sqrt(d) [+ causal mask]
         x = x.reshape(shape[0], -1, c)
         b, t, _ = x.shape  # qkv.weight's rows are [Q | K | V]; head h: features h*d..(h+1)*d-1 of each
         q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in self.qkv(x).split(c, 2))
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        return self.proj(y.transpose(1, 2).reshape(b, t, c)).reshape(shape)
+        return self.proj(self.attend(q, k, v).transpose(1, 2).reshape(b, t, c)).reshape(shape)
+
+    def attend(self, q, k, v):  # [b, heads, t, d] each
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+
+
+class PaddedSelfAttention(SelfAttention):  # keys t >= lengths[b] masked: torch's key_padding_mask
+    lengths = None  # [b], from PaddedSequences
+
+    def attend(self, q, k, v):  # a sequence of length 0 gives zeros, as mpx's (older torch's SDPA gave NaN)
+        real = torch.arange(k.shape[2]) < self.lengths[:, None]  # [b, t]: the keys each sequence attends to
+        empty = (self.lengths == 0)[:, None, None, None]
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=real[:, None, None, :] | empty)
+        return y.masked_fill(empty, 0.0)
+
+
+class GatherTokens(torch.nn.Module):  # [N, T, C] -> [M, C]: rows n*T + t of the [N*T, C] tokens, in the given order
+    rows = None  # [M], from PaddedSequences
+
+    def forward(self, x):
+        return x.reshape(-1, x.shape[-1])[self.rows]
+
+
+class FirstToken(torch.nn.Module):  # [N, T, C] -> [N, C]: token 0, BERT's [CLS]
+    def forward(self, x):
+        return x[:, 0]
+
+
+class TokenTypeEmbedding(torch.nn.Embedding):  # x + weight[token_types], BERT's segments; type 0 when none given
+    token_types = None  # [b, t], from PaddedSequences
+
+    def __init__(self, d):
+        super().__init__(d["num_embeddings"], d["embedding_dim"])
+
+    def forward(self, x):  # x [b, t, c]
+        types = self.token_types if self.token_types is not None else torch.zeros(x.shape[:2], dtype=torch.long)
+        return x + super().forward(types)
+
+
+class PaddedSequences(torch.nn.Module):  # body(ids) over padded sequences; mpx describes it with its body's fields
+    def __init__(self, body):  # the body's children become the wrapper's: parameters keep the body's names
+        super().__init__()
+        for name, child in body.named_children():
+            self.add_module(name, child)
+        self.body = [body]  # not a child: no "body." prefix
+
+    def forward(self, ids, lengths, rows=None, token_types=None):  # [N, T], [N], [M] (GatherTokens'), [N, T]
+        for module in self.modules():  # the batch's lengths, rows and types to the layers that read them
+            if isinstance(module, PaddedSelfAttention):
+                module.lengths = lengths
+            elif isinstance(module, GatherTokens):
+                module.rows = rows
+            elif isinstance(module, TokenTypeEmbedding):
+                module.token_types = token_types
+        return self.body[0](ids)
 
 
 def timestep_features(timesteps, dim, max_period):  # [cos(t f_i) | sin(t f_i)], f_i = max_period^(-i / (dim / 2))
@@ -141,7 +194,9 @@ make = {"Sequential": Sequential, "Residual": Residual, "Concat": Concat, "Linea
         "GlobalAvgPool2d": lambda d: GlobalAvgPool2d(),
         "Flatten": lambda d: torch.nn.Flatten(), "SiLU": lambda d: torch.nn.SiLU(),
         "PositionalEmbedding": PositionalEmbedding, "SelfAttention": SelfAttention,
-        "CausalSelfAttention": lambda d: SelfAttention(d, causal=True),
+        "CausalSelfAttention": lambda d: SelfAttention(d, causal=True), "PaddedSelfAttention": PaddedSelfAttention,
+        "GatherTokens": lambda d: GatherTokens(), "FirstToken": lambda d: FirstToken(),
+        "TokenTypeEmbedding": TokenTypeEmbedding, "PaddedSequences": lambda d: PaddedSequences(Sequential(d)),
         "Embedding": lambda d: torch.nn.Embedding(d["num_embeddings"], d["embedding_dim"]),
         "LayerNorm": lambda d: torch.nn.LayerNorm(d["normalized_shape"], eps=d["eps"], bias=d["bias"]),
         "Dropout": lambda d: torch.nn.Dropout(d["p"]), "ReLU": lambda d: torch.nn.ReLU(),
