@@ -165,6 +165,15 @@ mpx::data::PaddedBatchOptions batch_options(const Settings& s, std::uint64_t see
           .bucket_by_length = true};
 }
 
+// BERT's learning-rate schedule: a linear warm-up over the first 6% of the steps, then a linear
+// decay to zero at the last.
+double scheduled_lr(double peak, std::int64_t step, std::int64_t steps) {
+  const double warmup = std::max(1.0, 0.06 * double(steps));
+  const double t = double(step) + 1.0;
+  return peak * (t < warmup ? t / warmup
+                            : std::max(0.0, (double(steps) - t + 1.0) / (double(steps) - warmup + 1.0)));
+}
+
 std::span<const std::int32_t> lengths_of(const mpx::data::PaddedBatch& batch) {
   return {batch.lengths.data(), static_cast<std::size_t>(batch.lengths.numel())};
 }
@@ -217,6 +226,8 @@ double finetune(Model& model, const Settings& s, const Data& data, const std::st
         labels[r] =
             data.labelled.labels[static_cast<std::size_t>(batch.indices[static_cast<std::size_t>(r)])];
       model.set_lengths(lengths_of(batch));
+      optimizer.set_lr(scheduled_lr(lr, epoch * batches.batches_per_epoch() + steps,
+                                    s.finetune_epochs * batches.batches_per_epoch()));
       const mpx::StepResult result = trainer.step(batch.ids, labels);
       loss_sum += result.loss;
       skipped += result.stepped ? 0 : 1;
@@ -282,6 +293,8 @@ Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& rec
       mpx::data::chosen_tokens(targets, masking.ignore_index, rows, chosen);
       mlm.set_lengths(lengths_of(batch));
       mlm.select_tokens(rows);
+      optimizer.set_lr(scheduled_lr(s.pretrain_lr, std::int64_t(step) - 1,
+                                    s.pretrain_epochs * batches.batches_per_epoch()));
       const mpx::StepResult result = trainer.step(inputs, chosen);
       loss_sum += result.loss;
       skipped += result.stepped ? 0 : 1;
