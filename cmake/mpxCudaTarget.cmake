@@ -20,12 +20,13 @@ function(mpx_cuda_target_usage target)
   endif()
 endfunction()
 
-# GPU convolutions (mpx/backend/cuda/conv2d.cuh) run on cuDNN 9 through its C++ frontend, header-only,
+# GPU convolutions and fused attention (mpx/backend/cuda/conv2d.cuh, fused_attention.cuh) run on cuDNN 9
+# through its C++ frontend, header-only,
 # from PyPI's nvidia-cudnn-frontend wheel. The frontend calls NVRTC (its runtime-compiled engines),
 # linked as the library alone: CUDA::nvrtc would add the driver's stub libcuda, and a program that
 # needs libcuda.so.1 does not even start on a machine without a driver, where the CUDA tests must
 # skip. The frontend is used without its JSON serialisation (CUDNN_FRONTEND_SKIP_JSON_LIB: most of its
-# parse time). Only translation units that include conv2d.cuh parse it.
+# parse time). Only translation units that include conv2d.cuh or fused_attention.cuh parse it.
 # Attaches all of it to `target` when everything is found; otherwise sets `missing_variable` in the
 # caller to what is missing, in words (empty when nothing is). `frontend_hints`: directories to search
 # for cudnn_frontend.h besides the cache variable MPX_CUDNN_FRONTEND_INCLUDE_DIR.

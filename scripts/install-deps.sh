@@ -53,8 +53,9 @@ if ! tools_present; then
     echo "mpx: could not install the Python tools; the Conan and interop tests will be skipped"
 fi
 
-# The cuDNN frontend's C++ headers (GPU convolutions, include/mpx/backend/cuda/conv2d.cuh), from PyPI's
-# nvidia-cudnn-frontend wheel into the same environment (its site-packages/include), where CMake looks
+# The cuDNN frontend's C++ headers (GPU convolutions and fused attention: include/mpx/backend/cuda/
+# conv2d.cuh and fused_attention.cuh), from PyPI's nvidia-cudnn-frontend wheel into the same
+# environment (its site-packages/include), where CMake looks
 # for them (MPX_CUDNN_FRONTEND_INCLUDE_DIR). Only where nvcc is: the CUDA build alone needs them, and
 # configuring it fails, saying what to install, without them. --no-deps: the wheel's Python
 # dependencies (the CUTLASS DSL, ~0.5 GB) serve its Python API, not its headers.

@@ -32,6 +32,12 @@ enum class AttentionMask {
   Bidirectional  ///< every key (an encoder, or attention over an image's pixels)
 };
 
+/// @brief Which kernels computed an attention layer's softmax(Q K^T / sqrt(d) + mask) V.
+enum class AttentionKernel {
+  BatchedGemm,  ///< mpx's: two strided-batched GEMMs around the masked softmax kernels (every device)
+  Fused         ///< one fused kernel per pass, softmax statistics saved instead of P (cuDNN's SDPA)
+};
+
 /// @brief How many keys (the first ones) row `row` of a score matrix with `sequence` columns may
 /// attend to: `row % sequence + 1` (causal) or `sequence` (bidirectional), capped by `key_count`;
 /// 0 when `key_count` <= 0.
@@ -117,6 +123,39 @@ void validate_attention_softmax(const char* where, const Scores& scores, const c
                                        " score matrices (one count per sequence: g = batch), received ", k));
     }
   }
+}
+
+/// @brief Throws `mpx::shape_error` naming `where` unless the operands of a fused bidirectional
+/// attention fit: `qkv` [batch, ..., 3C] (a QKV projection's output, Q, K and V its three C-wide
+/// column groups, head h at columns h d .. (h + 1) d of each), `out` [batch, ..., C] with qkv's
+/// leading dimensions (the heads' outputs merged), `num_heads` dividing C, `stats` (when given)
+/// [batch, num_heads, sequence] and `key_counts` (when given) [batch], one length per sequence.
+/// @param where      the calling function, for the message.
+/// @param qkv        the projection's output.
+/// @param out        the merged heads' output (or its gradient).
+/// @param stats      the softmax statistics, or null.
+/// @param key_counts the sequences' lengths, or null.
+/// @param num_heads  the number of heads H.
+template <class Tokens, class Out, class Stats, class Counts>
+void validate_fused_attention(const char* where, const Tokens& qkv, const Out& out, const Stats* stats,
+                              const Counts* key_counts, std::int64_t num_heads) {
+  const Shape& t = qkv.shape();
+  const Shape& o = out.shape();
+  const std::int64_t width = o.rank() >= 3 ? o.cols() : 0;
+  bool fits = t.rank() >= 3 && o.rank() == t.rank() && num_heads > 0 && width > 0 && width % num_heads == 0 &&
+              t.cols() == 3 * width;
+  for (int axis = 0; fits && axis + 1 < t.rank(); ++axis) fits = t[axis] == o[axis];
+  if (!fits) {
+    throw shape_error(detail::concat(where,
+                                     ": expected qkv [batch, ..., 3C] and out [batch, ..., C] with the ",
+                                     "same leading dimensions and C divisible by ", num_heads,
+                                     " heads, received qkv ", t, " and out ", o));
+  }
+  if (stats != nullptr) {
+    require_shape(where, "softmax statistics", stats->shape(), Shape{t[0], num_heads, attention_sequence(t)});
+  }
+  if (key_counts != nullptr)
+    require_shape(where, "key_counts (sequence lengths)", key_counts->shape(), Shape{t[0]});
 }
 
 /// @brief How many consecutive score matrices share one entry of `key_counts` (1 without counts).

@@ -26,7 +26,9 @@
 /// `positional_embedding_backward`.
 /// Self-attention adds `attention_split_heads`, `attention_merge_heads`,
 /// `attention_softmax_forward` and `attention_softmax_backward` (causal or bidirectional mask;
-/// backend/attention_spec.hpp).
+/// backend/attention_spec.hpp), and the constant `has_fused_attention`; where it is true,
+/// `attention_fused_applies<T>`, `attention_fused_forward` (returns whether it ran) and
+/// `attention_fused_backward` too.
 /// Dropout: `dropout` (forward and backward, keyed as backend/dropout_spec.hpp says).
 /// Convolutions (backend/conv2d_spec.hpp): `conv2d_forward<Compute>`, `conv2d_backward_input<Compute>`,
 /// `conv2d_backward_weight<Compute>`, `conv2d_backward_bias`. Pooling (backend/pool2d_spec.hpp):

@@ -83,6 +83,19 @@ enum class KeyPadding {
 /// merged heads (C s) and the output (C s), and the transient peak is one layer's
 /// (4 C s + 4 H T + H T s), whatever the depth of the model.
 ///
+/// The fused path (bidirectional layers on a device whose backend has one: mpx::Cuda, in a program
+/// that includes <mpx/backend/cuda/fused_attention.cuh>, with bf16 or fp16 compute and a head width
+/// cuDNN takes; docs/cuda.md): forward runs cuDNN's scaled-dot-product attention on Q, K, V read in
+/// place from the qkv output, writing the merged heads directly, and backward its backward into the
+/// qkv gradient. The math is the same contract (fp32 scores and softmax, P rounded into the compute
+/// type for P V, fp32 accumulation) in cuDNN's order, an online softmax, so results differ from the
+/// batched-GEMM path's in the last bits. It saves, per token, the qkv output (3 C s, the qkv
+/// projection's own buffer), the merged heads (C s, proj's input) and the softmax's fp32 log-sum-exp
+/// (4 H bytes), and keeps neither P nor the scores: (4 C s + 4 H) bytes, 2064 B in bf16 at C = 256,
+/// H = 4, whatever T. Each forward chooses (`Backend<Device>::attention_fused_applies`, then cuDNN
+/// accepting the shape, in training its backward's too), `attention_kernel()` says what it chose, and
+/// backward follows its forward's choice.
+///
 /// @tparam P precision policy; @tparam Device `Host` or `Cuda`; @tparam Mask the softmax's mask;
 /// @tparam Padding whether the sequences' padding keys are masked too.
 template <PrecisionPolicy P, class Device, AttentionMask Mask, KeyPadding Padding = KeyPadding::None>
@@ -94,6 +107,9 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, 
   using Acc = accumulate_t<P>;
   using Projection = Linear<P, Activation::None, Device>;
   using Base = LayerBase<BasicSelfAttention, P, Device>;
+  // Whether forward may take the fused path: bidirectional attention on a backend that has one.
+  static constexpr bool fused_attention_possible =
+      Mask == AttentionMask::Bidirectional && Backend<Device>::has_fused_attention;
 
  public:
   /// @brief Layer name used in messages and model descriptions: "CausalSelfAttention",
@@ -162,12 +178,14 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, 
     if constexpr (Padding == KeyPadding::ByLength) check_lengths(x.shape());
     const auto& qkv = qkv_.forward(x);
     if (this->training()) {
-      attend(qkv, {q_, k_, v_, scores_, probs_, heads_out_});
+      if (!attend_fused(qkv, true)) attend(qkv, {q_, k_, v_, scores_, probs_, heads_out_});
       input_ = &x;
     } else {
-      Tensor<T, Device> q, k, v, probs, heads_out;  // freed on return: evaluation saves nothing
-      Tensor<Acc, Device> scores;
-      attend(qkv, {q, k, v, scores, probs, heads_out});
+      if (!attend_fused(qkv, false)) {
+        Tensor<T, Device> q, k, v, probs, heads_out;  // freed on return: evaluation saves nothing
+        Tensor<Acc, Device> scores;
+        attend(qkv, {q, k, v, scores, probs, heads_out});
+      }
       input_ = nullptr;
     }
     return proj_.forward(merged_);
@@ -180,29 +198,22 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, 
   const Tensor<T, Device>* backward(const Tensor<T, Device>& dy, bool input_grad = true) {
     if (input_.empty()) throw_backward_without_saved_state(this->label(), this->training());
     require_shape(this->label().c_str(), "upstream gradient", dy.shape(), merged_.shape());
-    const std::int64_t matrices = q_.shape()[0] * num_heads_;
     const Tensor<T, Device>& d_merged = *proj_.backward(dy, true);
-    Tensor<T, Device>& d_out = heads_out_;  // the heads' output is not needed again: dO goes there
-    Backend<Device>::attention_split_heads(d_merged, 0, d_out);
-    Tensor<Acc, Device>& d_probs = scores_;  // likewise the scores: dP goes there
-    Backend<Device>::template gemm<Compute>(
-        d_out, v_, d_probs, GemmConfig{.transpose_b = Transpose::Yes, .batch_count = matrices});
-    for (Tensor<T, Device>* buffer : {&dq_, &dk_, &dv_}) ensure_shape(*buffer, q_.shape());
-    Backend<Device>::template gemm<Compute>(
-        probs_, d_out, dv_, GemmConfig{.transpose_a = Transpose::Yes, .batch_count = matrices});
-    ensure_shape(d_scores_, probs_.shape());
-    Backend<Device>::attention_softmax_backward(probs_, d_probs, d_scores_, Mask, key_counts());
-    Backend<Device>::template gemm<Compute>(d_scores_, k_, dq_,
-                                            GemmConfig{.alpha = scale(), .batch_count = matrices});
-    Backend<Device>::template gemm<Compute>(
-        d_scores_, q_, dk_,
-        GemmConfig{.transpose_a = Transpose::Yes, .alpha = scale(), .batch_count = matrices});
     ensure_shape(d_qkv_, merged_.shape().with_last(3 * embed_dim_));
-    Backend<Device>::attention_merge_heads(dq_, 0, d_qkv_);
-    Backend<Device>::attention_merge_heads(dk_, embed_dim_, d_qkv_);
-    Backend<Device>::attention_merge_heads(dv_, 2 * embed_dim_, d_qkv_);
+    if (kernel_ == AttentionKernel::Fused) {
+      if constexpr (fused_attention_possible) {
+        Backend<Device>::attention_fused_backward(*fused_qkv_, key_counts(), merged_, d_merged, stats_,
+                                                  d_qkv_, num_heads_);
+      }
+    } else {
+      backward_batched_gemm(d_merged);
+    }
     return qkv_.backward(d_qkv_, input_grad);
   }
+
+  /// @brief Which kernels the last forward ran: `AttentionKernel::Fused` (cuDNN's SDPA; see the class
+  /// comment) or `AttentionKernel::BatchedGemm` (also before any forward).
+  [[nodiscard]] AttentionKernel attention_kernel() const noexcept { return kernel_; }
 
   /// @brief Calls f(name, parameter) for "qkv.weight", "qkv.bias", "proj.weight", "proj.bias".
   /// @tparam F a callable taking (std::string_view, Parameter&).
@@ -232,6 +243,7 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, 
   /// @brief Drops the saved input pointer; backward then throws until the next forward.
   void forget_input() noexcept {
     input_ = nullptr;
+    fused_qkv_ = nullptr;
     qkv_.forget_input();
   }
 
@@ -302,6 +314,7 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, 
   // softmax(Q K^T / sqrt(d) + mask) V from the qkv projection [batch, ..., 3C], merged into
   // merged_ [batch, ..., C] (the input's shape).
   void attend(const Tensor<T, Device>& qkv, Intermediates buffers) {
+    kernel_ = AttentionKernel::BatchedGemm;
     const std::int64_t batch = qkv.shape()[0];
     const std::int64_t sequence = attention_sequence(qkv.shape());
     const Shape heads{batch, num_heads_, sequence, head_dim_};
@@ -322,6 +335,49 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, 
                                             GemmConfig{.batch_count = matrices});
     ensure_shape(merged_, qkv.shape().with_last(embed_dim_));
     Backend<Device>::attention_merge_heads(buffers.heads_out, 0, merged_);
+  }
+
+  // The batched-GEMM path's backward from dL/d(merged heads) into d_qkv_ (shaped by the caller).
+  void backward_batched_gemm(const Tensor<T, Device>& d_merged) {
+    const std::int64_t matrices = q_.shape()[0] * num_heads_;
+    Tensor<T, Device>& d_out = heads_out_;  // the heads' output is not needed again: dO goes there
+    Backend<Device>::attention_split_heads(d_merged, 0, d_out);
+    Tensor<Acc, Device>& d_probs = scores_;  // likewise the scores: dP goes there
+    Backend<Device>::template gemm<Compute>(
+        d_out, v_, d_probs, GemmConfig{.transpose_b = Transpose::Yes, .batch_count = matrices});
+    for (Tensor<T, Device>* buffer : {&dq_, &dk_, &dv_}) ensure_shape(*buffer, q_.shape());
+    Backend<Device>::template gemm<Compute>(
+        probs_, d_out, dv_, GemmConfig{.transpose_a = Transpose::Yes, .batch_count = matrices});
+    ensure_shape(d_scores_, probs_.shape());
+    Backend<Device>::attention_softmax_backward(probs_, d_probs, d_scores_, Mask, key_counts());
+    Backend<Device>::template gemm<Compute>(d_scores_, k_, dq_,
+                                            GemmConfig{.alpha = scale(), .batch_count = matrices});
+    Backend<Device>::template gemm<Compute>(
+        d_scores_, q_, dk_,
+        GemmConfig{.transpose_a = Transpose::Yes, .alpha = scale(), .batch_count = matrices});
+    Backend<Device>::attention_merge_heads(dq_, 0, d_qkv_);
+    Backend<Device>::attention_merge_heads(dk_, embed_dim_, d_qkv_);
+    Backend<Device>::attention_merge_heads(dv_, 2 * embed_dim_, d_qkv_);
+  }
+
+  // The fused path's forward, where the device and the layer have one and it takes this problem:
+  // merged_ from the qkv projection's output, and in training the softmax statistics, the qkv
+  // output kept for backward. Returns whether it ran (attend() runs otherwise).
+  bool attend_fused(const Tensor<T, Device>& qkv, bool training) {
+    if constexpr (fused_attention_possible) {
+      if (!Backend<Device>::template attention_fused_applies<T>(head_dim_)) return false;
+      ensure_shape(merged_, qkv.shape().with_last(embed_dim_));
+      if (training) ensure_shape(stats_, Shape{qkv.shape()[0], num_heads_, attention_sequence(qkv.shape())});
+      if (!Backend<Device>::attention_fused_forward(qkv, key_counts(), merged_, training ? &stats_ : nullptr,
+                                                    num_heads_)) {
+        return false;
+      }
+      kernel_ = AttentionKernel::Fused;
+      fused_qkv_ = training ? &qkv : nullptr;
+      return true;
+    } else {
+      return false;
+    }
   }
 
   // The softmax's key counts: the sequences' lengths with key padding, none otherwise.
@@ -367,6 +423,9 @@ class BasicSelfAttention : public LayerBase<BasicSelfAttention<P, Device, Mask, 
   Tensor<T, Device> dq_, dk_, dv_;
   Tensor<T, Device> d_qkv_;
   const Tensor<std::int32_t, Device>* lengths_ = nullptr;  // [batch], key padding only
+  AttentionKernel kernel_ = AttentionKernel::BatchedGemm;  // the last forward's path
+  SavedPointer<Tensor<T, Device>> fused_qkv_;  // the fused path's saved qkv output (qkv's own buffer)
+  Tensor<float, Device> stats_;                // the fused path's softmax log-sum-exp [batch, heads, T]
 };
 
 /// @brief Bidirectional multi-head self-attention: every position attends to every position

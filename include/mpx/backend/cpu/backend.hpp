@@ -72,6 +72,9 @@ struct Backend<Host> {
   /// @brief `cpu::gemm_scaled` reads its operands in any layout, so FP8 operands need no transposed
   /// copies (the CUDA backend's cuBLASLt GEMMs do). `nn::Linear` reads it.
   static constexpr bool fp8_gemm_needs_k_major_operands = false;
+  /// @brief Attention runs the batched-GEMM path only: no fused kernel on the CPU
+  /// (`nn::BasicSelfAttention` reads it; the CUDA backend's is true).
+  static constexpr bool has_fused_attention = false;
   /// @brief GEMM of two scaled operands in formats `AFormat` and `BFormat` (FP8); see
   /// `cpu::gemm_scaled`.
   template <NumericTag AFormat, NumericTag BFormat, AccumulationModel Accumulation = Fp32Accumulation,

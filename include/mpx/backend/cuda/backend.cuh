@@ -147,6 +147,16 @@ struct Backend<Cuda> {
   static void conv2d_backward_bias(const Tensor<T, Cuda>& dy, Tensor<Acc, Cuda>& dbias, bool overwrite) {
     cuda::Conv2dPasses<T>::backward_bias(dy, dbias, overwrite);
   }
+  /// @brief Attention has a fused path here (cuDNN's SDPA: `attention_fused_applies`,
+  /// `attention_fused_forward`, `attention_fused_backward`), on when the program includes
+  /// <mpx/backend/cuda/fused_attention.cuh>; `nn::BasicSelfAttention` reads it.
+  static constexpr bool has_fused_attention = true;
+  /// @brief Whether the fused attention may take heads of `head_dim` with operands of T on the
+  /// current context's device; see `cuda::attention_fused_applies`.
+  template <Element T>
+  static bool attention_fused_applies(std::int64_t head_dim) {
+    return cuda::attention_fused_applies<T>(head_dim);
+  }
   /// @brief Unscales one gradient and reports non-finite values (waits for the device); see
   /// `cuda::unscale_and_inspect`.
   template <bool Scale, class... Args>
@@ -195,6 +205,8 @@ struct Backend<Cuda> {
   MPX_DETAIL_FORWARD_TO_CUDA(attention_merge_heads);
   MPX_DETAIL_FORWARD_TO_CUDA(attention_softmax_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(attention_softmax_backward);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_fused_forward);
+  MPX_DETAIL_FORWARD_TO_CUDA(attention_fused_backward);
   MPX_DETAIL_FORWARD_TO_CUDA(dropout);
   MPX_DETAIL_FORWARD_TO_CUDA(silu_forward);
   MPX_DETAIL_FORWARD_TO_CUDA(silu_backward);

@@ -395,13 +395,6 @@ inline std::unique_ptr<Conv2dPlan> make_conv2d_plan(const Conv2dKey& key, const 
   return plan;
 }
 
-// Whether work queued on `stream` now goes into a CUDA graph instead of running.
-inline bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  MPX_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  return capture != cudaStreamCaptureStatusNone;
-}
-
 // The cached plan of `key`, built on first use (never during capture: building runs cuDNN's
 // heuristics and may compile kernels, allocate and synchronise).
 inline Conv2dPlan& conv2d_plan(const Conv2dKey& key, const Conv2dGeometry& g, const CudaContext& context,

@@ -8,7 +8,8 @@
 /// as check.hpp's do for CUDA and cuBLASLt.
 ///
 /// Only cuDNN's C API (<cudnn.h>, cheap to parse) is included here. The frontend's C++ headers add
-/// about 45 s to the compile of each translation unit, so only backend/cuda/conv2d.cuh includes them,
+/// about 45 s to the compile of each translation unit, so only the opt-in headers
+/// backend/cuda/conv2d.cuh and backend/cuda/fused_attention.cuh include them,
 /// and `MPX_CUDNN_FRONTEND_CHECK` takes the frontend's status type without naming it.
 
 #include "mpx/config.hpp"
@@ -67,6 +68,16 @@ void check_cudnn_frontend(FrontendStatus status, const char* call, const char* f
 #define MPX_CUDNN_FRONTEND_CHECK(call) ::mpx::detail::check_cudnn_frontend((call), #call, __FILE__, __LINE__)
 
 namespace mpx::cuda {
+
+namespace detail {
+// Whether work queued on `stream` now goes into a CUDA graph instead of running: a cuDNN plan cannot
+// be built then (its heuristics may compile kernels, allocate and synchronise).
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  MPX_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  return capture != cudaStreamCaptureStatusNone;
+}
+}  // namespace detail
 
 /// @brief An owned cuDNN handle bound to one stream; move-only. Destroying it waits for the device
 /// (cudnnDestroy does).
