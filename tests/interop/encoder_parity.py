@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: 2026 The mpx authors
 """The masked-LM encoder in mpx and in PyTorch: encoder_parity_tool builds mpx's masked_lm
-(mpx/experiment/encoder.hpp, fp32, vocabulary 48, 16 positions, width 32, 2 blocks of 4 heads: token and
-positional embeddings, pre-LN blocks of PaddedSelfAttention and a GELU MLP, the final LayerNorm, GatherTokens
+(mpx/experiment/encoder.hpp, fp32, vocabulary 48, 16 positions, width 32, 2 blocks of 4 heads: token,
+positional and token-type embeddings (type 1 from the middle of each sequence on, as a sentence pair's second
+half), pre-LN blocks of PaddedSelfAttention and a GELU MLP, the final LayerNorm, GatherTokens
 and the vocabulary's Linear), writes its logits and every parameter's gradient at the initial weights, then
 trains it 50 steps as examples/encoder.cpp pretrains it: synthetic sentences of 1 to 16 tokens in padded
 batches bucketed by length, corrupted by data::mask_tokens, the chosen tokens' cross-entropy, AdamW with
 weight decay on every parameter (mpx's AdamW decays them all; so does torch.optim.AdamW over
 model.parameters()). examples/rebuild_in_torch.py rebuilds the network from the weights file's description
-(its PaddedSequences hands each batch's lengths to the attention's key-padding mask and the chosen rows to
-GatherTokens), and:
+(its PaddedSequences hands each batch's lengths to the attention's key-padding mask, the chosen rows to
+GatherTokens and the token types to TokenTypeEmbedding), and:
 
   forward and backward at the initial weights, on the first batch with a sequence of length 0 added and the
       chosen tokens in reverse order (GatherTokens keeps the order it is given): the logits within 1e-5 of
@@ -78,10 +79,11 @@ def rebuilt_model(build, weights):
 
 
 def batch_of(record):
-    """ids [N, T], lengths [N], rows [M], targets [M] of one batch of run.json."""
+    """ids [N, T], lengths [N], rows [M], targets [M] and token types [N, T] of one batch of run.json."""
     lengths = torch.tensor(record["lengths"], dtype=torch.long)
     ids = torch.tensor(record["ids"], dtype=torch.long).view(len(lengths), -1)
-    return ids, lengths, torch.tensor(record["rows"], dtype=torch.long), torch.tensor(record["targets"])
+    types = torch.tensor(record["token_types"], dtype=torch.long).view(ids.shape)
+    return ids, lengths, torch.tensor(record["rows"], dtype=torch.long), torch.tensor(record["targets"]), types
 
 
 def norm_wise(mpx, ours, names):
@@ -101,15 +103,15 @@ def without_key_bias(weights):
 
 def check_probe(build, weights, gradients, probe, failures):
     model = rebuilt_model(build, weights)
-    ids, lengths, rows, targets = batch_of(probe)
-    output = model(ids, lengths, rows)
+    ids, lengths, rows, targets, types = batch_of(probe)
+    output = model(ids, lengths, rows, types)
     error = ((gradients["output"] - output).abs().max() / output.abs().max()).item()
     print(f"logits at the initial weights: max |mpx - torch| / max |torch| {error:.2e} "
           f"(tolerance {OUTPUT_TOLERANCE:g})")
     if not error <= OUTPUT_TOLERANCE:  # NaN fails too
         failures.append(f"the logits at the initial weights: {error:.2e} > {OUTPUT_TOLERANCE:g}")
     with torch.no_grad():
-        unmasked = model(ids, torch.full_like(lengths, ids.shape[1]), rows)
+        unmasked = model(ids, torch.full_like(lengths, ids.shape[1]), rows, types)
     control = ((gradients["output"] - unmasked).abs().max() / unmasked.abs().max()).item()
     print(f"control, every key attended: {control:.2e} (must exceed {CONTROL_MINIMUM:g})")
     if not control > CONTROL_MINIMUM:
@@ -135,9 +137,9 @@ def check_probe(build, weights, gradients, probe, failures):
 
 def check_classifier(build, scratch, probe, failures):
     model = rebuilt_model(build, os.path.join(scratch, "classifier.safetensors"))
-    ids, lengths, _, _ = batch_of(probe)
+    ids, lengths, _, _, types = batch_of(probe)
     with torch.no_grad():
-        logits = model(ids, lengths)
+        logits = model(ids, lengths, token_types=types)
     mpx_logits = load_file(os.path.join(scratch, "classifier_logits.safetensors"))["logits"]
     error = ((mpx_logits - logits).abs().max() / logits.abs().max()).item()
     print(f"classifier logits at its initial weights: max |mpx - torch| / max |torch| {error:.2e} "
@@ -153,9 +155,9 @@ def train(build, run, weights, final, failures):
                                   weight_decay=run["weight_decay"])
     worst = (0.0, 0)
     for step, record in enumerate(run["steps"]):
-        ids, lengths, rows, targets = batch_of(record)
+        ids, lengths, rows, targets, types = batch_of(record)
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids, lengths, rows), targets)
+        loss = torch.nn.functional.cross_entropy(model(ids, lengths, rows, types), targets)
         loss.backward()
         optimizer.step()
         relative = abs(record["loss"] - loss.item()) / abs(loss.item())

@@ -67,11 +67,24 @@ std::span<const std::int32_t> span_of(const mpx::Tensor<std::int32_t>& t) {
   return {t.data(), static_cast<std::size_t>(t.numel())};
 }
 
-// One batch as the model sees it: corrupted ids, lengths, the chosen rows and their targets.
+// One batch as the model sees it: corrupted ids, lengths, the chosen rows and their targets, and
+// each token's type.
 struct Batch {
   mpx::Tensor<std::int32_t> inputs, lengths, chosen;
-  std::vector<std::int32_t> rows;
+  std::vector<std::int32_t> rows, types;
 };
+
+// Token types as a sentence pair would have them: 0 for the first half of each sequence's real
+// tokens, 1 from there on (padding included), so that both rows of the type table train.
+std::vector<std::int32_t> pair_types(const mpx::Tensor<std::int32_t>& inputs,
+                                     const mpx::Tensor<std::int32_t>& lengths) {
+  const std::int64_t sequences = inputs.shape()[0], positions = inputs.shape()[1];
+  std::vector<std::int32_t> types(static_cast<std::size_t>(sequences * positions));
+  for (std::int64_t n = 0; n < sequences; ++n)
+    for (std::int64_t t = 0; t < positions; ++t)
+      types[std::size_t(n * positions + t)] = 2 * t >= lengths[n] ? 1 : 0;
+  return types;
+}
 
 // Writes `{"ids": [...], "lengths": [...], "rows": [...], "targets": [...]`, the object left open for
 // the caller's fields.
@@ -89,6 +102,8 @@ void write_batch(std::ostream& out, const Batch& b) {
   list("rows", b.rows);
   out << ", ";
   list("targets", span_of(b.chosen));
+  out << ", ";
+  list("token_types", b.types);
 }
 
 std::vector<std::int64_t> extents(const mpx::Shape& shape) {
@@ -150,11 +165,13 @@ int main(int argc, char** argv) {
       mpx::data::mask_tokens(padded.ids, padded.lengths, masking, step++, b.inputs, targets);
       mpx::data::chosen_tokens(targets, masking.ignore_index, b.rows, b.chosen);
       b.lengths = padded.lengths.clone();
+      b.types = pair_types(b.inputs, b.lengths);
       if (b.rows.empty()) throw mpx::error("a batch without a chosen token");
     };
     const auto select = [](auto& m, const Batch& b) {
       m.set_lengths(span_of(b.lengths));
       m.select_tokens(b.rows);
+      m.set_token_types(b.types);
     };
 
     std::vector<Batch> run(static_cast<std::size_t>(steps));
@@ -166,11 +183,13 @@ int main(int argc, char** argv) {
     Batch probe{.inputs = mpx::Tensor<std::int32_t>(mpx::Shape{k_batch + 1, run[0].inputs.shape()[1]}),
                 .lengths = mpx::Tensor<std::int32_t>(mpx::Shape{k_batch + 1}),
                 .chosen = mpx::Tensor<std::int32_t>(run[0].chosen.shape()),
-                .rows = std::vector<std::int32_t>(run[0].rows.rbegin(), run[0].rows.rend())};
+                .rows = std::vector<std::int32_t>(run[0].rows.rbegin(), run[0].rows.rend()),
+                .types = {}};
     std::copy_n(run[0].inputs.data(), run[0].inputs.numel(), probe.inputs.data());
     std::copy_n(run[0].lengths.data(), k_batch, probe.lengths.data());
     std::reverse_copy(run[0].chosen.data(), run[0].chosen.data() + run[0].chosen.numel(),
                       probe.chosen.data());
+    probe.types = pair_types(probe.inputs, probe.lengths);
 
     // The forward and backward at the initial weights: the logits from the model, the gradients
     // from a step of plain SGD on an identical copy (lr 1e-30 barely moves its weights; the gradients
@@ -196,6 +215,7 @@ int main(int argc, char** argv) {
       classifier.initialize(k_seed + 1);
       mpx::io::save_weights(classifier, dir / "classifier.safetensors");
       classifier.set_lengths(span_of(probe.lengths));
+      classifier.set_token_types(probe.types);
       const mpx::Tensor<float>& logits = classifier.forward(probe.inputs);
       const std::vector<mpx::io::TensorToWrite> tensors{
           {"logits", mpx::io::Dtype::F32, extents(logits.shape()),
