@@ -30,6 +30,8 @@
 #include <mpx/experiment/encoder.hpp>
 #include <mpx/mpx.hpp>
 
+#include "../support/parity_files.hpp"
+
 namespace {
 
 constexpr std::int64_t k_batch = 8, k_sentences = 160;
@@ -104,27 +106,6 @@ void write_batch(std::ostream& out, const Batch& b) {
   list("targets", span_of(b.chosen));
   out << ", ";
   list("token_types", b.types);
-}
-
-std::vector<std::int64_t> extents(const mpx::Shape& shape) {
-  std::vector<std::int64_t> out;
-  for (int d = 0; d < shape.rank(); ++d) out.push_back(shape[d]);
-  return out;
-}
-
-// Writes every parameter's gradient, and the model's `output`, to `path`.
-template <class Model>
-void save_gradients(const std::filesystem::path& path, Model& model, const mpx::Tensor<float>& output) {
-  std::vector<mpx::io::TensorToWrite> tensors;
-  model.for_each_parameter([&](std::string_view name, auto& parameter) {
-    const auto& gradient = parameter.grad();
-    tensors.push_back(
-        {std::string(name), mpx::io::Dtype::F32, extents(gradient.shape()),
-         std::as_bytes(std::span(gradient.data(), static_cast<std::size_t>(gradient.numel())))});
-  });
-  tensors.push_back({"output", mpx::io::Dtype::F32, extents(output.shape()),
-                     std::as_bytes(std::span(output.data(), static_cast<std::size_t>(output.numel())))});
-  mpx::io::save_safetensors(path, tensors);
 }
 
 }  // namespace
@@ -206,7 +187,7 @@ int main(int argc, char** argv) {
       if (!probe_trainer.step(probe.inputs, probe.chosen).stepped) {
         throw mpx::error("the gradient probe's step was skipped");
       }
-      save_gradients(dir / "gradients.safetensors", copy, output);
+      mpx::test::save_gradients(dir / "gradients.safetensors", copy, output);
     }
     // The classifier's logits on the probe batch: its head reads each sequence's first token
     // (FirstToken), which the empty sequence's attention output (zeros) reaches too.
@@ -217,9 +198,7 @@ int main(int argc, char** argv) {
       classifier.set_lengths(span_of(probe.lengths));
       classifier.set_token_types(probe.types);
       const mpx::Tensor<float>& logits = classifier.forward(probe.inputs);
-      const std::vector<mpx::io::TensorToWrite> tensors{
-          {"logits", mpx::io::Dtype::F32, extents(logits.shape()),
-           std::as_bytes(std::span(logits.data(), static_cast<std::size_t>(logits.numel())))}};
+      const std::vector<mpx::io::TensorToWrite> tensors{mpx::test::f32_entry("logits", logits)};
       mpx::io::save_safetensors(dir / "classifier_logits.safetensors", tensors);
     }
 

@@ -28,6 +28,8 @@
 #include <mpx/experiment/unet.hpp>
 #include <mpx/mpx.hpp>
 
+#include "../support/parity_files.hpp"
+
 namespace {
 
 constexpr std::int64_t k_batch = 8, k_side = 28, k_width = 16, k_pixels = k_side * k_side;
@@ -46,27 +48,6 @@ void clean_image(std::int64_t sample, float* image) {
       image[r * k_side + c] = static_cast<float>(std::tanh(radius - d) * 0.9);
     }
   }
-}
-
-std::vector<std::int64_t> extents(const mpx::Shape& shape) {
-  std::vector<std::int64_t> out;
-  for (int d = 0; d < shape.rank(); ++d) out.push_back(shape[d]);
-  return out;
-}
-
-// Writes every parameter's gradient, and the model's `output`, to `path`.
-template <class Model>
-void save_gradients(const std::filesystem::path& path, Model& model, const mpx::Tensor<float>& output) {
-  std::vector<mpx::io::TensorToWrite> tensors;
-  model.for_each_parameter([&](std::string_view name, auto& parameter) {
-    const auto& gradient = parameter.grad();
-    tensors.push_back(
-        {std::string(name), mpx::io::Dtype::F32, extents(gradient.shape()),
-         std::as_bytes(std::span(gradient.data(), static_cast<std::size_t>(gradient.numel())))});
-  });
-  tensors.push_back({"output", mpx::io::Dtype::F32, extents(output.shape()),
-                     std::as_bytes(std::span(output.data(), static_cast<std::size_t>(output.numel())))});
-  mpx::io::save_safetensors(path, tensors);
 }
 
 }  // namespace
@@ -123,7 +104,7 @@ int main(int argc, char** argv) {
       mpx::Trainer probe(copy, loss, copy_optimizer);
       copy.set_timesteps(std::span<const float>(timesteps.data(), k_batch));
       if (!probe.step(x, target).stepped) throw mpx::error("the gradient probe's step was skipped");
-      save_gradients(dir / "gradients.safetensors", copy, output);
+      mpx::test::save_gradients(dir / "gradients.safetensors", copy, output);
     }
 
     const mpx::optim::AdamW<decltype(model)>::Options adamw{.lr = 2e-3, .weight_decay = 1e-2};

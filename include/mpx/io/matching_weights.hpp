@@ -92,14 +92,7 @@ WeightMatch load_matching_weights(Model& model, const std::filesystem::path& pat
   const SafetensorsFile file = load_safetensors(path);
   const Metadata& metadata = file.metadata();
   std::vector<std::string> problems;
-  if (const auto format = metadata.find("mpx.format"); format != metadata.end()) {
-    if (format->second != checkpoint_format && format->second != weights_format) {
-      problems.push_back(concat("metadata \"mpx.format\" is \"", format->second, "\", expected \"",
-                                checkpoint_format, "\" or \"", weights_format, "\""));
-    } else {
-      detail::check_format_version(metadata, problems);
-    }
-  }
+  detail::check_weights_format(metadata, problems);
   detail::throw_if_problems("mpx::io::load_matching_weights", path, "this model", problems);
 
   WeightMatch match;

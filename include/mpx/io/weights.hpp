@@ -140,6 +140,19 @@ void check_unexpected(const SafetensorsFile& file, const std::vector<std::string
   }
 }
 
+/// Adds a problem unless the file is a weights file or checkpoint of a version this mpx reads, or a
+/// file of another tool (no `mpx.format`).
+inline void check_weights_format(const Metadata& metadata, std::vector<std::string>& problems) {
+  const auto format = metadata.find("mpx.format");
+  if (format == metadata.end()) return;
+  if (format->second != checkpoint_format && format->second != weights_format) {
+    problems.push_back(concat("metadata \"mpx.format\" is \"", format->second, "\", expected \"",
+                              checkpoint_format, "\" or \"", weights_format, "\""));
+  } else {
+    check_format_version(metadata, problems);
+  }
+}
+
 /// Throws one `io_error` listing every problem, then `note` on a line of its own when not empty,
 /// unless there are no problems.
 inline void throw_if_problems(const char* caller, const std::filesystem::path& path, const char* target,
@@ -216,15 +229,7 @@ Metadata load_weights(Model& model, const std::filesystem::path& path, const Loa
   const SafetensorsFile file = load_safetensors(path);
   const Metadata& metadata = file.metadata();
   std::vector<std::string> problems;
-  // Files without mpx.format come from other tools; mpx's own must be a format this mpx reads.
-  if (const auto format = metadata.find("mpx.format"); format != metadata.end()) {
-    if (format->second != checkpoint_format && format->second != weights_format) {
-      problems.push_back(concat("metadata \"mpx.format\" is \"", format->second, "\", expected \"",
-                                checkpoint_format, "\" or \"", weights_format, "\""));
-    } else {
-      detail::check_format_version(metadata, problems);
-    }
-  }
+  detail::check_weights_format(metadata, problems);
   const std::string note = detail::check_model_description(metadata, model, options, problems);
   std::vector<std::string> expected;
   const std::string_view prefix = options.weight_average ? weight_average_prefix : std::string_view{};
