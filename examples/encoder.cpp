@@ -120,22 +120,20 @@ Data load(const Settings& s) {
   fill(mpx::data::WordNetSplit::Test, data.test, s.test_samples);
   data.pretraining = data.train.sequences;
   if (s.pretrain_text == "glosses+fortunes") {
-    // Each fortune (the text between two "%" lines), cut into pieces of at most max_length tokens,
-    // [CLS] and [SEP] included, in the glosses' vocabulary: its other words are [UNK].
+    // Each fortune (the text between two "%" lines) as one sequence, [CLS] words [SEP], in the
+    // glosses' vocabulary (its other words are [UNK]); the batches keep its first max_length tokens
+    // as they keep a gloss's.
     const mpx::data::TextCorpus fortunes(s.fortunes);
     std::istringstream text{std::string(fortunes.text())};
     std::string line, fortune;
     const auto add = [&] {
       const std::vector<std::int32_t> words = data.vocabulary.encode(fortune);
-      const auto piece = std::size_t(s.max_length - 2);
-      for (std::size_t first = 0; first < words.size(); first += piece) {
-        std::vector<std::int32_t> ids{tokens.cls};
-        ids.insert(ids.end(), words.begin() + long(first),
-                   words.begin() + long(std::min(words.size(), first + piece)));
-        ids.push_back(tokens.sep);
-        data.pretraining.push_back(std::move(ids));
-      }
       fortune.clear();
+      if (words.empty()) return;
+      std::vector<std::int32_t> ids{tokens.cls};
+      ids.insert(ids.end(), words.begin(), words.end());
+      ids.push_back(tokens.sep);
+      data.pretraining.push_back(std::move(ids));
     };
     while (std::getline(text, line)) {
       if (line == "%") {
@@ -145,7 +143,7 @@ Data load(const Settings& s) {
       }
     }
     add();
-    // --train-samples limits the fortunes' pieces as it limits the glosses, spread evenly over them.
+    // --train-samples limits the fortunes as it limits the glosses, spread evenly over them.
     const auto glosses = data.train.sequences.size(), pieces = data.pretraining.size() - glosses;
     if (s.train_samples > 0 && pieces > std::size_t(s.train_samples)) {
       const auto taken = std::size_t(s.train_samples);
