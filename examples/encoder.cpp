@@ -40,7 +40,7 @@ struct Settings {
   int finetune_epochs = 4;
   std::int64_t batch = 64;
   double pretrain_lr = 1e-3;
-  std::vector<double> finetune_lrs = {5e-4};  // several: a precision x learning-rate sweep
+  std::vector<double> finetune_lrs = {1e-3};  // several: a precision x learning-rate sweep
   std::uint64_t seed = 42;
   std::int64_t width = 128;
   std::int64_t max_length = 32;    // tokens kept of a gloss, [CLS] and [SEP] included
@@ -252,16 +252,10 @@ std::string short_name(std::string_view precision) {
   return std::string(precision.substr(0, precision.find('_')));
 }
 
+// Pretrains the masked-LM and saves it to `path`; fills the summary's pretraining columns.
 template <mpx::PrecisionPolicy P>
-Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& records) {
-  Summary summary;
-  summary.precision = P::name;
-  const mpx::experiment::EncoderShape shape{.vocabulary = data.vocabulary.size(),
-                                            .max_length = s.max_length,
-                                            .width = s.width,
-                                            .blocks = 2,
-                                            .heads = 4,
-                                            .classes = data.classes};
+void pretrain(const mpx::experiment::EncoderShape& shape, const Settings& s, const Data& data,
+              const std::string& path, std::vector<EpochRecord>& records, Summary& summary) {
   // [pretrain]
   auto mlm = mpx::experiment::masked_lm<P>(shape);
   mlm.initialize(s.seed);
@@ -320,12 +314,25 @@ Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& rec
   summary.peak_bytes = trainer.first_step_memory().peak;
   summary.activation_bytes = trainer.first_step_memory().activations;
   summary.loss_scale = trainer.scaler().scale();
+  mpx::io::save_weights(mlm, path);
+}
 
-  // [finetune]
-  // The pretrained weights go to a file; each classifier loads the encoder body from it (its heads
-  // keep their fresh weights: the report says which tensors loaded and why the others did not).
+template <mpx::PrecisionPolicy P>
+Summary train(const Settings& s, const Data& data, std::vector<EpochRecord>& records) {
+  Summary summary;
+  summary.precision = P::name;
+  const mpx::experiment::EncoderShape shape{.vocabulary = data.vocabulary.size(),
+                                            .max_length = s.max_length,
+                                            .width = s.width,
+                                            .blocks = 2,
+                                            .heads = 4,
+                                            .classes = data.classes};
+  // The pretrained weights are in a file: written now, or with --pretrain-epochs 0 by an earlier run.
   const std::string pretrained = s.pretrained + "." + short_name(P::name) + ".safetensors";
-  mpx::io::save_weights(mlm, pretrained);
+  if (s.pretrain_epochs > 0) pretrain<P>(shape, s, data, pretrained, records, summary);
+  // [finetune]
+  // Each classifier loads the encoder body from the pretrained file (its heads keep their fresh
+  // weights: the report says which tensors loaded and why the others did not).
   for (const double lr : s.finetune_lrs) {
     auto classifier = mpx::experiment::sequence_classifier<P>(shape);
     classifier.initialize(s.seed + 2);
@@ -415,7 +422,7 @@ Settings parse(int argc, char** argv) {
     if (option == "--precision")
       s.precision = value;
     else if (option == "--pretrain-epochs")
-      s.pretrain_epochs = int(whole_number(1, 100));
+      s.pretrain_epochs = int(whole_number(0, 100));  // 0: fine-tune from the --pretrained files
     else if (option == "--finetune-epochs")
       s.finetune_epochs = int(whole_number(1, 100));
     else if (option == "--batch")
