@@ -6,7 +6,7 @@
 # same classifier from scratch and a bag-of-words baseline, in fp32, bf16 and fp16; prints the table
 # (masked-LM loss, test accuracies, the time of 50 pretraining steps and its speed-up, peak and
 # activation memory, skipped steps, loss scale). Extra arguments go to the example, e.g.
-# `scripts/encoder.sh --precision bf16`, or `--finetune-lr 1e-4,3e-4,1e-3` for the precision x
+# `scripts/encoder.sh --precision bf16`, or `--finetune-lr 5e-4,1e-3,2e-3` for the precision x
 # learning-rate sweep; the per-epoch metrics land in build/default/encoder_metrics.csv, the pretrained
 # weights in build/default/encoder_mlm.<precision>.safetensors.
 set -euo pipefail
