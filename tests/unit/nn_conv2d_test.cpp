@@ -26,6 +26,7 @@
 #include "mpx/backend/cpu/conv2d.hpp"
 #include "mpx/backend/cpu/conv2d_patches.hpp"
 #include "mpx/nn/conv2d.hpp"
+#include "mpx/nn/layers.hpp"
 #include "mpx/policy/precision.hpp"
 
 // This file's own namespace: the unity build compiles several test files as one translation
@@ -337,6 +338,38 @@ TEST_CASE("Conv2d rejects bad settings and inputs, naming the layer and the valu
   CHECK_THROWS_MATCHES(layer.forward(empty_batch), mpx::shape_error, MessageContains({"is empty"}));
   CHECK_THROWS_MATCHES(layer.backward(Tensor<float>(Shape{2, 1, 1, 4})), mpx::error,
                        MessageContains({"layers.0 (Conv2d): backward called before forward"}));
+}
+
+// The options as written, defaults included, reach the layer's window: GCC 12.2 at -O2 with
+// -march=native on an AVX-512 CPU (GCC bug 108599) copied an `Options` passed by value with its
+// first 32 bytes, {stride, padding} = {s, s, 0, 0}, broadcast from s, so that the UNet's and the
+// ResNet's 1 x 1 shortcuts got padding s and mapped [N, H, W, C] to [N, H + 2, W + 2, O].
+TEST_CASE("Conv2d keeps the options it is given", "[nn][conv2d]") {
+  using L = mpx::nn::layers<mpx::fp32>;
+  using C = mpx::nn::Conv2d<mpx::fp32>;
+  const auto text = [](const mpx::Window2d& w) {
+    const auto pair = [](Size2d s) { return std::to_string(s.h) + " x " + std::to_string(s.w); };
+    return "kernel " + pair(w.kernel) + ", stride " + pair(w.stride) + ", padding " + pair(w.padding) +
+           ", dilation " + pair(w.dilation);
+  };
+  const auto check = [&](auto&& layer, const mpx::Window2d& window, bool bias, const Shape& x_shape,
+                         const Shape& y_shape) {
+    CHECK(text(layer.settings().window) == text(window));
+    CHECK((layer.bias() != nullptr) == bias);
+    Tensor<float> x(x_shape);
+    x.set_zero();
+    CHECK(layer.forward(x).shape() == y_shape);
+  };
+  const mpx::Window2d one{.kernel = 1}, one_strided{.kernel = 1, .stride = 2};
+  const mpx::Window2d down{.kernel = 3, .stride = 2, .padding = 1};
+  // The UNet's projected shortcut (experiment/unet.hpp) and the ResNet's (experiment/resnet.hpp).
+  check(L::conv2d(16, 32, 1), one, true, Shape{2, 14, 14, 16}, Shape{2, 14, 14, 32});
+  check(L::conv2d(8, 16, 1, {.stride = 2, .bias = false}), one_strided, false, Shape{2, 8, 8, 8},
+        Shape{2, 4, 4, 16});
+  check(L::conv2d(8, 16, 3, {.stride = 2, .padding = 1, .bias = false}), down, false, Shape{2, 8, 8, 8},
+        Shape{2, 4, 4, 16});
+  check(C(16, 32, 1), one, true, Shape{2, 14, 14, 16}, Shape{2, 14, 14, 32});
+  check(C(8, 16, 1, {.stride = 2}), one_strided, true, Shape{2, 8, 8, 8}, Shape{2, 4, 4, 16});
 }
 
 TEST_CASE("Conv2d describes itself under torch.nn.Conv2d's names", "[nn][conv2d]") {

@@ -65,7 +65,11 @@ class Conv2d : public LayerBase<Conv2d<P, Device>, P, Device> {
   /// @throws mpx::invalid_argument naming the layer and the values unless the channels are positive
   ///         and divisible by `groups`, and the kernel, stride and dilation positive, the padding not
   ///         negative.
-  Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2d kernel_size, Options options = {})
+  // `options` by reference, never by value: copying a by-value `Options` into its stack slot, GCC
+  // 12.2 (-O2 -march=native on an AVX-512 Intel CPU) loaded the first 32 bytes, {stride, padding}
+  // = {s, s, 0, 0}, as a broadcast of s, so that a convolution with the default padding got padding
+  // s (GCC bug 108599; the test "Conv2d keeps the options it is given" in nn_conv2d_test.cpp).
+  Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2d kernel_size, const Options& options = {})
       : settings_(checked_settings(in_channels, out_channels, kernel_size, options)),
         options_(options),
         weight_("weight", settings_.weight_shape()) {

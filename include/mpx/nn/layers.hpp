@@ -77,8 +77,9 @@ struct layers {
 
   /// @brief `nn::Conv2d<P, Device>(in_channels, out_channels, kernel_size, options)`: a convolution
   /// over channels-last images (`L::conv2d(64, 128, 3, {.stride = 2, .padding = 1, .bias = false})`).
+  /// (`options` by reference: `Conv2d`'s constructor says why.)
   [[nodiscard]] static Conv2d<P, Device> conv2d(std::int64_t in_channels, std::int64_t out_channels,
-                                                Size2d kernel_size, Conv2dOptions options = {}) {
+                                                Size2d kernel_size, const Conv2dOptions& options = {}) {
     return Conv2d<P, Device>(in_channels, out_channels, kernel_size, options);
   }
 
