@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,19 @@ TEST_CASE("A pretrained masked-LM's body loads into a classifier; the heads stay
                        mpx::test::MessageContains({"mlm.safetensors", "no tensor of the file fits the model",
                                                    "nothing was loaded"}));
   CHECK(weights_of(unrelated) == unrelated_before);
+  // Another tool's file of the right tensors loads whole; with a description that cannot be read,
+  // nothing is taken for described alike.
+  const std::vector<float> weight(15, 0.5f), bias(5, 0.25f);
+  const std::vector<mpx::io::TensorToWrite> tensors{
+      {"layers.0.weight", mpx::io::Dtype::F32, {5, 3}, std::as_bytes(std::span(weight))},
+      {"layers.0.bias", mpx::io::Dtype::F32, {5}, std::as_bytes(std::span(bias))}};
+  mpx::io::save_safetensors(dir.path() / "foreign.safetensors", tensors);
+  CHECK(mpx::io::load_matching_weights(unrelated, dir.path() / "foreign.safetensors").loaded.size() == 2);
+  CHECK(weights_of(unrelated).at("layers.0.bias") == bias);
+  mpx::io::save_safetensors(dir.path() / "unreadable.safetensors", tensors, {{"model", "{not json"}});
+  CHECK_THROWS_MATCHES(mpx::io::load_matching_weights(unrelated, dir.path() / "unreadable.safetensors"),
+                       mpx::io_error,
+                       mpx::test::MessageContains({"the file's model description cannot be read"}));
   CHECK_THROWS_AS(mpx::io::load_matching_weights(unrelated, dir.path() / "missing.safetensors"),
                   mpx::io_error);
   const auto three_blocks = [] { return mpx::experiment::encoder_body<mpx::fp32, mpx::Host, 3>(shape); };

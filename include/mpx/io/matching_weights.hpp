@@ -101,8 +101,9 @@ WeightMatch load_matching_weights(Model& model, const std::filesystem::path& pat
       try {
         match.differences = description_differences(json::parse(saved->second, "metadata \"model\""),
                                                     json::parse(model_json(model)));
-      } catch (const io_error& e) {
-        match.differences.emplace_back(e.what());
+      } catch (const io_error& e) {  // a difference of the whole model: nothing is described alike
+        match.differences.push_back(
+            mpx::detail::concat("the file's model description cannot be read: ", e.what()));
       }
     }
   }
