@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <span>
 #include <sstream>
