@@ -496,11 +496,18 @@ int main(int argc, char** argv) {
           char speedup[16] = "-";
           if (fp32 != nullptr && s.seconds_per_50 > 0)
             std::snprintf(speedup, sizeof speedup, "%.2fx", fp32->seconds_per_50 / s.seconds_per_50);
-          std::printf("%-11s %10.4f %10.2f%% %8g %10.2f%% %8.2fs %10s %5.1f MiB %9.2f MiB %8lld %11g\n",
-                      s.precision.c_str(), s.pretrain_loss, 100 * s.finetuned_accuracy, s.best_lr,
-                      100 * s.scratch_accuracy, s.seconds_per_50, speedup, double(s.peak_bytes) / (1 << 20),
-                      double(s.activation_bytes) / (1 << 20), static_cast<long long>(s.skipped_steps),
-                      double(s.loss_scale));
+          // The pretraining columns, "-" when this run did not pretrain (--pretrain-epochs 0).
+          char loss[16] = "-", time[16] = "-", peak[16] = "-", activations[16] = "-";
+          if (settings.pretrain_epochs > 0) {
+            std::snprintf(loss, sizeof loss, "%.4f", s.pretrain_loss);
+            std::snprintf(time, sizeof time, "%.2fs", s.seconds_per_50);
+            std::snprintf(peak, sizeof peak, "%.1f MiB", double(s.peak_bytes) / (1 << 20));
+            std::snprintf(activations, sizeof activations, "%.2f MiB",
+                          double(s.activation_bytes) / (1 << 20));
+          }
+          std::printf("%-11s %10s %10.2f%% %8g %10.2f%% %9s %10s %9s %13s %8lld %11g\n", s.precision.c_str(),
+                      loss, 100 * s.finetuned_accuracy, s.best_lr, 100 * s.scratch_accuracy, time, speedup,
+                      peak, activations, static_cast<long long>(s.skipped_steps), double(s.loss_scale));
         }
         std::printf("bag-of-words baseline (logistic regression, fp32): %.2f%%\n", 100 * baseline);
         if (settings.finetune_lrs.size() > 1) {  // the sweep: fine-tuned accuracy per precision and rate
