@@ -50,36 +50,12 @@ namespace {
 using mpx::Shape;
 using mpx::Tensor;
 using mpx_test::eps_of;
+using mpx_test::largest;
 using mpx_test::random_host;
+using mpx_test::require_finite_and_close;
 using mpx_test::require_same_bits;
 using mpx_test::storage_slack;
 using mpx_test::to_double;
-
-template <class A, class B, class Bound>
-void require_finite_and_close(const Tensor<A>& gpu, const Tensor<B>& cpu, const std::string& what,
-                              Bound bound) {
-  REQUIRE(gpu.shape() == cpu.shape());
-  mpx_test::MismatchLog log(what);
-  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
-    const double actual = to_double(gpu[i]);
-    const double expected = to_double(cpu[i]);
-    const double b = bound(i, expected);
-    log.check(std::isfinite(actual) && std::abs(actual - expected) <= b, [&] {
-      return "[" + std::to_string(i) + "] gpu " + std::to_string(actual) + " cpu " +
-             std::to_string(expected) + " bound " + std::to_string(b);
-    });
-  }
-  INFO(log.summary());
-  CHECK(log.failures() == 0);
-}
-
-// Largest |value| of a host tensor.
-template <class T>
-double largest(const Tensor<T>& t) {
-  double m = 0;
-  for (std::int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::abs(to_double(t[i])));
-  return m;
-}
 
 template <class Compute, class D>
 void check_batched_gemm(std::mt19937& rng) {

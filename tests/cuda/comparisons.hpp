@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -122,6 +123,34 @@ void require_close(const mpx::Tensor<A>& gpu, const mpx::Tensor<B>& cpu, const s
   }
   INFO(log.summary());
   CHECK(log.failures() == 0);
+}
+
+/// @brief Checks element by element that gpu[i] is finite and within bound(i, cpu[i]) of cpu[i]
+/// (a NaN or an infinity on the GPU fails, whatever the CPU holds).
+template <class A, class B, class Bound>
+void require_finite_and_close(const mpx::Tensor<A>& gpu, const mpx::Tensor<B>& cpu, const std::string& what,
+                              Bound bound) {
+  REQUIRE(gpu.shape() == cpu.shape());
+  MismatchLog log(what);
+  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
+    const double actual = to_double(gpu[i]);
+    const double expected = to_double(cpu[i]);
+    const double b = bound(i, expected);
+    log.check(std::isfinite(actual) && std::abs(actual - expected) <= b, [&] {
+      return "[" + std::to_string(i) + "] gpu " + std::to_string(actual) + " cpu " +
+             std::to_string(expected) + " bound " + std::to_string(b);
+    });
+  }
+  INFO(log.summary());
+  CHECK(log.failures() == 0);
+}
+
+/// @brief The largest |value| of a host tensor (the scale of a bound relative to a tensor's values).
+template <class T>
+double largest(const mpx::Tensor<T>& t) {
+  double m = 0;
+  for (std::int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::abs(to_double(t[i])));
+  return m;
 }
 
 }  // namespace mpx_test

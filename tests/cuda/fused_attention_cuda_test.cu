@@ -53,6 +53,7 @@ using mpx::AttentionKernel;
 using mpx::Shape;
 using mpx::Tensor;
 using mpx_test::eps_of;
+using mpx_test::largest;
 using mpx_test::random_host;
 using mpx_test::require_same_bits;
 using mpx_test::to_double;
@@ -60,25 +61,7 @@ using mpx_test::to_double;
 // Every element finite and within `bound` of the CPU's.
 template <class A, class B>
 void require_close(const Tensor<A>& gpu, const Tensor<B>& cpu, const std::string& what, double bound) {
-  REQUIRE(gpu.shape() == cpu.shape());
-  mpx_test::MismatchLog log(what);
-  for (std::int64_t i = 0; i < cpu.numel(); ++i) {
-    const double actual = to_double(gpu[i]);
-    const double expected = to_double(cpu[i]);
-    log.check(std::isfinite(actual) && std::abs(actual - expected) <= bound, [&] {
-      return "[" + std::to_string(i) + "] gpu " + std::to_string(actual) + " cpu " +
-             std::to_string(expected) + " bound " + std::to_string(bound);
-    });
-  }
-  INFO(log.summary());
-  CHECK(log.failures() == 0);
-}
-
-template <class T>
-double largest(const Tensor<T>& t) {
-  double m = 0;
-  for (std::int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::abs(to_double(t[i])));
-  return m;
+  mpx_test::require_finite_and_close(gpu, cpu, what, [bound](std::int64_t, double) { return bound; });
 }
 
 // Every element of sequence `b` of t [batch, ...] exactly zero.
