@@ -45,7 +45,7 @@ struct Settings {
   std::int64_t max_length = 32;    // tokens kept of a gloss, [CLS] and [SEP] included
   std::int64_t vocabulary = 5000;  // the most frequent training words, the special tokens included
   std::int64_t train_samples = 0;  // 0: the whole training split, the pretraining text
-  std::int64_t labelled = 10000;   // training glosses whose labels fine-tuning uses (0: all)
+  std::int64_t labelled = 5000;    // training glosses whose labels fine-tuning uses (0: all)
   std::int64_t test_samples = 0;   // 0: the whole test split (fewer for smoke runs)
   std::string pretrain_text = "glosses+fortunes";
   std::filesystem::path fortunes = mpx::data::default_text_corpus_path();
