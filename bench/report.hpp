@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -26,6 +27,19 @@
 #include "mpx/io/atomic_file.hpp"
 
 namespace mpx::bench {
+
+#ifdef MPX_BENCH_CHECK_ONLY
+/// A benchmark built for a compile check only (CMake's MPX_BENCH_CHECK_ONLY=ON, as scripts/test.sh
+/// configures CI's build: -O1) would time code that users never run, so it stops before main.
+inline const bool refused_check_only_build = [] {
+  std::fprintf(stderr,
+               "mpx bench: this program was built with MPX_BENCH_CHECK_ONLY=ON (compiled at -O1 to check that "
+               "it builds; its timings would mislead). Configure with -DMPX_BENCH_CHECK_ONLY=OFF and build it "
+               "again to run it.\n");
+  std::exit(2);
+  return true;
+}();
+#endif
 
 using Clock = std::chrono::steady_clock;
 

@@ -12,7 +12,7 @@ python=build/tools/python/bin/python
 out=${PROFILE_DIR:-build/profile}  # perf data and per-case stacks and JSON
 mkdir -p "$out"
 scripts/install-deps.sh linux-perf > /dev/null
-cmake --preset default > /dev/null
+cmake --preset default -DMPX_BENCH_CHECK_ONLY=OFF > /dev/null  # scripts/test.sh may have left it on
 cmake --build --preset default --target train_cpu --parallel "$(nproc)" > /dev/null
 for threads in 1 2; do
   for precision in fp32 bf16_mixed; do

@@ -16,7 +16,9 @@ trap 'kill -- -"$torch_install" 2> /dev/null || true' EXIT
 # Without a GPU the CUDA targets are only compiled and linked (their tests skip), so their host code
 # is compiled at -O1, which halves nvcc's share of the build (MPX_CUDA_CHECK_ONLY, docs/building.md).
 if nvidia-smi -L > /dev/null 2>&1; then cuda_check_only=OFF; else cuda_check_only=ON; fi
-cmake --preset default -DMPX_CUDA_CHECK_ONLY=$cuda_check_only
+# The benchmarks are compiled to prove that they build, never timed here: at -O1, and refusing to run
+# (MPX_BENCH_CHECK_ONLY; the scripts that time them configure it off).
+cmake --preset default -DMPX_CUDA_CHECK_ONLY=$cuda_check_only -DMPX_BENCH_CHECK_ONLY=ON
 cmake --build --preset default --parallel "$(nproc)"
 wait "$torch_install" || echo "mpx: installing torch failed; the parity tests against PyTorch will be skipped"
 trap - EXIT
