@@ -18,6 +18,7 @@
 #include "../support/gradient_check.hpp"
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/nn/flatten.hpp"
+#include "mpx/nn/layers.hpp"
 #include "mpx/nn/pooling.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -120,6 +121,31 @@ TEST_CASE("MaxPool2d and AvgPool2d match their definitions", "[nn][pooling]") {
     check_pool<mpx::nn::AvgPool2d<mpx::bf16_mixed>, mpx::bf16_mixed>(c, false);
     check_pool<mpx::nn::AvgPool2d<mpx::fp16_mixed>, mpx::fp16_mixed>(c, false);
   }
+}
+
+TEST_CASE("Pooling keeps the options it is given", "[nn][pooling]") {
+  // GCC 12.2 (-O2 -march=native) copied Conv2d's by-value options, whose first fields are {stride,
+  // padding} as here, as a broadcast of the stride (GCC bug 108599, Conv2d's constructor). No such
+  // copy was found for pooling's, which the layers now take by reference too; this checks that each
+  // setting arrives, however the options travel.
+  using L = mpx::nn::layers<mpx::fp32>;
+  const auto text = [](const mpx::Window2d& w) {
+    const auto pair = [](Size2d s) { return std::to_string(s.h) + " x " + std::to_string(s.w); };
+    return "kernel " + pair(w.kernel) + ", stride " + pair(w.stride) + ", padding " + pair(w.padding) +
+           ", dilation " + pair(w.dilation);
+  };
+  const auto check = [&](auto&& layer, const mpx::Window2d& window, std::int64_t out) {
+    CHECK(text(layer.window()) == text(window));
+    Tensor<float> x(Shape{2, 8, 8, 3});
+    x.set_zero();
+    CHECK(layer.forward(x).shape() == Shape{2, out, out, 3});
+  };
+  check(L::max_pool2d(3, {.stride = 2}), {.kernel = 3, .stride = 2}, 3);
+  check(L::avg_pool2d(3, {.stride = 2, .padding = 1}), {.kernel = 3, .stride = 2, .padding = 1}, 4);
+  check(L::max_pool2d(2), {.kernel = 2, .stride = 2}, 4);
+  check(mpx::nn::MaxPool2d<mpx::fp32>(3, {.stride = 2}), {.kernel = 3, .stride = 2}, 3);
+  check(mpx::nn::AvgPool2d<mpx::fp32>(3, {.stride = 1, .padding = 1, .count_include_pad = false}),
+        {.kernel = 3, .stride = 1, .padding = 1}, 8);
 }
 
 TEST_CASE("Pooling's fp64 gradients match finite differences", "[nn][pooling][gradient]") {

@@ -109,11 +109,14 @@ struct layers {
   }
 
   /// @brief `nn::MaxPool2d<P, Device>(kernel_size, options)` (stride the kernel size unless given).
-  [[nodiscard]] static MaxPool2d<P, Device> max_pool2d(Size2d kernel_size, Pool2dOptions options = {}) {
+  /// (`options` by reference here and in `avg_pool2d`, as in `conv2d`: `Conv2d`'s constructor says why.)
+  [[nodiscard]] static MaxPool2d<P, Device> max_pool2d(Size2d kernel_size,
+                                                       const Pool2dOptions& options = {}) {
     return MaxPool2d<P, Device>(kernel_size, options);
   }
   /// @brief `nn::AvgPool2d<P, Device>(kernel_size, options)` (stride the kernel size unless given).
-  [[nodiscard]] static AvgPool2d<P, Device> avg_pool2d(Size2d kernel_size, Pool2dOptions options = {}) {
+  [[nodiscard]] static AvgPool2d<P, Device> avg_pool2d(Size2d kernel_size,
+                                                       const Pool2dOptions& options = {}) {
     return AvgPool2d<P, Device>(kernel_size, options);
   }
   /// @brief `nn::GlobalAvgPool2d<P, Device>()`: [N, H, W, C] to [N, C].

@@ -119,7 +119,8 @@ class MaxPool2d : public detail::WindowPool<MaxPool2d<P, Device>, P, Device> {
   /// @brief Windows of `kernel_size`; stride the kernel size unless `options.stride` says otherwise.
   /// @throws mpx::invalid_argument naming the layer and the values for a kernel or stride that is
   ///         not positive, or padding that is negative or more than half the kernel.
-  explicit MaxPool2d(Size2d kernel_size, Options options = {})
+  // `options` by reference, never by value: `Conv2d`'s constructor says why (GCC bug 108599).
+  explicit MaxPool2d(Size2d kernel_size, const Options& options = {})
       : detail::WindowPool<MaxPool2d, P, Device>(kernel_size, options) {}
 
   /// @brief The backend's max pooling.
@@ -146,7 +147,7 @@ class AvgPool2d : public detail::WindowPool<AvgPool2d<P, Device>, P, Device> {
 
   /// @brief Windows of `kernel_size`; stride the kernel size unless `options.stride` says otherwise.
   /// @throws mpx::invalid_argument as `MaxPool2d`'s constructor.
-  explicit AvgPool2d(Size2d kernel_size, Options options = {})
+  explicit AvgPool2d(Size2d kernel_size, const Options& options = {})
       : detail::WindowPool<AvgPool2d, P, Device>(kernel_size, options),
         count_include_pad_(options.count_include_pad) {}
 
