@@ -22,6 +22,7 @@
 #include "../support/error_matchers.hpp"
 #include "../support/gradient_check.hpp"
 #include "../support/tolerances.hpp"
+#include "../support/window_text.hpp"
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/backend/cpu/conv2d.hpp"
 #include "mpx/backend/cpu/conv2d_patches.hpp"
@@ -347,14 +348,9 @@ TEST_CASE("Conv2d rejects bad settings and inputs, naming the layer and the valu
 TEST_CASE("Conv2d keeps the options it is given", "[nn][conv2d]") {
   using L = mpx::nn::layers<mpx::fp32>;
   using C = mpx::nn::Conv2d<mpx::fp32>;
-  const auto text = [](const mpx::Window2d& w) {
-    const auto pair = [](Size2d s) { return std::to_string(s.h) + " x " + std::to_string(s.w); };
-    return "kernel " + pair(w.kernel) + ", stride " + pair(w.stride) + ", padding " + pair(w.padding) +
-           ", dilation " + pair(w.dilation);
-  };
   const auto check = [&](auto&& layer, const mpx::Window2d& window, bool bias, const Shape& x_shape,
                          const Shape& y_shape) {
-    CHECK(text(layer.settings().window) == text(window));
+    CHECK(mpx::test::window_text(layer.settings().window) == mpx::test::window_text(window));
     CHECK((layer.bias() != nullptr) == bias);
     Tensor<float> x(x_shape);
     x.set_zero();

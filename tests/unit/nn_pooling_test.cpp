@@ -16,6 +16,7 @@
 
 #include "../support/error_matchers.hpp"
 #include "../support/gradient_check.hpp"
+#include "../support/window_text.hpp"
 #include "mpx/backend/cpu/backend.hpp"
 #include "mpx/nn/flatten.hpp"
 #include "mpx/nn/layers.hpp"
@@ -129,13 +130,8 @@ TEST_CASE("Pooling keeps the options it is given", "[nn][pooling]") {
   // copy was found for pooling's, which the layers now take by reference too; this checks that each
   // setting arrives, however the options travel.
   using L = mpx::nn::layers<mpx::fp32>;
-  const auto text = [](const mpx::Window2d& w) {
-    const auto pair = [](Size2d s) { return std::to_string(s.h) + " x " + std::to_string(s.w); };
-    return "kernel " + pair(w.kernel) + ", stride " + pair(w.stride) + ", padding " + pair(w.padding) +
-           ", dilation " + pair(w.dilation);
-  };
   const auto check = [&](auto&& layer, const mpx::Window2d& window, std::int64_t out) {
-    CHECK(text(layer.window()) == text(window));
+    CHECK(mpx::test::window_text(layer.window()) == mpx::test::window_text(window));
     Tensor<float> x(Shape{2, 8, 8, 3});
     x.set_zero();
     CHECK(layer.forward(x).shape() == Shape{2, out, out, 3});
