@@ -77,3 +77,13 @@ if [[ "${MPX_INSTALL_TORCH:-0}" == 1 && -x "$tools_venv/bin/python" ]] &&
   timeout 1800 "$tools_venv/bin/pip" install --quiet --disable-pip-version-check torch ||
     echo "mpx: could not install torch; the parity tests against PyTorch will be skipped"
 fi
+# torchao beside it: its MX and NVFP4 quantizers are the references of interop.block_scaling_vs_references
+# (a small wheel; pinned, so that the reference does not move under the test).
+torchao_version=0.18.0
+if [[ "${MPX_INSTALL_TORCH:-0}" == 1 && -x "$tools_venv/bin/python" ]] &&
+  "$tools_venv/bin/python" -c "import torch" 2> /dev/null &&
+  [[ "$("$tools_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("torchao"))' 2> /dev/null)" != "$torchao_version" ]]; then
+  echo "mpx: installing torchao $torchao_version into $tools_venv (references of the block-scaling test)"
+  "$tools_venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "torchao==$torchao_version" ||
+    echo "mpx: could not install torchao; the block-scaling test against it will be skipped"
+fi

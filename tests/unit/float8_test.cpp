@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The mpx authors
 // FP8 E4M3 and E5M2: the values and boundaries that catch wrong encoders, by name (the whole code
 // space and a large sample are compared with ml_dtypes and PyTorch by
-// tests/interop/float8_vs_references.py), and what the formats derive from their traits.
+// tests/interop/formats_vs_references.py), and what the formats derive from their traits.
 #include <bit>
 #include <cmath>
 #include <cstdint>

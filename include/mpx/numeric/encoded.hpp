@@ -14,7 +14,10 @@
 /// (the quiet one: the top mantissa bit set, under IEEE's encoding); a format with no NaN code
 /// (`NonFinite::None`) gives +`max_finite`, mpx's choice where the OCP MX specification leaves it to the
 /// implementation (ml_dtypes 0.6 gives -0). Without subnormals, magnitudes below the smallest normal
-/// value flush to zero. Decoding is exact: every value of a format that `Encoded` accepts is a float.
+/// value flush to zero. An unsigned format (E8M0) encodes negative values and -0 as NaN; a format
+/// without zero (E8M0) encodes zero as NaN, values below its smallest as the smallest, and an fp32
+/// subnormal by rounding it up to the format's next value, as ml_dtypes and PyTorch do. Decoding is exact:
+/// every value of a format that `Encoded` accepts is a float.
 
 #include <bit>
 #include <concepts>
@@ -53,8 +56,11 @@ struct format_layout {
   static constexpr int mantissa_bits = traits::mantissa_bits;
   static constexpr int bias = traits::exponent_bias;
   static constexpr NonFinite non_finite = traits::non_finite;
-  static constexpr std::uint32_t sign = std::uint32_t{1} << (exponent_bits + mantissa_bits);
-  static constexpr std::uint32_t magnitude_mask = sign - 1;
+  static constexpr bool has_zero = has_zero_v<Tag>;
+  // The sign bit, 0 in an unsigned format.
+  static constexpr std::uint32_t sign =
+      has_sign_v<Tag> ? std::uint32_t{1} << (exponent_bits + mantissa_bits) : 0u;
+  static constexpr std::uint32_t magnitude_mask = (std::uint32_t{1} << (exponent_bits + mantissa_bits)) - 1;
   static constexpr std::uint32_t top_exponent = (std::uint32_t{1} << exponent_bits) - 1;
   static constexpr std::uint32_t mantissa_mask = (std::uint32_t{1} << mantissa_bits) - 1;
   // IEEE's infinity; under NanOnly and None the top exponent field holds numbers.
@@ -67,8 +73,9 @@ struct format_layout {
   static constexpr std::uint32_t max_finite = non_finite == NonFinite::InfAndNan ? infinity - 1
                                               : non_finite == NonFinite::NanOnly ? magnitude_mask - 1
                                                                                  : magnitude_mask;
-  // Exponent of the smallest normal value, 2^(1 - bias).
-  static constexpr int min_exponent = 1 - bias;
+  // Exponent of the smallest normal value: 2^(1 - bias), or 2^-bias where the zero exponent field
+  // holds normal values (a format without zero).
+  static constexpr int min_exponent = (has_zero ? 1 : 0) - bias;
 };
 
 // n 2^e as a float, exactly: n < 2^24 and the value within float's range (Encoded checks its format).
@@ -97,7 +104,7 @@ MPX_HOST_DEVICE constexpr float decode_bits(std::uint32_t code) {
     bits = mantissa == 0 ? 0x7f800000u : 0x7fc00000u;
   } else if (L::non_finite == NonFinite::NanOnly && magnitude == L::magnitude_mask) {
     bits = 0x7fc00000u;
-  } else if (exponent == 0) {
+  } else if (exponent == 0 && L::has_zero) {
     bits = numeric_traits<Tag>::has_subnormals
                ? std::bit_cast<std::uint32_t>(exact_float(mantissa, L::min_exponent - m))
                : 0u;
@@ -118,6 +125,8 @@ MPX_HOST_DEVICE constexpr std::uint32_t encode_bits(float x) {
   const std::uint32_t sign = (u >> 31) != 0 ? L::sign : 0u;
   const std::uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return L::non_finite == NonFinite::None ? L::max_finite : sign | L::nan;
+  // An unsigned format has no negative values (nor -0), a format without zero no zero: NaN.
+  if ((L::sign == 0 && (u >> 31) != 0) || (!L::has_zero && a == 0)) return L::nan;
   const std::uint32_t overflow = sign | (Saturate                                ? L::max_finite
                                          : L::non_finite == NonFinite::InfAndNan ? L::infinity
                                                                                  : L::nan);
@@ -131,7 +140,9 @@ MPX_HOST_DEVICE constexpr std::uint32_t encode_bits(float x) {
     e2 = static_cast<int>(a >> 23) - 150;
   }
   const int exponent = e2 + std::bit_width(significand) - 1;  // of |x|'s leading bit
-  if (!numeric_traits<Tag>::has_subnormals && exponent < L::min_exponent) return sign;  // flush to zero
+  // Below the smallest normal value, with no subnormals: zero, or the smallest value where there is
+  // no zero (the nearer of the two).
+  if (!numeric_traits<Tag>::has_subnormals && exponent < L::min_exponent) return L::has_zero ? sign : 0u;
   // The spacing of the format's values at |x| is 2^quantum; n = |x| / 2^quantum, rounded to nearest even.
   const int quantum = (exponent > L::min_exponent ? exponent : L::min_exponent) - m;
   const int shift = quantum - e2;
@@ -142,7 +153,10 @@ MPX_HOST_DEVICE constexpr std::uint32_t encode_bits(float x) {
     const std::uint32_t kept = significand >> shift;
     const std::uint32_t rest = significand & ((std::uint32_t{1} << shift) - 1);
     const std::uint32_t half = std::uint32_t{1} << (shift - 1);
-    n = kept + ((rest > half || (rest == half && (kept & 1u) != 0)) ? 1u : 0u);
+    // An fp32 subnormal headed for a format without zero (E8M0's 2^-127 is one) rounds up, as
+    // ml_dtypes and PyTorch convert it.
+    const bool up = !L::has_zero && (a >> 23) == 0;
+    n = kept + ((up ? rest != 0 : (rest > half || (rest == half && (kept & 1u) != 0))) ? 1u : 0u);
   }
   std::uint32_t magnitude = n;  // n < 2^m: a subnormal (quantum is the smallest), or zero
   if (n >= (std::uint32_t{1} << m)) {
@@ -177,13 +191,13 @@ struct Encoded {
   static_assert(detail::checked_format<Tag>::value);
 
   /// @brief The unsigned integer that holds one code (`std::uint8_t` up to 8 bits).
-  using bits_type =
-      detail::bits_for<1 + numeric_traits<Tag>::exponent_bits + numeric_traits<Tag>::mantissa_bits>;
+  using bits_type = detail::bits_for<(has_sign_v<Tag> ? 1 : 0) + numeric_traits<Tag>::exponent_bits +
+                                     numeric_traits<Tag>::mantissa_bits>;
 
   static_assert(std::is_same_v<typename numeric_traits<Tag>::accumulate_type, float>,
                 "mpx::Encoded<Tag>: a format kept as bit patterns computes in fp32: its accumulate_type must "
                 "be float");
-  static_assert(numeric_traits<Tag>::mantissa_bits <= 23 && detail::max_exponent<Tag>() <= 127 &&
+  static_assert(numeric_traits<Tag>::mantissa_bits <= 23 && detail::largest_exponent<Tag>() <= 127 &&
                     1 - numeric_traits<Tag>::exponent_bias - numeric_traits<Tag>::mantissa_bits >= -149,
                 "mpx::Encoded<Tag>: every value of the format must be a float (at most 23 mantissa bits, an "
                 "exponent range within fp32's)");

@@ -62,6 +62,13 @@ struct Encoded;
 /// - `max_finite`: the largest finite value, in `accumulate_type` (checked against the layout);
 /// - `safetensors_dtype`: the format's dtype in safetensors files ("BF16"), empty when it has none;
 /// - `cuda_data_type`: the name of its `cudaDataType_t` ("CUDA_R_16BF"), empty when CUDA has none.
+///
+/// Optional members, for formats unlike IEEE's (E8M0, a scale format, has both `false`):
+/// - `has_sign` (default true): whether codes have a sign bit above the exponent; an unsigned format
+///   encodes negative inputs (-0 included) as its NaN, as ml_dtypes does, so it needs a NaN code;
+/// - `has_zero` (default true): whether the zero exponent field holds zero (and subnormals); else it
+///   holds normal values 2^-bias * 1.mantissa, the format has no zero, zero encodes as NaN and
+///   positive values below the smallest round to it (ml_dtypes' `float8_e8m0fnu`).
 template <class Tag>
 struct numeric_traits;
 
@@ -189,6 +196,84 @@ struct numeric_traits<Float8E5M2> {
   static constexpr float max_finite = 57344.0f;                         ///< 1.75 * 2^15
   static constexpr std::string_view safetensors_dtype = "F8_E5M2";      ///< safetensors dtype
   static constexpr std::string_view cuda_data_type = "CUDA_R_8F_E5M2";  ///< cudaDataType_t
+};
+
+/// @brief FP4 E2M1 (OCP MX), kept as bit patterns: every code is a number, so encoding saturates
+/// (beyond 6 gives +-6); NaN encodes as +6 (see encoded.hpp). ml_dtypes' `float4_e2m1fn`.
+template <>
+struct numeric_traits<Float4E2M1> {
+  using storage_type = Encoded<Float4E2M1>;                             ///< the code, in a byte
+  using accumulate_type = float;                                        ///< arithmetic and sums
+  static constexpr std::string_view name = "e2m1";                      ///< name in messages and records
+  static constexpr int exponent_bits = 2;                               ///< exponent field width
+  static constexpr int mantissa_bits = 1;                               ///< explicit fraction bit
+  static constexpr int exponent_bias = 1;                               ///< exponent offset
+  static constexpr bool has_subnormals = true;                          ///< 0.5
+  static constexpr NonFinite non_finite = NonFinite::None;              ///< every code is a number
+  static constexpr bool saturates = true;                               ///< overflow gives +-6
+  static constexpr float max_finite = 6.0f;                             ///< 1.5 * 2^2
+  static constexpr std::string_view safetensors_dtype = "";             ///< mpx keeps a code per byte
+  static constexpr std::string_view cuda_data_type = "CUDA_R_4F_E2M1";  ///< cudaDataType_t
+};
+
+/// @brief FP6 E2M3 (OCP MX), kept as bit patterns; saturating, no infinity or NaN. ml_dtypes'
+/// `float6_e2m3fn`.
+template <>
+struct numeric_traits<Float6E2M3> {
+  using storage_type = Encoded<Float6E2M3>;                             ///< the code, in a byte
+  using accumulate_type = float;                                        ///< arithmetic and sums
+  static constexpr std::string_view name = "e2m3";                      ///< name in messages and records
+  static constexpr int exponent_bits = 2;                               ///< exponent field width
+  static constexpr int mantissa_bits = 3;                               ///< explicit fraction bits
+  static constexpr int exponent_bias = 1;                               ///< exponent offset
+  static constexpr bool has_subnormals = true;                          ///< 0.125 to 0.875
+  static constexpr NonFinite non_finite = NonFinite::None;              ///< every code is a number
+  static constexpr bool saturates = true;                               ///< overflow gives +-7.5
+  static constexpr float max_finite = 7.5f;                             ///< 1.875 * 2^2
+  static constexpr std::string_view safetensors_dtype = "";             ///< mpx keeps a code per byte
+  static constexpr std::string_view cuda_data_type = "CUDA_R_6F_E2M3";  ///< cudaDataType_t
+};
+
+/// @brief FP6 E3M2 (OCP MX), kept as bit patterns; saturating, no infinity or NaN. ml_dtypes'
+/// `float6_e3m2fn`.
+template <>
+struct numeric_traits<Float6E3M2> {
+  using storage_type = Encoded<Float6E3M2>;                             ///< the code, in a byte
+  using accumulate_type = float;                                        ///< arithmetic and sums
+  static constexpr std::string_view name = "e3m2";                      ///< name in messages and records
+  static constexpr int exponent_bits = 3;                               ///< exponent field width
+  static constexpr int mantissa_bits = 2;                               ///< explicit fraction bits
+  static constexpr int exponent_bias = 3;                               ///< exponent offset
+  static constexpr bool has_subnormals = true;                          ///< 2^-4 to 0.75 * 2^-2
+  static constexpr NonFinite non_finite = NonFinite::None;              ///< every code is a number
+  static constexpr bool saturates = true;                               ///< overflow gives +-28
+  static constexpr float max_finite = 28.0f;                            ///< 1.75 * 2^4
+  static constexpr std::string_view safetensors_dtype = "";             ///< mpx keeps a code per byte
+  static constexpr std::string_view cuda_data_type = "CUDA_R_6F_E3M2";  ///< cudaDataType_t
+};
+
+/// @brief E8M0 (OCP MX's scale format), kept as bit patterns: unsigned, no zero, 2^(code - 127) for
+/// codes 0 to 254, NaN 0xFF. Encoding rounds to the nearest power of two (a tie, 1.5 * 2^k, rounds
+/// up; fp32 subnormals above 2^-127 round up to 2^-126); zero, negative values and NaN give NaN,
+/// values below 2^-127 give 2^-127, and values from 1.5 * 2^127 up overflow to NaN (saturating: to
+/// 2^127), as ml_dtypes' `float8_e8m0fnu` and PyTorch's do (PyTorch takes |x| and maps 0 to 2^-127).
+/// The MX recipes compute their scales' codes from amaxes directly (policy/block_scaling.hpp).
+template <>
+struct numeric_traits<Float8E8M0> {
+  using storage_type = Encoded<Float8E8M0>;                              ///< the code, in a byte
+  using accumulate_type = float;                                         ///< arithmetic and sums
+  static constexpr std::string_view name = "e8m0";                       ///< name in messages and records
+  static constexpr int exponent_bits = 8;                                ///< exponent field width
+  static constexpr int mantissa_bits = 0;                                ///< a power of two
+  static constexpr int exponent_bias = 127;                              ///< exponent offset
+  static constexpr bool has_subnormals = false;                          ///< code 0 is 2^-127
+  static constexpr NonFinite non_finite = NonFinite::NanOnly;            ///< 0xFF
+  static constexpr bool saturates = false;                               ///< overflow gives NaN
+  static constexpr float max_finite = 0x1p127f;                          ///< code 0xFE
+  static constexpr bool has_sign = false;                                ///< no sign bit
+  static constexpr bool has_zero = false;                                ///< code 0 is 2^-127
+  static constexpr std::string_view safetensors_dtype = "";              ///< none in checkpoints
+  static constexpr std::string_view cuda_data_type = "CUDA_R_8F_UE8M0";  ///< cudaDataType_t
 };
 
 /// @brief A type is a precision tag when `numeric_traits` describes it, with every member.
@@ -324,6 +409,15 @@ consteval int max_exponent() {
   return (traits::non_finite == NonFinite::InfAndNan ? top_field - 1 : top_field) - traits::exponent_bias;
 }
 
+// Exponent of the largest finite value: max_exponent, less one where NaN takes the top code of a
+// format without mantissa bits (E8M0).
+template <NumericTag Tag>
+consteval int largest_exponent() {
+  using traits = numeric_traits<Tag>;
+  return max_exponent<Tag>() -
+         (traits::mantissa_bits == 0 && traits::non_finite == NonFinite::NanOnly ? 1 : 0);
+}
+
 // The largest finite value the layout allows: 1.11..1 (1.11..0 under NanOnly, whose all-ones code is
 // NaN) times 2^max_exponent.
 template <NumericTag Tag>
@@ -333,7 +427,7 @@ consteval accumulate_t<Tag> derived_max_finite() {
   const int unused_codes = traits::non_finite == NonFinite::NanOnly ? 1 : 0;
   const A significand = A(2) - power_of_two<A>(-traits::mantissa_bits) -
                         A(unused_codes) * power_of_two<A>(-traits::mantissa_bits);
-  return traits::mantissa_bits == 0 && unused_codes == 1 ? power_of_two<A>(max_exponent<Tag>() - 1)
+  return traits::mantissa_bits == 0 && unused_codes == 1 ? power_of_two<A>(largest_exponent<Tag>())
                                                          : significand * power_of_two<A>(max_exponent<Tag>());
 }
 }  // namespace detail
@@ -347,10 +441,39 @@ template <NumericTag Tag>
 inline constexpr accumulate_t<Tag> epsilon_v =
     detail::power_of_two<accumulate_t<Tag>>(-numeric_traits<Tag>::mantissa_bits);
 
-/// @brief The smallest positive normal value of `Tag`: 2^(1 - bias).
+namespace detail {
+// The optional members of numeric_traits, with their defaults.
+template <NumericTag Tag>
+consteval bool format_has_sign() {
+  if constexpr (requires { numeric_traits<Tag>::has_sign; }) {
+    return numeric_traits<Tag>::has_sign;
+  } else {
+    return true;
+  }
+}
+template <NumericTag Tag>
+consteval bool format_has_zero() {
+  if constexpr (requires { numeric_traits<Tag>::has_zero; }) {
+    return numeric_traits<Tag>::has_zero;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
+/// @brief Whether `Tag`'s codes have a sign bit (`numeric_traits<Tag>::has_sign`, true unless said).
+template <NumericTag Tag>
+inline constexpr bool has_sign_v = detail::format_has_sign<Tag>();
+
+/// @brief Whether `Tag` has a zero (`numeric_traits<Tag>::has_zero`, true unless said; E8M0 has none).
+template <NumericTag Tag>
+inline constexpr bool has_zero_v = detail::format_has_zero<Tag>();
+
+/// @brief The smallest positive normal value of `Tag`: 2^(1 - bias), or 2^-bias in a format without
+/// zero, whose zero exponent field holds normal values.
 template <NumericTag Tag>
 inline constexpr accumulate_t<Tag> min_normal_v =
-    detail::power_of_two<accumulate_t<Tag>>(1 - numeric_traits<Tag>::exponent_bias);
+    detail::power_of_two<accumulate_t<Tag>>((has_zero_v<Tag> ? 1 : 0) - numeric_traits<Tag>::exponent_bias);
 
 /// @brief The smallest positive value of `Tag`: 2^(1 - bias - mantissa_bits) with subnormals, else
 /// `min_normal_v`.
@@ -439,6 +562,13 @@ struct checked_format_values<Tag, true> {
   static_assert(traits::non_finite != NonFinite::InfAndNan || traits::mantissa_bits >= 1,
                 "mpx::numeric_traits<Tag>: NonFinite::InfAndNan needs a mantissa bit to tell NaN from "
                 "infinity; a format without one uses NonFinite::NanOnly or NonFinite::None");
+  static_assert(format_has_sign<Tag>() || traits::non_finite != NonFinite::None,
+                "mpx::numeric_traits<Tag>: an unsigned format (has_sign = false) encodes negative values as "
+                "its NaN, so it needs one (non_finite = mpx::NonFinite::NanOnly or InfAndNan)");
+  static_assert(format_has_zero<Tag>() || (!traits::has_subnormals && traits::non_finite != NonFinite::None),
+                "mpx::numeric_traits<Tag>: a format without zero (has_zero = false) holds normal values in "
+                "its zero exponent field, so has_subnormals is false, and it encodes zero as NaN, so it "
+                "needs one");
   static_assert(traits::max_finite == derived_max_finite<Tag>(),
                 "mpx::numeric_traits<Tag>: max_finite is not the largest finite value of the layout "
                 "(exponent_bits, mantissa_bits, exponent_bias, non_finite); compare it with the format's "

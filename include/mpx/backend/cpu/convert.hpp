@@ -69,8 +69,8 @@ inline constexpr auto decoded_codes = [] {
 template <NumericTag Tag>
 inline constexpr bool decodes_by_arithmetic = [] {
   using L = mpx::detail::format_layout<Tag>;
-  return L::sign <= 0x80u && L::mantissa_bits <= 23 && L::min_exponent - L::mantissa_bits >= -126 &&
-         static_cast<int>(L::top_exponent) - L::bias <= 127;
+  return L::has_zero && L::sign <= 0x80u && L::mantissa_bits <= 23 &&
+         L::min_exponent - L::mantissa_bits >= -126 && static_cast<int>(L::top_exponent) - L::bias <= 127;
 }();
 
 // decoded_codes<Tag>[code], bit for bit, computed without a memory access and without branches, so

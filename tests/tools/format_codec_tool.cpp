@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: 2026 The mpx authors
-// mpx's side of tests/interop/float8_vs_references.py:
-//   float8_codec_tool <inputs> <directory>
-// reads <inputs> (little-endian float32 values) and writes, into <directory>:
-//   decode_e4m3.f32, decode_e5m2.f32                 the value of each of the 256 codes, as float32;
-//   e4m3_saturate.u8, e4m3_nonfinite.u8,
-//   e5m2_saturate.u8, e5m2_nonfinite.u8              each input's code under each overflow rule.
+// mpx's side of tests/interop/formats_vs_references.py:
+//   format_codec_tool <inputs> <directory>
+// reads <inputs> (little-endian float32 values) and writes, into <directory>, for each format kept
+// as bit patterns (e4m3, e5m2, e2m1, e2m3, e3m2, e8m0):
+//   decode_<format>.f32          the value of each code (all 2^bits of them), as float32;
+//   <format>_saturate.u8         each input's code, overflowing to +-max_finite;
+//   <format>_nonfinite.u8        each input's code, overflowing to infinity or NaN (formats that have
+//                                either).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -31,9 +33,12 @@ void write(const std::filesystem::path& path, const std::vector<T>& values) {
 
 template <class Tag>
 std::vector<float> decoded() {
+  using Code = typename mpx::Encoded<Tag>::bits_type;
+  constexpr unsigned codes = 1u << (mpx::numeric_traits<Tag>::exponent_bits +
+                                    mpx::numeric_traits<Tag>::mantissa_bits + (mpx::has_sign_v<Tag> ? 1 : 0));
   std::vector<float> values;
-  for (unsigned code = 0; code < 256; ++code)
-    values.push_back(static_cast<float>(mpx::Encoded<Tag>::from_bits(static_cast<std::uint8_t>(code))));
+  for (unsigned code = 0; code < codes; ++code)
+    values.push_back(static_cast<float>(mpx::Encoded<Tag>::from_bits(static_cast<Code>(code))));
   return values;
 }
 
@@ -43,6 +48,15 @@ std::vector<std::uint8_t> encoded(const std::vector<float>& inputs) {
   codes.reserve(inputs.size());
   for (const float x : inputs) codes.push_back(mpx::round_to<Tag, Rule>(x).bits);
   return codes;
+}
+
+template <class Tag>
+void write_format(const std::filesystem::path& out, const std::vector<float>& inputs) {
+  const std::string name(mpx::numeric_traits<Tag>::name);
+  write(out / ("decode_" + name + ".f32"), decoded<Tag>());
+  write(out / (name + "_saturate.u8"), encoded<Tag, mpx::Overflow::Saturate>(inputs));
+  if constexpr (mpx::numeric_traits<Tag>::non_finite != mpx::NonFinite::None)
+    write(out / (name + "_nonfinite.u8"), encoded<Tag, mpx::Overflow::NonFinite>(inputs));
 }
 
 }  // namespace
@@ -62,12 +76,12 @@ int main(int argc, char** argv) {
     std::memcpy(inputs.data(), bytes.data(), bytes.size());
     const std::filesystem::path out = argv[2];
     std::filesystem::create_directories(out);
-    write(out / "decode_e4m3.f32", decoded<mpx::Float8E4M3>());
-    write(out / "decode_e5m2.f32", decoded<mpx::Float8E5M2>());
-    write(out / "e4m3_saturate.u8", encoded<mpx::Float8E4M3, mpx::Overflow::Saturate>(inputs));
-    write(out / "e4m3_nonfinite.u8", encoded<mpx::Float8E4M3, mpx::Overflow::NonFinite>(inputs));
-    write(out / "e5m2_saturate.u8", encoded<mpx::Float8E5M2, mpx::Overflow::Saturate>(inputs));
-    write(out / "e5m2_nonfinite.u8", encoded<mpx::Float8E5M2, mpx::Overflow::NonFinite>(inputs));
+    write_format<mpx::Float8E4M3>(out, inputs);
+    write_format<mpx::Float8E5M2>(out, inputs);
+    write_format<mpx::Float4E2M1>(out, inputs);
+    write_format<mpx::Float6E2M3>(out, inputs);
+    write_format<mpx::Float6E3M2>(out, inputs);
+    write_format<mpx::Float8E8M0>(out, inputs);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "float8_codec_tool: %s\n", error.what());
     return 1;
