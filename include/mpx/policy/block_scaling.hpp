@@ -45,16 +45,6 @@ enum class E8M0Rounding {
   RCeil,
 };
 
-/// @brief Name of an E8M0 rounding in records: "floor", "roundup", "rceil".
-[[nodiscard]] constexpr std::string_view e8m0_rounding_name(E8M0Rounding rounding) noexcept {
-  switch (rounding) {
-    case E8M0Rounding::Floor: return "floor";
-    case E8M0Rounding::RoundUp: return "roundup";
-    case E8M0Rounding::RCeil: return "rceil";
-  }
-  return "?";
-}
-
 /// @brief The E8M0 code of a positive fp32 rounded up to a power of two, saturating
 /// (`cvt.rp.satfinite.ue8m0x2.f32`, as Transformer Engine's `float_to_e8m0` writes it in software):
 /// NaN gives 0xFF, infinity 0xFE (2^127), zero 0 (2^-127); otherwise the exponent field, plus one
@@ -95,11 +85,6 @@ MPX_HOST_DEVICE constexpr std::uint8_t mx_scale_code(float amax, E8M0Rounding ro
     case E8M0Rounding::RCeil: return e8m0_code_rounded_up(amax / largest);
   }
   return 0xFF;
-}
-
-/// @brief The value of an E8M0 code as an fp32 (2^(code - 127); NaN for 0xFF): a block's scale.
-MPX_HOST_DEVICE constexpr float e8m0_value(std::uint8_t code) {
-  return detail::decode_bits<Float8E8M0>(code);
 }
 
 /// @brief What a block's elements are multiplied by before they are rounded into the element format:
@@ -163,7 +148,7 @@ struct MxScaling {
   using scale_format = Float8E8M0;                    ///< each block's scale
   static constexpr int block_size = 32;               ///< elements per block, along K
   static constexpr E8M0Rounding rounding = Rounding;  ///< the scale's rounding
-  static constexpr std::string_view name = "mx";      ///< name in records ("mx" + element)
+  static constexpr std::string_view name = "mx";      ///< name in records and messages
 };
 
 /// @brief NVIDIA's NVFP4 (Transformer Engine's `NVFP4BlockScaling`): E2M1 elements, 16 per block along

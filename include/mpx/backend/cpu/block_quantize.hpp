@@ -149,13 +149,15 @@ void quantize_blocks(const Tensor<S, Host>& x, BlockShape block, BlockQuantized<
   const std::int64_t block_cols = cols / block.cols;
   const std::int64_t block_count = (rows / block.rows) * block_cols;
   parallel_for_chunks(block_count, 16, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> gathered(static_cast<std::size_t>(block.rows * block.cols));
     for (std::int64_t b = begin; b < end; ++b) {
       const std::int64_t row0 = (b / block_cols) * block.rows;
       const std::int64_t col0 = (b % block_cols) * block.cols;
-      for (std::int64_t r = 0; r < block.rows; ++r)
-        std::copy_n(values.data() + (row0 + r) * cols + col0, block.cols, gathered.data() + r * block.cols);
-      const float amax = detail::block_amax(gathered.data(), block.rows * block.cols);
+      float amax = 0.0f;  // over the block's row segments, NaN when any is
+      for (std::int64_t r = 0; r < block.rows; ++r) {
+        const float segment = detail::block_amax(values.data() + (row0 + r) * cols + col0, block.cols);
+        amax = segment != segment || amax != amax ? std::numeric_limits<float>::quiet_NaN()
+                                                  : std::max(amax, segment);
+      }
       const auto scale = detail::scale_of_block<Recipe>(amax, global_encode_scale);
       out.scales.data()[b] = scale.stored;
       for (std::int64_t r = 0; r < block.rows; ++r) {
@@ -166,8 +168,8 @@ void quantize_blocks(const Tensor<S, Host>& x, BlockShape block, BlockQuantized<
   });
 }
 
-/// @brief The values the codes of `q` stand for, [rows, cols]: value(code) * value(block scale), times
-/// `global_decode_scale` where it is not 1, each product rounded to fp32.
+/// @brief The values the codes of `q` stand for, [rows, cols]: value(code) * value(block scale) *
+/// `global_decode_scale`, left to right, each product rounded to fp32.
 template <class Recipe>
 Tensor<float, Host> dequantize_blocks(const BlockQuantized<Recipe>& q) {
   const std::int64_t rows = q.codes.shape().rows(), cols = q.codes.shape().cols();
@@ -177,9 +179,8 @@ Tensor<float, Host> dequantize_blocks(const BlockQuantized<Recipe>& q) {
     for (std::int64_t c = 0; c < cols; ++c) {
       const auto stored = q.scales.data()[(r / q.block.rows) * block_cols + c / q.block.cols];
       const float scale = static_cast<float>(stored);
-      float value = static_cast<float>(q.codes.data()[r * cols + c]) * scale;
-      if (q.global_decode_scale != 1.0f) value *= q.global_decode_scale;
-      out.data()[r * cols + c] = value;
+      out.data()[r * cols + c] =
+          static_cast<float>(q.codes.data()[r * cols + c]) * scale * q.global_decode_scale;
     }
   }
   return out;
