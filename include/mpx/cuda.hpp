@@ -27,5 +27,6 @@
 #include "mpx/backend/cuda/data_type.hpp"
 #include "mpx/backend/cuda/device_array.hpp"
 #include "mpx/backend/cuda/gemm.hpp"
+#include "mpx/backend/cuda/gemm_block_scaled.cuh"
 #include "mpx/backend/cuda/graph.hpp"
 #include "mpx/backend/cuda/memory.hpp"

@@ -21,6 +21,8 @@
 #include "mpx/numeric/tags.hpp"
 #include "mpx/numeric/traits.hpp"
 
+#include "mpx/policy/block_scaled_precision.hpp"
+#include "mpx/policy/block_scaling.hpp"
 #include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/fp8_scaling.hpp"
 #include "mpx/policy/gemm_accumulation.hpp"
@@ -41,6 +43,7 @@
 #include "mpx/backend/argmax_spec.hpp"
 #include "mpx/backend/backend.hpp"
 #include "mpx/backend/batch_norm_spec.hpp"
+#include "mpx/backend/block_quantize_spec.hpp"
 #include "mpx/backend/channel_concat_spec.hpp"
 #include "mpx/backend/conv2d_spec.hpp"
 #include "mpx/backend/cpu/backend.hpp"

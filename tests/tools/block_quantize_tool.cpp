@@ -34,12 +34,12 @@ void write_bytes(const std::filesystem::path& path, const void* data, std::size_
 }
 
 template <class Recipe>
-void quantize_and_write(const mpx::Tensor<float, mpx::Host>& x, mpx::cpu::BlockShape block, bool transpose,
+void quantize_and_write(const mpx::Tensor<float, mpx::Host>& x, mpx::BlockShape block, bool transpose,
                         const std::filesystem::path& out, const std::string& name) {
-  mpx::cpu::BlockQuantized<Recipe> q;
-  mpx::cpu::quantize_blocks(x, block, q, transpose);
+  mpx::BlockQuantized<Recipe> q;
+  mpx::cpu::quantize_blocks(x, block, q, {.transpose = transpose});
   write_bytes(out / (name + ".codes.u8"), q.codes.data(), q.codes.size_bytes());
-  const bool fp32_scales = std::is_same_v<mpx::cpu::block_scale_storage_t<Recipe>, float>;
+  const bool fp32_scales = std::is_same_v<mpx::block_scale_storage_t<Recipe>, float>;
   write_bytes(out / (name + (fp32_scales ? ".scales.f32" : ".scales.u8")), q.scales.data(),
               q.scales.size_bytes());
   write_bytes(out / (name + ".global.f32"), &q.global_decode_scale, sizeof(float));

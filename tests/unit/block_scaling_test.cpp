@@ -143,7 +143,7 @@ TEST_CASE("NVFP4 scales: TE's global encode scale and E4M3 block scales", "[poli
 TEST_CASE("Block quantization: values within the element format's rounding of the source",
           "[cpu][block_scaling]") {
   const auto x = random_blocks(64, 256, 5);
-  mpx::cpu::BlockQuantized<mpx::MxScaling<mpx::Float8E4M3, mpx::E8M0Rounding::RCeil>> q;
+  mpx::BlockQuantized<mpx::MxScaling<mpx::Float8E4M3, mpx::E8M0Rounding::RCeil>> q;
   mpx::cpu::quantize_blocks(x, {1, 32}, q);
   REQUIRE(q.codes.shape() == mpx::Shape{64, 256});
   REQUIRE(q.scales.shape() == mpx::Shape{64, 8});
@@ -169,9 +169,9 @@ TEST_CASE("Block quantization: 2D NVFP4 blocks quantize W and W^T alike", "[cpu]
   // [quantize]
   // A weight [64, 32] in NVFP4's 16 x 16 blocks, and its transpose's copy for the other GEMM that
   // reads it, quantized from the same fp32 source.
-  mpx::cpu::BlockQuantized<mpx::Nvfp4Scaling<>> rowwise, columnwise;
-  mpx::cpu::quantize_blocks(w, {16, 16}, rowwise);                         // codes [64, 32], scales [4, 2]
-  mpx::cpu::quantize_blocks(w, {16, 16}, columnwise, /*transpose=*/true);  // codes [32, 64], scales [2, 4]
+  mpx::BlockQuantized<mpx::Nvfp4Scaling<>> rowwise, columnwise;
+  mpx::cpu::quantize_blocks(w, {16, 16}, rowwise);                          // codes [64, 32], scales [4, 2]
+  mpx::cpu::quantize_blocks(w, {16, 16}, columnwise, {.transpose = true});  // codes [32, 64], scales [2, 4]
   const mpx::Tensor<float, mpx::Host> values =
       mpx::cpu::dequantize_blocks(rowwise);  // code * scale * 1/S_enc
   // [quantize]
@@ -186,13 +186,29 @@ TEST_CASE("Block quantization: 2D NVFP4 blocks quantize W and W^T alike", "[cpu]
       CHECK(rowwise.scales.data()[br * 2 + bc].bits == columnwise.scales.data()[bc * 4 + br].bits);
 }
 
-TEST_CASE("Block quantization: extents that are not whole blocks are refused, naming them",
+TEST_CASE("Block quantization: extents that are not whole blocks end in partial blocks, as if zero-padded",
           "[cpu][block_scaling]") {
-  const mpx::Tensor<float, mpx::Host> x(mpx::Shape{4, 48});
-  mpx::cpu::BlockQuantized<mpx::MxScaling<>> q;
-  CHECK_THROWS_WITH(mpx::cpu::quantize_blocks(x, {1, 32}, q),
-                    Catch::Contains("[4, 48]") && Catch::Contains("1 x 32 blocks") && Catch::Contains("pad"));
-  CHECK_THROWS_AS(mpx::cpu::quantize_blocks(x, {1, 16}, q, /*transpose=*/true), mpx::shape_error);
+  auto x = random_blocks(3, 40, 4);
+  for (std::int64_t c = 32; c < 40; ++c) x.data()[1 * 40 + c] = 0.5f;
+  x.data()[1 * 40 + 35] = 1000.0f;  // the largest of row 1's second (8-element) block
+  mpx::BlockQuantized<mpx::MxScaling<>> q, padded_q;
+  mpx::cpu::quantize_blocks(x, {1, 32}, q);
+  REQUIRE(q.scales.shape() == mpx::Shape{3, 2});
+  mpx::Tensor<float, mpx::Host> padded(mpx::Shape{3, 64});
+  for (std::int64_t r = 0; r < 3; ++r)
+    for (std::int64_t c = 0; c < 40; ++c) padded.data()[r * 64 + c] = x.data()[r * 40 + c];
+  mpx::cpu::quantize_blocks(padded, {1, 32}, padded_q);
+  for (std::int64_t i = 0; i < 6; ++i) CHECK(q.scales.data()[i].bits == padded_q.scales.data()[i].bits);
+  CHECK(q.scales.data()[3].bits == mpx::mx_scale_code<mpx::Float8E4M3>(1000.0f, mpx::E8M0Rounding::Floor));
+  for (std::int64_t r = 0; r < 3; ++r)
+    for (std::int64_t c = 0; c < 40; ++c)
+      CHECK(q.codes.data()[r * 40 + c].bits == padded_q.codes.data()[r * 64 + c].bits);
+  mpx::BlockQuantized<mpx::Nvfp4Scaling<>> empty;  // no values: no blocks, the global scale 1
+  mpx::cpu::quantize_blocks(mpx::Tensor<float, mpx::Host>(mpx::Shape{0, 16}), {1, 16}, empty);
+  CHECK(empty.scales.numel() == 0);
+  CHECK(empty.global_decode_scale == 1.0f);
+  CHECK_THROWS_WITH(mpx::cpu::quantize_blocks(x, {0, 32}, q),
+                    Catch::Contains("0 x 32") && Catch::Contains("positive"));
 }
 
 }  // namespace MPX_UNITY_ID

@@ -51,6 +51,9 @@
 /// `cast_scaled<Format>`, `accumulate_amax`, `accumulate_fp8_statistics<Format>`, and the constant
 /// `fp8_gemm_needs_k_major_operands`; where it is true (cuBLASLt's FP8 GEMMs read both operands
 /// along K), `cast_transpose_scaled<Format>` too.
+/// Block scaling (nn::Linear under a block-scaled precision; backend/block_quantize_spec.hpp): the
+/// constant `has_block_scaled_gemm`, and where it is true `quantize_blocks<Recipe>` and
+/// `gemm_block_scaled<Accumulation>`.
 
 #include "mpx/error.hpp"
 

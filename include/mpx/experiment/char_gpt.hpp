@@ -45,7 +45,7 @@ auto gpt_block(const GptShape& s) {
 // [block]
 
 namespace detail {
-template <PrecisionPolicy P, class Device, std::size_t... Block>
+template <PrecisionPolicy P, class Device, PrecisionPolicy Head, std::size_t... Block>
 auto char_gpt(const GptShape& s, std::index_sequence<Block...>) {
   using L = nn::layers<P, Device>;
   return nn::Sequential{L::embedding(s.vocabulary, s.width, {.init_std = 0.02}),
@@ -53,31 +53,32 @@ auto char_gpt(const GptShape& s, std::index_sequence<Block...>) {
                         L::dropout(s.dropout),
                         (static_cast<void>(Block), gpt_block<P, Device>(s))...,
                         L::layer_norm(s.width),
-                        L::linear(s.width, s.vocabulary)};
+                        nn::layers<Head, Device>::linear(s.width, s.vocabulary)};
 }
 }  // namespace detail
 
 /// @brief A GPT-2-style decoder over characters: token and learned positional embeddings, `Blocks`
 /// pre-LN blocks, a final LayerNorm and a linear head to the vocabulary's logits; every layer in
-/// precision `P` on `Device`. It maps int32 ids [batch, sequence] (sequence <= `s.context`) to logits
-/// [batch, sequence, vocabulary]. Layer I of the outer `Sequential` is: 0 token embedding, 1
+/// precision `P` on `Device`, except the head, which runs in `Head` (by default also `P`: a block-scaled
+/// precision's recipe may keep it in bf16). It maps int32 ids [batch, sequence] (sequence <= `s.context`) to
+/// logits [batch, sequence, vocabulary]. Layer I of the outer `Sequential` is: 0 token embedding, 1
 /// positions, 2 dropout, 3 .. 3 + Blocks - 1 the blocks, then the final LayerNorm and the head.
 /// @code
 /// auto model = mpx::experiment::char_gpt<mpx::bf16_mixed>({.vocabulary = 96, .context = 128});
 /// @endcode
-template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 4>
+template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 4, PrecisionPolicy Head = P>
 auto char_gpt(const GptShape& s) {
   if (s.vocabulary <= 0 || s.context <= 0 || s.width <= 0 || s.heads <= 0) {
     throw invalid_argument(
         mpx::detail::concat("mpx::experiment::char_gpt: sizes must be positive, got vocabulary ",
                             s.vocabulary, ", context ", s.context, ", width ", s.width, ", heads ", s.heads));
   }
-  return detail::char_gpt<P, Device>(s, std::make_index_sequence<Blocks>{});
+  return detail::char_gpt<P, Device, Head>(s, std::make_index_sequence<Blocks>{});
 }
 
-/// @brief The type of `char_gpt<P, Device, Blocks>(...)`.
-template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 4>
-using CharGpt = decltype(char_gpt<P, Device, Blocks>(GptShape{1, 1, 1, 1}));
+/// @brief The type of `char_gpt<P, Device, Blocks, Head>(...)`.
+template <PrecisionPolicy P, class Device = Host, std::size_t Blocks = 4, PrecisionPolicy Head = P>
+using CharGpt = decltype(char_gpt<P, Device, Blocks, Head>(GptShape{1, 1, 1, 1}));
 
 /// @brief Continues `prompt` by `length` tokens drawn from `model`'s softmax at `temperature` (> 0;
 /// lower is more conservative), in evaluation mode; each step feeds the last `context` tokens. The

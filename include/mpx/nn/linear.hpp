@@ -12,12 +12,15 @@
 #include <type_traits>
 
 #include "mpx/backend/backend.hpp"
+#include "mpx/backend/block_quantize_spec.hpp"
 #include "mpx/backend/gemm_spec.hpp"
 #include "mpx/nn/description.hpp"
 #include "mpx/nn/fp8_scales.hpp"
 #include "mpx/nn/layer.hpp"
 #include "mpx/nn/layer_base.hpp"
 #include "mpx/nn/parameter.hpp"
+#include "mpx/nn/step_key.hpp"
+#include "mpx/policy/block_scaled_precision.hpp"
 #include "mpx/policy/fp8_precision.hpp"
 #include "mpx/policy/precision.hpp"
 
@@ -49,6 +52,28 @@ struct LinearFp8State {
       transposed;
 };
 struct NoFp8State {};
+
+// What a Linear under a block-scaled precision keeps for its GEMMs: each operand quantized along
+// the K of each GEMM that reads it (x and W rowwise for y = x W^T, W^T and dZ for dx = dZ W, dZ^T
+// and x^T for dW = dZ^T x), and the key of its stochastic rounding.
+template <class P, class Device>
+struct LinearBlockState {
+  BlockQuantized<typename P::forward_recipe, Device> input, input_columns, weight, weight_columns;
+  BlockQuantized<typename P::backward_recipe, Device> output_grad, output_grad_columns;
+  StepKey step;               // the step a training forward belongs to (bind_step)
+  std::int64_t own_step = 0;  // backward passes counted where no step is bound
+};
+struct NoBlockState {};
+// Whether Device's backend runs block-scaled GEMMs, asked only of a block-scaled layer (a host
+// translation unit may name a Linear on mpx::Cuda without the CUDA backend's header).
+template <bool BlockScaled, class Device>
+consteval bool block_scaled_gemm_available() {
+  if constexpr (BlockScaled) {
+    return Backend<Device>::has_block_scaled_gemm;
+  } else {
+    return true;
+  }
+}
 }  // namespace detail
 
 /// @brief Fully connected layer: weight [out_features, in_features] (PyTorch's layout), optional
@@ -79,14 +104,28 @@ struct NoFp8State {};
 /// pass, and every GEMM reads K-major codes: y = x W^T from x [M, K] and W [N, K], dx = dZ W from dZ
 /// [M, N] and W^T [K, N], dW = dZ^T x from dZ^T [N, M] and x^T [K, M] (docs/fp8.md).
 ///
+/// Under a block-scaled precision (`mpx::BlockScaledPrecision`: MXFP8, NVFP4, FP8 128-blocks; CPU
+/// only so far) the three GEMMs take block-quantized operands, each quantized along the K of the GEMM
+/// that reads it from the 16-bit (or fp32 master) source at every cast: forward x and W (and, in
+/// training, x^T and W^T for backward), backward dZ and dZ^T. Activations use 1 x block blocks,
+/// weights the recipe's weight blocks (16 x 16 under NVFP4's 2D weights, 128 x 128 for FP8 blocks);
+/// under NVFP4's tricks dZ is rounded stochastically (Philox keyed by the layer's seed and stream
+/// and the bound step: `bind_step`) and x^T and dZ^T take the random Hadamard transform along their
+/// K. The bias gradient is summed from the 16-bit dZ; `weight()` is fp32 only (docs/block_scaling.md).
+///
 /// @tparam P precision policy; @tparam A fused activation; @tparam Device `Host` or `Cuda`.
 template <PrecisionPolicy P, Activation A = Activation::None, class Device = Host>
 class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   using Compute = typename P::compute_type;
   using Param = Parameter<P, Device>;
   static constexpr bool fp8 = Fp8PrecisionPolicy<P>;
-  // An FP8 GEMM reads the weight cast from its master copy: no 16-bit copy to keep.
-  using WeightParam = std::conditional_t<fp8, MasterParameter<P, Device>, Param>;
+  static constexpr bool block_scaled = BlockScaledPrecisionPolicy<P>;
+  static_assert(detail::block_scaled_gemm_available<block_scaled, Device>(),
+                "mpx::nn::Linear: block-scaled precisions (MXFP8, NVFP4, FP8 128-blocks) run on mpx::Host "
+                "only so far; the CUDA backend's block-scaled GEMMs are not written yet "
+                "(docs/block_scaling.md)");
+  // An FP8 or block-scaled GEMM reads the weight cast from its master copy: no 16-bit copy to keep.
+  using WeightParam = std::conditional_t<fp8 || block_scaled, MasterParameter<P, Device>, Param>;
   using T = compute_t<P>;
   using Grad = accumulate_t<P>;
 
@@ -123,6 +162,8 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   /// @brief Re-initialises the parameters from (seed, stream): the same pair gives the same weights
   /// on every machine and device.
   void initialize(std::uint64_t seed, std::uint64_t stream) {
+    seed_ = seed;
+    stream_ = stream;
     nn::initialize(weight_, options_.init, in_features_, out_features_, seed, 2 * stream);
     if (bias_) nn::initialize(*bias_, Init::Zeros, in_features_, out_features_, seed, 2 * stream + 1);
   }
@@ -158,7 +199,9 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
     }
     if (epilogue == Epilogue::Default) operands.bias = nullptr;
     const GemmConfig config{.transpose_b = Transpose::Yes, .epilogue = epilogue};
-    if constexpr (fp8) {
+    if constexpr (block_scaled) {
+      run_block_scaled_forward(x, config, operands);
+    } else if constexpr (fp8) {
       using Forward = typename P::forward_format;
       auto& state = fp8_;
       ensure_shape(state.input, x.shape());
@@ -241,14 +284,27 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   }
 
   /// @brief Under an FP8 precision: bytes of the weight's FP8 codes the layer keeps between steps (and
-  /// of their transpose on a backend that needs it); `Trainer`'s memory report counts them with the
-  /// weights, as it counts a 16-bit model's compute copy. 0 before the first forward.
-  [[nodiscard]] std::int64_t weight_copy_bytes() const noexcept requires fp8 {
-    std::int64_t bytes = static_cast<std::int64_t>(fp8_.weight.size_bytes());
-    if constexpr (Backend<Device>::fp8_gemm_needs_k_major_operands)
-      bytes += static_cast<std::int64_t>(fp8_.transposed.weight.size_bytes());
-    return bytes;
+  /// of their transpose on a backend that needs it); under a block-scaled one, of the weight's two
+  /// quantized copies (codes and scales). `Trainer`'s memory report counts them with the weights, as
+  /// it counts a 16-bit model's compute copy. 0 before the first forward.
+  [[nodiscard]] std::int64_t weight_copy_bytes() const noexcept requires(fp8 || block_scaled) {
+    if constexpr (block_scaled) {
+      const auto& state = block_;
+      return static_cast<std::int64_t>(state.weight.codes.size_bytes() + state.weight.scales.size_bytes() +
+                                       state.weight_columns.codes.size_bytes() +
+                                       state.weight_columns.scales.size_bytes());
+    } else {
+      std::int64_t bytes = static_cast<std::int64_t>(fp8_.weight.size_bytes());
+      if constexpr (Backend<Device>::fp8_gemm_needs_k_major_operands)
+        bytes += static_cast<std::int64_t>(fp8_.transposed.weight.size_bytes());
+      return bytes;
+    }
   }
+
+  /// @brief Under a block-scaled precision: keys the stochastic rounding of the next backward passes
+  /// by `key` (read through `key.step`, so the count must outlive them); `Trainer` binds its step.
+  /// Without a bound step the layer counts its own backward passes.
+  void bind_step(const StepKey& key) noexcept requires block_scaled { block_.step = key; }
 
   /// @brief Under an FP8 precision: the scales of the layer's input, weight and output gradient.
   [[nodiscard]] auto& fp8_scales() noexcept requires fp8 { return fp8_.scales; }
@@ -301,7 +357,9 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
       Backend<Device>::gelu_backward(pre_activation_, dy, dz_);
       dz = &dz_;
     }
-    if constexpr (fp8) {
+    if constexpr (block_scaled) {
+      return run_block_scaled_backward(*dz, input_grad, previous);
+    } else if constexpr (fp8) {
       return run_fp8_backward(*dz, input_grad, previous);
     } else {
       return run_gemm_backward(*dz, input_grad, previous);
@@ -373,30 +431,10 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
           state.scales.scale_inverse(Fp8Tensor::OutputGradient),
           state.scales.scale_inverse(Fp8Tensor::Input));
     }
-    if (bias_) {  // the sum of dZ's rows, in fp32
-      const auto bias_grad = bias_->grad_for_update();
-      if constexpr (std::is_same_v<Device, Host>) {
-        Backend<Device>::conv2d_backward_bias(dz, bias_grad.tensor, bias_grad.overwrite);
-      } else {
-        // The GPU's convolution kernels come with cuDNN's header (conv2d.cuh), which a Linear's
-        // translation unit need not include; batch norm's channel sums are the same reduction.
-        if (bias_grad.overwrite) {
-          Backend<Device>::batch_norm_channel_sums(dz, bias_grad.tensor);
-        } else {
-          ensure_shape(bias_grad_, Shape{out_features_});
-          Backend<Device>::batch_norm_channel_sums(dz, bias_grad_);
-          Backend<Device>::add_into(bias_->grad(), bias_grad_);
-        }
-      }
-    }
+    sum_bias_grad(dz);
     if (!input_grad) return nullptr;
     ensure_shape(input_grad_, input_->shape());
-    GemmConfig input_config;
-    GemmOperands<T, Grad, Device> input_operands;
-    if (previous != nullptr) {
-      input_config.epilogue = Epilogue::DRelu;
-      input_operands.relu_mask = previous->relu_mask;
-    }
+    auto [input_config, input_operands] = input_gradient_gemm(previous);
     // dx = dZ W: from W itself [out, in], or, read along K, from W^T [in, out] transposed.
     const auto* weight_codes = &state.weight;
     if constexpr (k_major) {
@@ -406,6 +444,101 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
     Backend<Device>::template gemm_scaled<Backward, Forward, typename P::accumulation::dgrad>(
         state.output_grad, *weight_codes, input_grad_, input_config, input_operands,
         state.scales.scale_inverse(Fp8Tensor::OutputGradient), state.scales.scale_inverse(Fp8Tensor::Weight));
+    return &input_grad_;
+  }
+
+  // dx's GEMM under an FP8 or block-scaled precision: its config and operands, with the previous
+  // layer's ReLU gradient in the epilogue (DRelu) where `previous` says so.
+  struct InputGradientGemm {
+    GemmConfig config;
+    GemmOperands<T, Grad, Device> operands;
+  };
+  static InputGradientGemm input_gradient_gemm(const ActivationGradientFusion<Device>* previous) {
+    InputGradientGemm gemm;
+    if (previous != nullptr) {
+      gemm.config.epilogue = Epilogue::DRelu;
+      gemm.operands.relu_mask = previous->relu_mask;
+    }
+    return gemm;
+  }
+
+  // Under an FP8 or block-scaled precision: the bias gradient, the sum of the 16-bit dZ's rows in
+  // fp32 (the GEMMs' operands are quantized; their sums would be of the codes).
+  void sum_bias_grad(const Tensor<T, Device>& dz) {
+    if (!bias_) return;
+    const auto bias_grad = bias_->grad_for_update();
+    if constexpr (std::is_same_v<Device, Host>) {
+      Backend<Device>::conv2d_backward_bias(dz, bias_grad.tensor, bias_grad.overwrite);
+    } else {
+      // The GPU's convolution kernels come with cuDNN's header (conv2d.cuh), which a Linear's
+      // translation unit need not include; batch norm's channel sums are the same reduction.
+      if (bias_grad.overwrite) {
+        Backend<Device>::batch_norm_channel_sums(dz, bias_grad.tensor);
+      } else {
+        ensure_shape(bias_grad_, Shape{out_features_});
+        Backend<Device>::batch_norm_channel_sums(dz, bias_grad_);
+        Backend<Device>::add_into(bias_->grad(), bias_grad_);
+      }
+    }
+  }
+
+  // forward's GEMM under a block-scaled precision: x and W quantized along K (and, in training, x^T
+  // and W^T for backward), then y = x W^T with the epilogue `config` names.
+  void run_block_scaled_forward(const Tensor<T, Device>& x, const GemmConfig& config,
+                                const GemmOperands<T, Grad, Device>& operands) {
+    using Recipe = typename P::forward_recipe;
+    auto& state = block_;
+    const BlockShape activation_blocks{1, Recipe::block_size};
+    const BlockShape weight_blocks{Recipe::weight_block_rows, Recipe::block_size};
+    Backend<Device>::template quantize_blocks<Recipe>(x, activation_blocks, state.input);
+    Backend<Device>::template quantize_blocks<Recipe>(weight_.master(), weight_blocks, state.weight);
+    if (this->training()) {  // backward reads x^T (wgrad, along the rows) and W^T (dgrad, along out)
+      Backend<Device>::template quantize_blocks<Recipe>(
+          x, activation_blocks, state.input_columns,
+          BlockQuantizeOptions{.transpose = true, .hadamard = hadamard_wgrad_of<Recipe>()});
+      Backend<Device>::template quantize_blocks<Recipe>(weight_.master(), weight_blocks, state.weight_columns,
+                                                        BlockQuantizeOptions{.transpose = true});
+    }
+    GemmConfig product = config;
+    product.transpose_b = Transpose::No;  // W is read along K as quantized
+    Backend<Device>::template gemm_block_scaled<typename P::accumulation::fprop>(state.input, state.weight,
+                                                                                 output_, product, operands);
+  }
+
+  // backward's GEMMs under a block-scaled precision: dZ quantized along out (dgrad) and, transposed,
+  // along the rows (wgrad); dW += dZ^T x and dx = dZ W from forward's x^T and W^T (previous: as in
+  // run_backward), the bias gradient from dZ.
+  const Tensor<T, Device>* run_block_scaled_backward(const Tensor<T, Device>& dz, bool input_grad,
+                                                     const ActivationGradientFusion<Device>* previous) {
+    using Recipe = typename P::backward_recipe;
+    constexpr bool stochastic = stochastic_gradients_of<Recipe>();
+    auto& state = block_;
+    const BlockShape blocks{1, Recipe::block_size};
+    // Stochastic rounding's bits: the layer's seed, a stream per layer and copy, the step and
+    // micro-batch folded into the key, so that every step rounds afresh and a rerun alike.
+    const std::int64_t step = state.step.step != nullptr ? *state.step.step : state.own_step++;
+    const std::uint64_t key = seed_ ^ (static_cast<std::uint64_t>(step) * 0x9E3779B97F4A7C15ull +
+                                       static_cast<std::uint64_t>(state.step.micro_batch));
+    Backend<Device>::template quantize_blocks<Recipe>(
+        dz, blocks, state.output_grad,
+        BlockQuantizeOptions{.stochastic = stochastic, .seed = key, .stream = 2 * stream_});
+    Backend<Device>::template quantize_blocks<Recipe>(
+        dz, blocks, state.output_grad_columns,
+        BlockQuantizeOptions{.transpose = true,
+                             .hadamard = hadamard_wgrad_of<Recipe>(),
+                             .stochastic = stochastic,
+                             .seed = key,
+                             .stream = 2 * stream_ + 1});
+    const auto weight_grad = weight_.grad_for_update();
+    Backend<Device>::template gemm_block_scaled<typename P::accumulation::wgrad>(
+        state.output_grad_columns, state.input_columns, weight_grad.tensor,
+        GemmConfig{.beta = weight_grad.overwrite ? 0.0f : 1.0f}, GemmOperands<Grad, Grad, Device>{});
+    sum_bias_grad(dz);
+    if (!input_grad) return nullptr;
+    ensure_shape(input_grad_, input_->shape());
+    auto [input_config, input_operands] = input_gradient_gemm(previous);
+    Backend<Device>::template gemm_block_scaled<typename P::accumulation::dgrad>(
+        state.output_grad, state.weight_columns, input_grad_, input_config, input_operands);
     return &input_grad_;
   }
 
@@ -421,6 +554,10 @@ class Linear : public LayerBase<Linear<P, A, Device>, P, Device> {
   WeightParam weight_;
   std::optional<Param> bias_;
   [[no_unique_address]] std::conditional_t<fp8, detail::LinearFp8State<P, Device>, detail::NoFp8State> fp8_;
+  [[no_unique_address]] std::conditional_t<block_scaled, detail::LinearBlockState<P, Device>,
+                                           detail::NoBlockState>
+      block_;
+  std::uint64_t seed_ = 0, stream_ = 0;    // initialize's: the key of stochastic rounding
   SavedPointer<Tensor<T, Device>> input_;  // the previous layer's output buffer, kept alive by it
   Tensor<T, Device> output_;
   Tensor<T, Device> pre_activation_;        // GELU's aux: backward evaluates gelu' here

@@ -148,4 +148,36 @@ MPX_HOST_DEVICE inline storage_t<Tag> round_stochastic(float x, std::uint32_t ra
   return from_bits<S>(static_cast<std::uint16_t>(sign | (round_up ? lo + 1u : lo)));
 }
 
+/// @brief Stochastic rounding of fp32 into a format kept as bit patterns (FP8, FP6, FP4), saturating:
+/// what `cvt.rs.satfinite` does for NVFP4's gradients, with the rule of the 16-bit overload.
+///
+/// Let lo and hi be the neighbours of |x| in the format (lo toward zero). The result is hi when
+/// `random_bits < floor((|x| - lo) / (hi - lo) * 2^32)`, otherwise lo, with x's sign, so E[result] = x
+/// up to 2^-32 of one spacing. At or beyond the largest finite value the result is that value (the
+/// format's saturation, whatever its traits say for round-to-nearest); NaN gives what nearest rounding
+/// gives (NaN, or the largest value in a format without NaN); zero stays zero.
+template <NumericTag Tag>
+requires detail::is_encoded_v<storage_t<Tag>> MPX_HOST_DEVICE inline storage_t<Tag> round_stochastic(
+    float x, std::uint32_t random_bits) {
+  using S = storage_t<Tag>;
+  using Bits = typename S::bits_type;
+  const S nearest = S::template rounded<Overflow::Saturate>(x);
+  const float magnitude = std::fabs(x);
+  constexpr float largest = static_cast<float>(numeric_traits<Tag>::max_finite);
+  if (!(magnitude < largest)) return nearest;  // saturated, or NaN
+  constexpr auto sign_bit = static_cast<Bits>(detail::format_layout<Tag>::sign);
+  const Bits sign = static_cast<Bits>(nearest.bits & sign_bit);
+  const Bits nearest_magnitude = static_cast<Bits>(nearest.bits & ~sign_bit);
+  const auto value = [](Bits magnitude_bits) { return static_cast<float>(S::from_bits(magnitude_bits)); };
+  // The codes of a sign's magnitudes are in increasing order: lo is nearest or the code below it.
+  const Bits lo =
+      value(nearest_magnitude) > magnitude ? static_cast<Bits>(nearest_magnitude - 1u) : nearest_magnitude;
+  const float lo_value = value(lo);
+  // Exact: both differences are exact in fp32 (Sterbenz, or lo = 0) and the spacing is a power of two.
+  const float fraction = (magnitude - lo_value) / (value(static_cast<Bits>(lo + 1u)) - lo_value);
+  const auto threshold = static_cast<std::uint32_t>(fraction * 0x1p32f);  // fraction < 1
+  const bool round_up = random_bits < threshold;
+  return S::from_bits(static_cast<Bits>(sign | (round_up ? lo + 1u : lo)));
+}
+
 }  // namespace mpx

@@ -25,6 +25,7 @@
 #include "mpx/numeric/tags.hpp"
 #include "mpx/numeric/traits.hpp"
 #include "mpx/policy/fp8_scaling.hpp"
+#include "mpx/policy/precision.hpp"
 
 namespace mpx {
 
@@ -131,6 +132,67 @@ MPX_HOST_DEVICE constexpr float nvfp4_element_multiplier(Encoded<Float8E4M3> blo
   return multiplier > std::numeric_limits<float>::max() ? std::numeric_limits<float>::max() : multiplier;
 }
 
+/// @brief The signs of `random_hadamard_16`'s diagonal, bit i for element i (1: negated). Fixed, so that
+/// every tensor and step is transformed alike (both operands of a GEMM must be).
+inline constexpr std::uint16_t hadamard_sign_mask = 0b1001'0111'0010'1101;
+
+/// @brief NVFP4's random Hadamard transform of 16 consecutive values, in place: v = (1/4) H16 (s * v),
+/// H16 the Sylvester-ordered Hadamard matrix of +-1 entries and s the signs of `hadamard_sign_mask`.
+/// The matrix is orthogonal, so two vectors' dot product is that of their transforms (up to fp32
+/// rounding): a GEMM whose operands are both transformed along K computes the same product, with the
+/// outliers of each 16-value run spread over all 16 before quantization. Computed as four butterfly
+/// stages in fp32, then the exact multiplication by 1/4.
+MPX_HOST_DEVICE constexpr void random_hadamard_16(float* v) {
+  for (int i = 0; i < 16; ++i) {
+    if ((hadamard_sign_mask >> i) & 1u) v[i] = -v[i];
+  }
+  for (int half = 1; half < 16; half *= 2) {
+    for (int first = 0; first < 16; first += 2 * half) {
+      for (int j = first; j < first + half; ++j) {
+        const float a = v[j], b = v[j + half];
+        v[j] = a + b;
+        v[j + half] = a - b;
+      }
+    }
+  }
+  for (int i = 0; i < 16; ++i) v[i] *= 0.25f;
+}
+
+namespace detail {
+inline constexpr std::string_view nvfp4_prefix = "nvfp4";
+inline constexpr std::string_view one_d = "_1d";
+inline constexpr std::string_view no_sr = "_nosr";
+inline constexpr std::string_view no_rht = "_norht";
+inline constexpr std::string_view no_text = "";
+template <bool On, const std::string_view& Off>
+struct suffix_unless {
+  static constexpr std::string_view value = On ? no_text : Off;
+};
+// The names of MX elements and roundings, as variables (objects `joined` can refer to).
+template <class Element>
+inline constexpr std::string_view mx_element_name = std::is_same_v<Element, Float8E4M3>   ? "mxfp8"
+                                                    : std::is_same_v<Element, Float8E5M2> ? "mxfp8_e5m2"
+                                                    : std::is_same_v<Element, Float6E2M3> ? "mxfp6_e2m3"
+                                                    : std::is_same_v<Element, Float6E3M2> ? "mxfp6_e3m2"
+                                                                                          : "mxfp4";
+template <E8M0Rounding Rounding>
+inline constexpr std::string_view mx_rounding_suffix = Rounding == E8M0Rounding::RoundUp ? "_roundup"
+                                                       : Rounding == E8M0Rounding::RCeil ? "_rceil"
+                                                                                         : "";
+// (Names are joined inside consteval functions: nvcc 13 hands a `joined` named in a static member's
+// initializer to the host compiler with pointers where its parameters are references.)
+template <class Element, E8M0Rounding Rounding>
+consteval std::string_view mx_name() {
+  return joined<mx_element_name<Element>, mx_rounding_suffix<Rounding>>::value;
+}
+template <bool TwoDimensionalWeights, bool StochasticGradients, bool HadamardWgrad>
+consteval std::string_view nvfp4_name() {
+  return joined<nvfp4_prefix, suffix_unless<TwoDimensionalWeights, one_d>::value,
+                suffix_unless<StochasticGradients, no_sr>::value,
+                suffix_unless<HadamardWgrad, no_rht>::value>::value;
+}
+}  // namespace detail
+
 /// @brief OCP MX block scaling: 32 consecutive elements along the reduction dimension share an E8M0
 /// scale. MXFP8 is `MxScaling<Float8E4M3>` (E5M2 gradients under `MxScaling<Float8E5M2>`), MXFP6
 /// `MxScaling<Float6E2M3>` or `<Float6E3M2>`, MXFP4 `MxScaling<Float4E2M1>`.
@@ -148,7 +210,10 @@ struct MxScaling {
   using scale_format = Float8E8M0;                    ///< each block's scale
   static constexpr int block_size = 32;               ///< elements per block, along K
   static constexpr E8M0Rounding rounding = Rounding;  ///< the scale's rounding
-  static constexpr std::string_view name = "mx";      ///< name in records and messages
+  static constexpr int weight_block_rows = 1;         ///< weights in 1 x 32 blocks too
+  /// "mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2" or "mxfp4", then "_roundup" or "_rceil" for
+  /// those roundings
+  static constexpr std::string_view name = detail::mx_name<Element, Rounding>();
 };
 
 /// @brief NVIDIA's NVFP4 (Transformer Engine's `NVFP4BlockScaling`): E2M1 elements, 16 per block along
@@ -160,13 +225,17 @@ struct MxScaling {
 ///                              operands (TE's default)
 template <bool TwoDimensionalWeights = true, bool StochasticGradients = true, bool HadamardWgrad = true>
 struct Nvfp4Scaling {
-  using element_format = Float4E2M1;                                      ///< the elements' format
-  using scale_format = Float8E4M3;                                        ///< each block's scale
-  static constexpr int block_size = 16;                                   ///< elements per block, along K
-  static constexpr bool two_dimensional_weights = TwoDimensionalWeights;  ///< 16x16 weight blocks
-  static constexpr bool stochastic_gradients = StochasticGradients;       ///< SR for gradients
-  static constexpr bool hadamard_wgrad = HadamardWgrad;                   ///< RHT on wgrad operands
-  static constexpr std::string_view name = "nvfp4";                       ///< name in records
+  using element_format = Float4E2M1;                                        ///< the elements' format
+  using scale_format = Float8E4M3;                                          ///< each block's scale
+  static constexpr int block_size = 16;                                     ///< elements per block, along K
+  static constexpr bool two_dimensional_weights = TwoDimensionalWeights;    ///< 16x16 weight blocks
+  static constexpr bool stochastic_gradients = StochasticGradients;         ///< SR for gradients
+  static constexpr bool hadamard_wgrad = HadamardWgrad;                     ///< RHT on wgrad operands
+  static constexpr int weight_block_rows = TwoDimensionalWeights ? 16 : 1;  ///< weight blocks' height
+  /// "nvfp4", with "_1d" (1 x 16 weight blocks), "_nosr" (gradients rounded to nearest) and "_norht"
+  /// (no Hadamard transform) for the tricks turned off
+  static constexpr std::string_view name =
+      detail::nvfp4_name<TwoDimensionalWeights, StochasticGradients, HadamardWgrad>();
 };
 
 /// @brief FP8 with 128-element blocks (DeepSeek-V3; Transformer Engine's `Float8BlockScaling`): E4M3
@@ -179,7 +248,31 @@ struct Fp8BlockScaling {
   using scale_format = Float;                                    ///< each block's scale, fp32
   static constexpr int block_size = 128;                         ///< elements per block, along K
   static constexpr bool power_of_two_scales = PowerOfTwoScales;  ///< scales rounded down to 2^k
-  static constexpr std::string_view name = "fp8block";           ///< name in records
+  static constexpr int weight_block_rows = 128;                  ///< weights in 128 x 128 blocks
+  /// "fp8block", or "fp8block_fp32scales" with scales not rounded to powers of two
+  static constexpr std::string_view name = PowerOfTwoScales ? "fp8block" : "fp8block_fp32scales";
 };
+
+/// @brief Whether a recipe transforms the weight gradient's operands (`Nvfp4Scaling`'s
+/// `HadamardWgrad`; false for the others).
+template <class Recipe>
+consteval bool hadamard_wgrad_of() {
+  if constexpr (requires { Recipe::hadamard_wgrad; }) {
+    return Recipe::hadamard_wgrad;
+  } else {
+    return false;
+  }
+}
+
+/// @brief Whether a recipe rounds gradients stochastically (`Nvfp4Scaling`'s `StochasticGradients`;
+/// false for the others).
+template <class Recipe>
+consteval bool stochastic_gradients_of() {
+  if constexpr (requires { Recipe::stochastic_gradients; }) {
+    return Recipe::stochastic_gradients;
+  } else {
+    return false;
+  }
+}
 
 }  // namespace mpx

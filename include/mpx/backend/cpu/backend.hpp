@@ -11,6 +11,8 @@
 #include "mpx/backend/cpu/activation.hpp"
 #include "mpx/backend/cpu/attention.hpp"
 #include "mpx/backend/cpu/batch_norm.hpp"
+#include "mpx/backend/cpu/block_quantize.hpp"
+#include "mpx/backend/cpu/block_scaled_gemm.hpp"
 #include "mpx/backend/cpu/channel_concat.hpp"
 #include "mpx/backend/cpu/conv2d.hpp"
 #include "mpx/backend/cpu/dropout.hpp"
@@ -81,6 +83,20 @@ struct Backend<Host> {
             class... Args>
   static void gemm_scaled(Args&&... args) {
     cpu::gemm_scaled<AFormat, BFormat, Accumulation>(std::forward<Args>(args)...);
+  }
+  /// @brief Whether the backend runs block-scaled GEMMs (`nn::Linear` under a block-scaled precision).
+  static constexpr bool has_block_scaled_gemm = true;
+  /// @brief A matrix quantized into a block-scaling recipe's codes and scales; see
+  /// `cpu::quantize_blocks`.
+  template <class Recipe, class... Args>
+  static void quantize_blocks(Args&&... args) {
+    cpu::quantize_blocks<Recipe>(std::forward<Args>(args)...);
+  }
+  /// @brief GEMM of two block-quantized operands, summed as `Accumulation` says; see
+  /// `cpu::gemm_block_scaled`.
+  template <AccumulationModel Accumulation = Fp32Accumulation, class... Args>
+  static void gemm_block_scaled(Args&&... args) {
+    cpu::gemm_block_scaled<Accumulation>(std::forward<Args>(args)...);
   }
   /// @brief A tensor times its scale, cast into `Format` (FP8), its amax recorded; see
   /// `cpu::cast_scaled`.

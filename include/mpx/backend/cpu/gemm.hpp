@@ -291,14 +291,22 @@ inline void release_gemm_scratch() noexcept {
 
 namespace detail {
 
+// What `gemm_widened` computes the product with when no `product` is given.
+struct KernelProduct {};
+
 // The GEMM of `gemm` and `gemm_scaled`: A holds ATag's storage, B BTag's, each widened to Acc where
 // it is not Acc already; `alpha` is what the product is multiplied by (config.alpha, times the
 // operands' inverse scales for `gemm_scaled`). Under `Fp32Accumulation` the fp32 kernel sums the
-// products (gemm_kernel.hpp); under any other model, gemm_accumulation.hpp does.
-template <NumericTag ATag, NumericTag BTag, class Accumulation, FloatingElement TD, class Acc>
+// products (gemm_kernel.hpp); under any other model, gemm_accumulation.hpp does. A `product` other
+// than `KernelProduct` computes it instead (the block-scaled GEMM's per-block sums:
+// block_scaled_gemm.hpp): `product(values, finish_row)` writes alpha op(A) op(B) into `values` [m, n]
+// and calls `finish_row(row)` on each row once it is written.
+template <NumericTag ATag, NumericTag BTag, class Accumulation, FloatingElement TD, class Acc,
+          class Product = KernelProduct>
 void gemm_widened(const char* where, const Tensor<storage_t<ATag>, Host>& a,
                   const Tensor<storage_t<BTag>, Host>& b, Tensor<TD, Host>& d, const GemmConfig& config,
-                  const GemmOperands<TD, Acc>& operands, Acc alpha) {
+                  const GemmOperands<TD, Acc>& operands, Acc alpha, const Product& product = {}) {
+  constexpr bool own_product = !std::is_same_v<Product, KernelProduct>;
   const GemmShape g = validate_gemm(where, a.shape(), b.shape(), d.shape(), config, operands);
   const Epilogue epilogue = config.epilogue;
   const Acc beta = static_cast<Acc>(config.beta);
@@ -333,7 +341,7 @@ void gemm_widened(const char* where, const Tensor<storage_t<ATag>, Host>& a,
   // (gemm_kernel.hpp). Otherwise the operands are widened (rounded first where needed) to fp32: each
   // whole, into scratch, before the product, or, where its blocks fit a cache, each tile's block of it
   // by the thread that multiplies the tile (widens_per_tile).
-  constexpr bool modelled = !std::is_same_v<Accumulation, Fp32Accumulation>;
+  constexpr bool modelled = !std::is_same_v<Accumulation, Fp32Accumulation> || own_product;
   constexpr bool both_bf16 = std::is_same_v<ATag, BFloat16> && std::is_same_v<BTag, BFloat16> && !modelled;
   bool native = modelled;  // a modelled sum decodes its operands itself
   if constexpr (both_bf16) {
@@ -480,7 +488,11 @@ void gemm_widened(const char* where, const Tensor<storage_t<ATag>, Host>& a,
           },
           and_finish(run_tile));
     };
-    if constexpr (modelled) {
+    if constexpr (own_product) {
+      return product(values, [&](std::int64_t row) {
+        if (finish_in_tiles) finish_columns(values, row, 0, g.n);
+      });
+    } else if constexpr (modelled) {
       return modelled_product<Accumulation, ATag, BTag>(
           g, config, a.data(), a.shape().rows(), a.shape().cols(), b.data(), b.shape().rows(),
           b.shape().cols(), values, alpha, [&](std::int64_t row) {

@@ -151,6 +151,9 @@ struct Backend<Cuda> {
   /// `attention_fused_forward`, `attention_fused_backward`), on when the program includes
   /// <mpx/backend/cuda/fused_attention.cuh>; `nn::BasicSelfAttention` reads it.
   static constexpr bool has_fused_attention = true;
+  /// @brief No block-scaled GEMMs on the GPU yet: `nn::Linear` refuses a block-scaled precision on
+  /// `mpx::Cuda` at compile time (docs/block_scaling.md).
+  static constexpr bool has_block_scaled_gemm = false;
   /// @brief Whether the fused attention may take heads of `head_dim` with operands of T on the
   /// current context's device; see `cuda::attention_fused_applies`.
   template <Element T>

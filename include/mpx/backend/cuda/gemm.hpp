@@ -111,6 +111,9 @@ struct GemmKey {
   // FP8 operands (gemm_scaled.cuh): each with its inverse scale (A/B_SCALE_POINTER), and whether
   // cuBLASLt's fast accumulation is on (CUBLASLT_MATMUL_DESC_FAST_ACCUM).
   bool scaled = false, fast_accumulation = false;
+  // Block-scaled operands (gemm_block_scaled.cuh): our A's and B's cublasLtMatmulMatrixScale_t
+  // (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE; 0, SCALAR_32F, for one scale per tensor).
+  std::int32_t a_scale_mode = 0, b_scale_mode = 0;
 
   bool operator==(const GemmKey&) const = default;
 };
@@ -143,7 +146,9 @@ struct GemmKeyHash {
                                  std::int64_t{key.align_aux},
                                  key.batch,
                                  std::int64_t{key.scaled},
-                                 std::int64_t{key.fast_accumulation}}) {
+                                 std::int64_t{key.fast_accumulation},
+                                 std::int64_t{key.a_scale_mode},
+                                 std::int64_t{key.b_scale_mode}}) {
       mix(v);
     }
     mix(static_cast<std::int64_t>(key.handle));
@@ -236,6 +241,12 @@ inline std::unique_ptr<GemmPlan> make_plan(const GemmKey& key, const GemmShape& 
   if (key.scaled) {
     const std::int8_t fast = key.fast_accumulation ? 1 : 0;
     set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast, "FAST_ACCUM");
+#if CUBLAS_VERSION >= 120800
+    if (key.a_scale_mode != 0 || key.b_scale_mode != 0) {  // cuBLASLt's A is our B
+      set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, key.b_scale_mode, "A_SCALE_MODE");
+      set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, key.a_scale_mode, "B_SCALE_MODE");
+    }
+#endif  // CUBLAS_VERSION >= 120800
   }
   if (reads_bias(key.epilogue) || writes_bias_grad(key.epilogue)) {
     set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<std::int32_t>(bias_type),
@@ -337,9 +348,10 @@ struct MatmulCall {
   const void* beta = nullptr;
   const void* bias = nullptr;  // bias or bias gradient pointer
   void* aux = nullptr;
-  // With key.scaled: what our A's and B's sums are multiplied by (device memory).
-  const float* a_scale_inverse = nullptr;
-  const float* b_scale_inverse = nullptr;
+  // With key.scaled: what our A's and B's sums are multiplied by (device memory): a float each, or
+  // under block scale modes their block scales in cuBLASLt's layout.
+  const void* a_scale_inverse = nullptr;
+  const void* b_scale_inverse = nullptr;
 };
 
 // What happened to one cuBLASLt call.
@@ -377,10 +389,8 @@ inline MatmulOutcome run_matmul(const MatmulCall& call, const GemmShape& g, Cuda
     set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, call.aux, "EPILOGUE_AUX_POINTER");
   }
   if (call.key.scaled) {  // cuBLASLt's A is our B
-    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                  static_cast<const void*>(call.b_scale_inverse), "A_SCALE_POINTER");
-    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                  static_cast<const void*>(call.a_scale_inverse), "B_SCALE_POINTER");
+    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, call.b_scale_inverse, "A_SCALE_POINTER");
+    set_attribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, call.a_scale_inverse, "B_SCALE_POINTER");
   }
   const cublasStatus_t status = cublasLtMatmul(
       context.cublaslt(), plan.desc, call.alpha, call.b, plan.a, call.a, plan.b, call.beta, call.c, plan.c,
